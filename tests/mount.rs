@@ -1,0 +1,188 @@
+//! Integration tests of the mount path: every shared scenario against a local
+//! destination directory, plus command-line and local-only checks.
+
+mod scenarios;
+mod support;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use predicates::prelude::*;
+use support::{
+    LocalTarget, Scratch, Tree, assert_same, describe, is_root, nfsync, rsync_diff_with, slash,
+};
+
+scenarios::scenario_tests!(LocalTarget::new());
+
+#[test]
+fn help_mentions_exit_codes() {
+    nfsync()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Exit codes"))
+        .stdout(predicate::str::contains("23"))
+        .stdout(predicate::str::contains("--dry-run"))
+        .stdout(predicate::str::contains("--exclude"));
+}
+
+#[test]
+fn version() {
+    nfsync()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn usage_errors_exit_1() {
+    let s = Scratch::new();
+    fs::create_dir(s.join("src")).unwrap();
+    let src = s.join("src");
+    let dst = s.join("dst");
+    let with = |opts: &[&str]| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = opts.iter().map(Into::into).collect();
+        v.push(src.clone().into());
+        v.push(dst.clone().into());
+        v
+    };
+    let cases = vec![
+        vec![],
+        vec![src.clone().into()],
+        with(&["--no-such-option"]),
+        with(&["--jobs", "lots"]),
+        with(&["--modify-window", "-x"]),
+    ];
+    for args in cases {
+        let out = nfsync().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
+        assert!(!out.stderr.is_empty(), "{args:?}: no message on stderr");
+    }
+    assert!(!dst.exists(), "a usage error created DEST");
+}
+
+#[test]
+fn missing_source_exit_3() {
+    let s = Scratch::new();
+    let missing = s.join("no-such-source");
+    let dst = s.join("dst");
+    let out = nfsync().arg(&missing).arg(&dst).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no-such-source"),
+        "stderr does not name the source: {err}"
+    );
+}
+
+#[test]
+fn source_with_leading_dash_after_double_dash() {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("-src"));
+    tree.file("f", "f\n");
+    nfsync()
+        .current_dir(s.path())
+        .args(["--", "-src/", "dst"])
+        .assert()
+        .success();
+    assert_same(tree.root(), &s.join("dst"));
+}
+
+/// Runs nfsync so that reading a mode-000 file really fails: as root, the copy runs as
+/// `nobody` through setpriv over a tree owned by nobody; otherwise, directly.
+fn run_unprivileged(s: &Scratch, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    if is_root() {
+        // A copy of the binary that nobody can surely execute, wherever target/ is.
+        let bin = s.join("nfsync-bin");
+        fs::copy(support::bin(), &bin).unwrap();
+        fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+        support::nfsync_via("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&bin)
+            .args(args)
+            .output()
+            .expect("run setpriv (util-linux)")
+    } else {
+        nfsync().args(args).output().unwrap()
+    }
+}
+
+/// Makes a scratch tree usable by `nobody` when root: everything owned by 65534.
+fn hand_to_nobody(root: &Path) {
+    if !is_root() {
+        return;
+    }
+    let status = std::process::Command::new("chown")
+        .args(["-R", "-h", "65534:65534"])
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn scratch_for_nobody() -> Scratch {
+    // Under /tmp, whose parents every user can traverse (TMPDIR might not be).
+    let s = if is_root() {
+        Scratch::new_in(Path::new("/tmp"))
+    } else {
+        Scratch::new()
+    };
+    fs::set_permissions(s.path(), fs::Permissions::from_mode(0o777)).unwrap();
+    s
+}
+
+/// An unreadable source file: exit 23, its path on stderr, everything else copied.
+#[test]
+fn unreadable_source_file() {
+    let s = scratch_for_nobody();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a.txt", "a\n")
+        .random_file("sub/b.bin", 100_000, 5)
+        .file("sub/secret", "secret\n")
+        .file("z/last", "last\n");
+    hand_to_nobody(tree.root());
+    tree.chmod("sub/secret", 0o000);
+
+    let dst = s.join("dst");
+    let out = run_unprivileged(&s, &[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sub/secret"),
+        "stderr does not name the file: {err}"
+    );
+
+    // Everything else is exact; nothing (not even a partial file) stands for secret.
+    assert!(
+        !dst.join("sub/secret").exists(),
+        "sub/secret exists in DEST"
+    );
+    let diff = rsync_diff_with(tree.root(), &dst, &["--exclude", "/sub/secret"]);
+    assert!(diff.is_empty(), "trees differ:\n{diff}");
+}
+
+/// An unreadable source directory: exit 23, its path on stderr, everything else copied.
+#[test]
+fn unreadable_source_dir() {
+    let s = scratch_for_nobody();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a.txt", "a\n")
+        .file("locked/inner", "inner\n")
+        .file("open/b.txt", "b\n");
+    hand_to_nobody(tree.root());
+    tree.chmod("locked", 0o000);
+
+    let dst = s.join("dst");
+    let out = run_unprivileged(&s, &[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("locked"),
+        "stderr does not name the directory: {err}"
+    );
+    assert!(!dst.join("locked/inner").exists());
+    let diff = rsync_diff_with(tree.root(), &dst, &["--exclude", "/locked/"]);
+    assert!(diff.is_empty(), "trees differ:\n{diff}");
+}
