@@ -1,0 +1,182 @@
+//! The one seam between the engine and the places it writes to.
+//!
+//! The engine decides *what* to do (walk, plan); a [`Destination`] carries it out. The
+//! mount path ([`local::LocalDest`]) speaks POSIX syscalls to any directory; the NFSv3
+//! path speaks the wire protocol itself. Every method names its target as a directory
+//! handle plus an entry name, because that is what both POSIX `*at` calls and NFSv3
+//! (`LOOKUP`, `CREATE`, `REMOVE` all take a directory file handle and a name) want:
+//! the engine never asks a backend to resolve a whole path again.
+//!
+//! All methods are blocking and are called from many worker threads at once; that
+//! concurrency is how latency is hidden, so implementations must not serialise calls
+//! behind one lock.
+
+pub mod local;
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+use crate::meta::Meta;
+
+/// One entry of a destination directory listing.
+#[derive(Clone, Debug)]
+pub struct DestEntry {
+    /// The entry's name (never `.` or `..`).
+    pub name: OsString,
+    /// Attributes when the listing carried them for free (NFSv3 READDIRPLUS);
+    /// `None` means the engine must call [`Destination::stat`] if it needs them.
+    pub meta: Option<Meta>,
+}
+
+/// What the destination looks like where DEST points.
+#[derive(Clone, Debug)]
+pub enum RootState {
+    /// Nothing there yet.
+    Missing,
+    /// An object exists; its attributes.
+    Exists(Meta),
+}
+
+/// Which attributes to apply with [`Destination::set_attrs`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AttrSet {
+    /// Permission bits.
+    pub mode: bool,
+    /// Owner and/or group (the backend's policy decides which).
+    pub owner: bool,
+    /// Modification time.
+    pub mtime: bool,
+}
+
+impl AttrSet {
+    /// Everything.
+    pub const ALL: AttrSet = AttrSet {
+        mode: true,
+        owner: true,
+        mtime: true,
+    };
+
+    /// True when nothing is to be set.
+    pub fn is_empty(self) -> bool {
+        !(self.mode || self.owner || self.mtime)
+    }
+}
+
+/// Which ownership to preserve; decided once from the command line and the caller's
+/// privileges, then applied by the backend to everything it creates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnerPolicy {
+    /// Preserve the owner (rsync `-o`; default when running as root).
+    pub owner: bool,
+    /// Preserve the group (rsync `-g`).
+    pub group: bool,
+}
+
+/// Why a file copy did not complete.
+#[derive(Debug)]
+pub enum CopyError {
+    /// The source changed size or mtime while it was read. The destination is left
+    /// without the source's mtime, so the quick check recopies it next run.
+    SourceChanged,
+    /// The source disappeared between the listing and the copy.
+    Vanished,
+    /// Reading the source failed.
+    Source(io::Error),
+    /// Writing the destination failed.
+    Dest(io::Error),
+}
+
+/// A source regular file opened for copying.
+///
+/// Backends read from [`SourceFile::file`] and must call [`SourceFile::verify_unchanged`]
+/// after the last byte is written and before setting the mtime, so that a file that
+/// changed under us never looks complete.
+pub struct SourceFile<'a> {
+    /// The open source file.
+    pub file: File,
+    /// `lstat` of the source as listed; what the destination must end up with.
+    pub meta: &'a Meta,
+    /// Source path, for messages.
+    pub path: &'a Path,
+}
+
+impl SourceFile<'_> {
+    /// Re-checks size and mtime against the listing.
+    pub fn verify_unchanged(&self) -> Result<(), CopyError> {
+        let now = self.file.metadata().map_err(CopyError::Source)?;
+        let now = Meta::from_std(&now);
+        if now.size != self.meta.size || now.mtime != self.meta.mtime {
+            return Err(CopyError::SourceChanged);
+        }
+        Ok(())
+    }
+}
+
+/// A place the engine can write a tree into: a mounted directory or an NFSv3 export.
+pub trait Destination: Send + Sync {
+    /// A handle to a directory in the destination (a path, or an NFS file handle).
+    type Dir: Clone + Send + Sync;
+
+    /// Looks at DEST itself.
+    fn root_state(&self) -> io::Result<RootState>;
+
+    /// Returns DEST as a directory, creating it (and missing parents) if needed.
+    fn root_dir(&self) -> io::Result<Self::Dir>;
+
+    /// DEST's parent directory and DEST's final name: used when a single file is
+    /// copied to a new name.
+    fn root_parent(&self) -> io::Result<(Self::Dir, OsString)>;
+
+    /// Lists a directory (one readdir, or READDIRPLUS pages).
+    fn list(&self, dir: &Self::Dir) -> io::Result<Vec<DestEntry>>;
+
+    /// `lstat` of one entry; `Ok(None)` when it does not exist.
+    fn stat(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<Option<Meta>>;
+
+    /// Creates a directory, writable by us until [`Destination::set_dir_attrs`] gives it
+    /// its final mode.
+    fn mkdir(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<Self::Dir>;
+
+    /// Opens an existing subdirectory.
+    fn open_dir(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<Self::Dir>;
+
+    /// Creates a regular file (which must not exist) with the source's content, then
+    /// mode and ownership, and the mtime last. Returns the bytes written.
+    fn write_file(
+        &self,
+        dir: &Self::Dir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+    ) -> Result<u64, CopyError>;
+
+    /// Creates a symbolic link (which must not exist) and sets its ownership and mtime.
+    fn symlink(&self, dir: &Self::Dir, name: &OsStr, target: &OsStr, meta: &Meta)
+    -> io::Result<()>;
+
+    /// Creates `name` as a hard link to the already written `target_dir/target_name`.
+    fn hard_link(
+        &self,
+        dir: &Self::Dir,
+        name: &OsStr,
+        target_dir: &Self::Dir,
+        target_name: &OsStr,
+    ) -> io::Result<()>;
+
+    /// Creates a fifo, socket or device node, with its attributes.
+    fn mknod(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<()>;
+
+    /// Removes an entry; directories are removed with everything in them.
+    fn remove(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<()>;
+
+    /// Brings an existing entry's attributes in line with `meta`.
+    fn set_attrs(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta, what: AttrSet)
+    -> io::Result<()>;
+
+    /// Gives a directory its final mode, ownership and mtime once its children are done.
+    fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta) -> io::Result<()>;
+
+    /// `--checksum`: whether the destination file's bytes equal the source's.
+    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> io::Result<bool>;
+}

@@ -1,0 +1,783 @@
+//! [`NfsDest`]: the engine's [`Destination`] spoken as NFSv3.
+//!
+//! The trait is blocking and called from many worker threads; each call runs its
+//! RPCs with `Runtime::block_on` on the calling thread, and the transport is shared
+//! without a global lock, so N workers keep N files in flight. Handles and
+//! attributes that CREATE/MKDIR/READDIRPLUS return are used directly: nothing we just
+//! made or listed is looked up again (directory handles from a listing are kept for
+//! `open_dir`, and hard-link targets' handles for `hard_link`).
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use nfs3_types::nfs3::{
+    self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3, set_mtime,
+};
+use nfs3_types::xdr_codec::Opaque;
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+
+use super::client::{self, Answer, Nfs, dirop, meta, mtime_only, nfs_time, post_fh, post_op};
+use super::error;
+use super::mount::Mounted;
+use crate::dest::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
+use crate::exit::{CONNECT, Fatal};
+use crate::meta::{Kind, Meta};
+
+/// A directory on the server: its handle, and its path from the export root so a
+/// handle that went stale can be found again.
+#[derive(Clone, Debug)]
+pub struct NfsDir {
+    /// The file handle.
+    pub fh: nfs_fh3,
+    /// Path components from the export root.
+    path: Arc<Vec<Vec<u8>>>,
+}
+
+impl NfsDir {
+    fn child(&self, fh: nfs_fh3, name: &[u8]) -> NfsDir {
+        let mut path = (*self.path).clone();
+        path.push(name.to_vec());
+        NfsDir {
+            fh,
+            path: Arc::new(path),
+        }
+    }
+}
+
+/// Sizes the server told us in FSINFO.
+#[derive(Clone, Copy, Debug)]
+pub struct FsInfo {
+    /// Bytes per WRITE.
+    pub wsize: u32,
+    /// Bytes per READ.
+    pub rsize: u32,
+}
+
+/// Largest READ/WRITE we send, whatever the server allows: bounds memory per call.
+const MAX_IO: u32 = 1 << 20;
+
+/// FSINFO on the export root.
+pub async fn fsinfo(nfs: &Nfs, root: &nfs_fh3) -> Result<FsInfo, Fatal> {
+    let args = v3::FSINFO3args::from(root.clone());
+    let a = nfs
+        .call::<_, v3::FSINFO3resok, v3::FSINFO3resfail>(P::NFSPROC3_FSINFO, &args)
+        .await
+        .map_err(|e| Fatal::new(CONNECT, format!("FSINFO: {e}")))?;
+    let ok = a
+        .res
+        .map_err(|s| Fatal::new(CONNECT, format!("FSINFO on the export root: {s}")))?;
+    let pick = |max: u32, pref: u32| {
+        let v = if pref > 0 {
+            pref.max(max.min(MAX_IO))
+        } else {
+            max
+        };
+        v.clamp(4096, MAX_IO)
+    };
+    Ok(FsInfo {
+        wsize: if ok.wtmax == 0 {
+            64 << 10
+        } else {
+            pick(ok.wtmax, ok.wtpref).min(ok.wtmax.max(4096))
+        },
+        rsize: if ok.rtmax == 0 {
+            64 << 10
+        } else {
+            pick(ok.rtmax, ok.rtpref).min(ok.rtmax.max(4096))
+        },
+    })
+}
+
+/// An NFSv3 export as the engine's destination.
+pub struct NfsDest {
+    pub(super) rt: Runtime,
+    pub(super) nfs: Arc<Nfs>,
+    root: nfs_fh3,
+    subpath: Vec<String>,
+    label: String,
+    pub(super) info: FsInfo,
+    pub(super) owners: OwnerPolicy,
+    pub(super) as_root: bool,
+    /// Bytes of file data read but not yet acknowledged by the server, for all files.
+    pub(super) budget: Arc<Semaphore>,
+    /// Directory handles from the last listings, by (parent handle, name).
+    dir_cache: Mutex<HashMap<(Vec<u8>, Vec<u8>), (nfs_fh3, Meta)>>,
+    /// Handles of written files that have other links, for `hard_link`.
+    pub(super) link_cache: Mutex<HashMap<(Vec<u8>, Vec<u8>), nfs_fh3>>,
+}
+
+/// Data in flight for all files together; with 1 MiB writes, 64 calls.
+const BUDGET: usize = 64 << 20;
+
+/// The `io::Result` of an answer, with the status as errno.
+pub(super) fn ok<T>(a: Answer<T>) -> io::Result<T> {
+    a.res.map_err(error::status)
+}
+
+impl NfsDest {
+    pub(super) fn new(
+        rt: Runtime,
+        nfs: Arc<Nfs>,
+        m: Mounted,
+        info: FsInfo,
+        label: String,
+        owners: OwnerPolicy,
+        as_root: bool,
+    ) -> NfsDest {
+        NfsDest {
+            rt,
+            nfs,
+            root: m.root,
+            subpath: m.subpath,
+            label,
+            info,
+            owners,
+            as_root,
+            budget: Arc::new(Semaphore::new(BUDGET)),
+            dir_cache: Mutex::new(HashMap::new()),
+            link_cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `nfs://server/export`, for messages.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn root_nfs_dir(&self) -> NfsDir {
+        NfsDir {
+            fh: self.root.clone(),
+            path: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Attributes CREATE/MKDIR/SYMLINK/MKNOD should set: mode and the owners we keep.
+    pub(super) fn create_attrs(&self, m: &Meta, mode: Option<u32>) -> sattr3 {
+        sattr3 {
+            mode: mode.map_or(v3::Nfs3Option::None, v3::Nfs3Option::Some),
+            uid: if self.owners.owner {
+                v3::Nfs3Option::Some(m.uid)
+            } else {
+                v3::Nfs3Option::None
+            },
+            gid: if self.owners.group {
+                v3::Nfs3Option::Some(m.gid)
+            } else {
+                v3::Nfs3Option::None
+            },
+            ..Default::default()
+        }
+    }
+
+    /// The SETATTR that finishes an object: mtime, plus whatever `have` (the server's
+    /// attributes after creation) shows is still missing.
+    pub(super) fn finish_attrs(&self, m: &Meta, have: Option<&fattr3>, mode: bool) -> sattr3 {
+        let mut s = sattr3 {
+            mtime: set_mtime::SET_TO_CLIENT_TIME(nfs_time(m.mtime)),
+            ..Default::default()
+        };
+        if mode && have.is_none_or(|a| a.mode & 0o7777 != m.mode || m.mode & 0o6000 != 0) {
+            s.mode = v3::Nfs3Option::Some(m.mode);
+        }
+        if self.owners.owner && have.is_none_or(|a| a.uid != m.uid) {
+            s.uid = v3::Nfs3Option::Some(m.uid);
+        }
+        if self.owners.group && have.is_none_or(|a| a.gid != m.gid) {
+            s.gid = v3::Nfs3Option::Some(m.gid);
+        }
+        s
+    }
+
+    /// Finds a directory again from the export root (after NFS3ERR_STALE).
+    async fn walk(&self, path: &[Vec<u8>]) -> io::Result<nfs_fh3> {
+        let mut fh = self.root.clone();
+        for c in path {
+            fh = ok(self.nfs.lookup(&fh, c).await?)?.0;
+        }
+        Ok(fh)
+    }
+
+    /// Runs `f` on the directory's handle, re-resolving it once if it went stale.
+    pub(super) async fn in_dir<T, F, Fut>(&self, dir: &NfsDir, f: F) -> io::Result<Answer<T>>
+    where
+        F: Fn(nfs_fh3) -> Fut,
+        Fut: Future<Output = io::Result<Answer<T>>>,
+    {
+        let a = f(dir.fh.clone()).await?;
+        if matches!(a.res, Err(nfsstat3::NFS3ERR_STALE)) && !dir.path.is_empty() {
+            let fh = self.walk(&dir.path).await?;
+            return f(fh).await;
+        }
+        Ok(a)
+    }
+
+    /// LOOKUP in a directory; `None` for NOENT.
+    pub(super) async fn lookup(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+    ) -> io::Result<Option<(nfs_fh3, fattr3)>> {
+        let a = self
+            .in_dir(dir, |fh| async move { self.nfs.lookup(&fh, name).await })
+            .await?;
+        match a.res {
+            Err(nfsstat3::NFS3ERR_NOENT) => Ok(None),
+            r => r.map(Some).map_err(error::status),
+        }
+    }
+
+    /// MKDIR, where EXIST with a directory counts as made (a retried MKDIR of ours, or
+    /// a concurrent creator).
+    async fn mkdir_fh(&self, dir: &NfsDir, name: &[u8], attrs: sattr3) -> io::Result<nfs_fh3> {
+        let a = self
+            .in_dir(dir, |fh| {
+                let args = v3::MKDIR3args {
+                    where_: dirop(&fh, name),
+                    attributes: attrs.clone(),
+                };
+                async move {
+                    self.nfs
+                        .call::<_, v3::MKDIR3resok, v3::MKDIR3resfail>(P::NFSPROC3_MKDIR, &args)
+                        .await
+                }
+            })
+            .await?;
+        match a.res {
+            Ok(r) => match post_fh(r.obj) {
+                Some(fh) => Ok(fh),
+                None => self.lookup_dir(dir, name).await,
+            },
+            Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
+            Err(s) => Err(error::status(s)),
+        }
+    }
+
+    async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> io::Result<nfs_fh3> {
+        self.lookup_dir_meta(dir, name).await.map(|(fh, _)| fh)
+    }
+
+    async fn lookup_dir_meta(&self, dir: &NfsDir, name: &[u8]) -> io::Result<(nfs_fh3, Meta)> {
+        match self.lookup(dir, name).await? {
+            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok((fh, meta(&a))),
+            Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+        }
+    }
+
+    /// All entries of a directory by READDIRPLUS pages (restarting on a changed cookie
+    /// verifier), without `.` and `..`.
+    pub(super) async fn readdir(
+        &self,
+        fh: &nfs_fh3,
+    ) -> io::Result<Answer<Vec<v3::entryplus3<'static>>>> {
+        let mut restarts = 0;
+        'restart: loop {
+            let mut out = Vec::new();
+            let mut cookie = 0;
+            let mut verf = v3::cookieverf3::default();
+            loop {
+                let args = v3::READDIRPLUS3args {
+                    dir: fh.clone(),
+                    cookie,
+                    cookieverf: verf,
+                    dircount: 64 << 10,
+                    maxcount: 1 << 20,
+                };
+                let a = self
+                    .nfs
+                    .call::<_, v3::READDIRPLUS3resok<'static>, v3::READDIRPLUS3resfail>(
+                        P::NFSPROC3_READDIRPLUS,
+                        &args,
+                    )
+                    .await?;
+                let page = match a.res {
+                    Ok(p) => p,
+                    Err(nfsstat3::NFS3ERR_BAD_COOKIE) if restarts < 3 => {
+                        restarts += 1;
+                        continue 'restart;
+                    }
+                    Err(s) => {
+                        return Ok(Answer {
+                            res: Err(s),
+                            ambiguous: false,
+                        });
+                    }
+                };
+                let entries = page.reply.entries.into_inner();
+                let empty = entries.is_empty();
+                if let Some(last) = entries.last() {
+                    cookie = last.cookie;
+                }
+                verf = page.cookieverf;
+                out.extend(
+                    entries
+                        .into_iter()
+                        .filter(|e| e.name.0.as_ref() != b"." && e.name.0.as_ref() != b".."),
+                );
+                if page.reply.eof {
+                    return Ok(Answer {
+                        res: Ok(out),
+                        ambiguous: false,
+                    });
+                }
+                if empty {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "server sent an empty READDIRPLUS page without eof",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Removes a directory and everything in it.
+    fn remove_tree(&self, parent: &NfsDir, name: &[u8]) -> io::Result<()> {
+        let Some((fh, attrs)) = self.rt.block_on(self.lookup(parent, name))? else {
+            return Ok(());
+        };
+        if attrs.type_ != ftype3::NF3DIR {
+            return self.remove_entry(parent, name, false);
+        }
+        let dir = parent.child(fh, name);
+        let entries = ok(self.rt.block_on(self.readdir(&dir.fh))?)?;
+        let mut files = Vec::new();
+        for e in entries {
+            let is_dir =
+                matches!(&e.name_attributes, v3::Nfs3Option::Some(a) if a.type_ == ftype3::NF3DIR);
+            if is_dir {
+                self.remove_tree(&dir, e.name.0.as_ref())?;
+            } else {
+                files.push(e.name.0.into_owned());
+            }
+        }
+        // A directory's files go all at once.
+        let handles: Vec<_> = files
+            .into_iter()
+            .map(|n| {
+                let nfs = self.nfs.clone();
+                let fh = dir.fh.clone();
+                self.rt
+                    .spawn(async move { remove_call(&nfs, &fh, &n, false).await })
+            })
+            .collect();
+        for h in handles {
+            self.rt.block_on(h).map_err(io::Error::other)??;
+        }
+        self.remove_entry(parent, name, true)
+    }
+
+    fn remove_entry(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> io::Result<()> {
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| async move {
+                    remove_call(&self.nfs, &fh, name, is_dir)
+                        .await
+                        .map(|()| Answer {
+                            res: Ok(()),
+                            ambiguous: false,
+                        })
+                })
+                .await;
+            a.map(|_| ())
+        })
+    }
+}
+
+/// REMOVE or RMDIR; NOENT counts as done (a retried call of ours, or already gone).
+async fn remove_call(nfs: &Nfs, dir: &nfs_fh3, name: &[u8], is_dir: bool) -> io::Result<()> {
+    let res = if is_dir {
+        let args = v3::RMDIR3args {
+            object: dirop(dir, name),
+        };
+        nfs.call::<_, v3::RMDIR3resok, v3::RMDIR3resfail>(P::NFSPROC3_RMDIR, &args)
+            .await?
+            .res
+            .map(|_| ())
+    } else {
+        let args = v3::REMOVE3args {
+            object: dirop(dir, name),
+        };
+        nfs.call::<_, v3::REMOVE3resok, v3::REMOVE3resfail>(P::NFSPROC3_REMOVE, &args)
+            .await?
+            .res
+            .map(|_| ())
+    };
+    match res {
+        Ok(()) | Err(nfsstat3::NFS3ERR_NOENT) => Ok(()),
+        Err(s) => Err(error::status(s)),
+    }
+}
+
+fn cache_key(dir: &nfs_fh3, name: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    (dir.data.to_vec(), name.to_vec())
+}
+
+impl Destination for NfsDest {
+    type Dir = NfsDir;
+
+    fn root_state(&self) -> io::Result<RootState> {
+        self.rt.block_on(async {
+            let mut fh = self.root.clone();
+            let mut attrs = None;
+            for c in &self.subpath {
+                match self.nfs.lookup(&fh, c.as_bytes()).await?.res {
+                    Ok((f, a)) => {
+                        fh = f;
+                        attrs = Some(a);
+                    }
+                    Err(nfsstat3::NFS3ERR_NOENT) => return Ok(RootState::Missing),
+                    Err(s) => return Err(error::status(s)),
+                }
+            }
+            let attrs = match attrs {
+                Some(a) => a,
+                None => ok(self.nfs.getattr(&fh).await?)?,
+            };
+            Ok(RootState::Exists(meta(&attrs)))
+        })
+    }
+
+    fn root_dir(&self) -> io::Result<NfsDir> {
+        let mut dir = self.root_nfs_dir();
+        for c in &self.subpath {
+            let name = c.as_bytes();
+            let fh = self.rt.block_on(async {
+                match self.lookup(&dir, name).await? {
+                    Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
+                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+                    None => {
+                        let attrs = sattr3 {
+                            mode: v3::Nfs3Option::Some(0o755),
+                            ..Default::default()
+                        };
+                        self.mkdir_fh(&dir, name, attrs).await
+                    }
+                }
+            })?;
+            dir = dir.child(fh, name);
+        }
+        Ok(dir)
+    }
+
+    fn root_parent(&self) -> io::Result<(NfsDir, OsString)> {
+        let Some((last, parents)) = self.subpath.split_last() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is the export root, not a file name", self.label),
+            ));
+        };
+        let mut dir = self.root_nfs_dir();
+        for c in parents {
+            let fh = self.rt.block_on(async {
+                match self.lookup(&dir, c.as_bytes()).await? {
+                    Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
+                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+                    None => {
+                        let attrs = sattr3 {
+                            mode: v3::Nfs3Option::Some(0o755),
+                            ..Default::default()
+                        };
+                        self.mkdir_fh(&dir, c.as_bytes(), attrs).await
+                    }
+                }
+            })?;
+            dir = dir.child(fh, c.as_bytes());
+        }
+        Ok((dir, OsString::from(last)))
+    }
+
+    fn list(&self, dir: &NfsDir) -> io::Result<Vec<DestEntry>> {
+        let entries = ok(self
+            .rt
+            .block_on(self.in_dir(dir, |fh| async move { self.readdir(&fh).await }))?)?;
+        let mut out = Vec::with_capacity(entries.len());
+        let mut dirs = Vec::new();
+        for e in entries {
+            let name = e.name.0.into_owned();
+            let m = post_op(e.name_attributes).map(|a| meta(&a));
+            if let (Some(m), Some(fh)) = (&m, post_fh(e.name_handle)) {
+                if m.kind == Kind::Dir {
+                    dirs.push((cache_key(&dir.fh, &name), (fh, *m)));
+                }
+            }
+            out.push(DestEntry {
+                name: OsString::from(std::ffi::OsStr::from_bytes(&name)),
+                kind: m.map(|m| m.kind),
+                meta: m,
+            });
+        }
+        if let Ok(mut c) = self.dir_cache.lock() {
+            c.extend(dirs);
+        }
+        Ok(out)
+    }
+
+    fn stat(&self, dir: &NfsDir, name: &OsStr) -> io::Result<Option<Meta>> {
+        let r = self.rt.block_on(self.lookup(dir, name.as_bytes()))?;
+        Ok(r.map(|(_, a)| meta(&a)))
+    }
+
+    fn mkdir(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> io::Result<NfsDir> {
+        let name = name.as_bytes();
+        // Writable by us until set_dir_attrs gives the final mode.
+        let attrs = self.create_attrs(m, Some(m.mode | 0o700));
+        let fh = self.rt.block_on(self.mkdir_fh(dir, name, attrs))?;
+        Ok(dir.child(fh, name))
+    }
+
+    fn open_dir(&self, dir: &NfsDir, name: &OsStr) -> io::Result<(NfsDir, Meta)> {
+        let name = name.as_bytes();
+        let cached = self
+            .dir_cache
+            .lock()
+            .ok()
+            .and_then(|mut c| c.remove(&cache_key(&dir.fh, name)));
+        let (fh, m) = match cached {
+            Some(hit) => hit,
+            None => self.rt.block_on(self.lookup_dir_meta(dir, name))?,
+        };
+        Ok((dir.child(fh, name), m))
+    }
+
+    fn read_link(&self, dir: &NfsDir, name: &OsStr) -> io::Result<OsString> {
+        self.rt.block_on(async {
+            let Some((fh, _)) = self.lookup(dir, name.as_bytes()).await? else {
+                return Err(io::Error::from_raw_os_error(libc::ENOENT));
+            };
+            let args = v3::READLINK3args { symlink: fh };
+            let r = ok(self
+                .nfs
+                .call::<_, v3::READLINK3resok<'static>, v3::READLINK3resfail>(
+                    P::NFSPROC3_READLINK,
+                    &args,
+                )
+                .await?)?;
+            Ok(OsString::from(OsStr::from_bytes(r.data.0.as_ref())))
+        })
+    }
+
+    fn write_file(
+        &self,
+        dir: &NfsDir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+    ) -> Result<u64, CopyError> {
+        self.write_file_impl(dir, name.as_bytes(), src)
+    }
+
+    fn symlink(&self, dir: &NfsDir, name: &OsStr, target: &OsStr, m: &Meta) -> io::Result<()> {
+        let name = name.as_bytes();
+        let attrs = self.create_attrs(m, None);
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::SYMLINK3args {
+                        where_: dirop(&fh, name),
+                        symlink: v3::symlinkdata3 {
+                            symlink_attributes: attrs.clone(),
+                            symlink_data: v3::nfspath3(Opaque::borrowed(target.as_bytes())),
+                        },
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::SYMLINK3resok, v3::SYMLINK3resfail>(
+                                P::NFSPROC3_SYMLINK,
+                                &args,
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            let (fh, have) = match a.res {
+                Ok(r) => match post_fh(r.obj) {
+                    Some(fh) => (fh, post_op(r.obj_attributes)),
+                    None => self
+                        .lookup(dir, name)
+                        .await?
+                        .map(|(f, a)| (f, Some(a)))
+                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                },
+                // Our own earlier attempt went through.
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self
+                    .lookup(dir, name)
+                    .await?
+                    .map(|(f, a)| (f, Some(a)))
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                Err(s) => return Err(error::status(s)),
+            };
+            ok(self
+                .nfs
+                .setattr(&fh, self.finish_attrs(m, have.as_ref(), false))
+                .await?)
+        })
+    }
+
+    fn hard_link(
+        &self,
+        dir: &NfsDir,
+        name: &OsStr,
+        target_dir: &NfsDir,
+        target_name: &OsStr,
+    ) -> io::Result<()> {
+        let name = name.as_bytes();
+        let tname = target_name.as_bytes();
+        let cached = self
+            .link_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&cache_key(&target_dir.fh, tname)).cloned());
+        self.rt.block_on(async {
+            let (file, want_id) = match cached {
+                Some(fh) => (fh, None),
+                None => match self.lookup(target_dir, tname).await? {
+                    Some((fh, a)) => (fh, Some(a.fileid)),
+                    None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+                },
+            };
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::LINK3args {
+                        file: file.clone(),
+                        link: dirop(&fh, name),
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::LINK3resok, v3::LINK3resfail>(P::NFSPROC3_LINK, &args)
+                            .await
+                    }
+                })
+                .await?;
+            match a.res {
+                Ok(_) => Ok(()),
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => {
+                    // Done already if the name now is the same file.
+                    let here = self.lookup(dir, name).await?;
+                    let target = match want_id {
+                        Some(id) => Some(id),
+                        None => Some(ok(self.nfs.getattr(&file).await?)?.fileid),
+                    };
+                    if here.map(|(_, a)| a.fileid) == target {
+                        Ok(())
+                    } else {
+                        Err(io::Error::from_raw_os_error(libc::EEXIST))
+                    }
+                }
+                Err(s) => Err(error::status(s)),
+            }
+        })
+    }
+
+    fn mknod(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> io::Result<()> {
+        let name = name.as_bytes();
+        let attrs = self.create_attrs(m, Some(m.mode));
+        let spec = v3::specdata3 {
+            specdata1: libc::major(m.rdev),
+            specdata2: libc::minor(m.rdev),
+        };
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let what = match m.kind {
+                        Kind::CharDev => v3::mknoddata3::NF3CHR(v3::devicedata3 {
+                            dev_attributes: attrs.clone(),
+                            spec: spec.clone(),
+                        }),
+                        Kind::BlockDev => v3::mknoddata3::NF3BLK(v3::devicedata3 {
+                            dev_attributes: attrs.clone(),
+                            spec: spec.clone(),
+                        }),
+                        Kind::Socket => v3::mknoddata3::NF3SOCK(attrs.clone()),
+                        _ => v3::mknoddata3::NF3FIFO(attrs.clone()),
+                    };
+                    let args = v3::MKNOD3args {
+                        where_: dirop(&fh, name),
+                        what,
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::MKNOD3resok, v3::MKNOD3resfail>(P::NFSPROC3_MKNOD, &args)
+                            .await
+                    }
+                })
+                .await?;
+            let (fh, have) = match a.res {
+                Ok(r) => match post_fh(r.obj) {
+                    Some(fh) => (fh, post_op(r.obj_attributes)),
+                    None => self
+                        .lookup(dir, name)
+                        .await?
+                        .map(|(f, a)| (f, Some(a)))
+                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                },
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self
+                    .lookup(dir, name)
+                    .await?
+                    .map(|(f, a)| (f, Some(a)))
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                Err(s) => return Err(error::status(s)),
+            };
+            ok(self
+                .nfs
+                .setattr(&fh, self.finish_attrs(m, have.as_ref(), true))
+                .await?)
+        })
+    }
+
+    fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> io::Result<()> {
+        if kind == Kind::Dir {
+            self.remove_tree(dir, name.as_bytes())
+        } else {
+            self.remove_entry(dir, name.as_bytes(), false)
+        }
+    }
+
+    fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> io::Result<()> {
+        if what.is_empty() {
+            return Ok(());
+        }
+        self.rt.block_on(async {
+            let Some((fh, have)) = self.lookup(dir, name.as_bytes()).await? else {
+                return Err(io::Error::from_raw_os_error(libc::ENOENT));
+            };
+            let mut s = sattr3::default();
+            if what.mode && have.type_ != ftype3::NF3LNK {
+                s.mode = v3::Nfs3Option::Some(m.mode);
+            }
+            if what.owner {
+                if self.owners.owner {
+                    s.uid = v3::Nfs3Option::Some(m.uid);
+                }
+                if self.owners.group {
+                    s.gid = v3::Nfs3Option::Some(m.gid);
+                }
+            }
+            if what.mtime {
+                s.mtime = mtime_only(m.mtime).mtime;
+            }
+            ok(self.nfs.setattr(&fh, s).await?)
+        })
+    }
+
+    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta) -> io::Result<()> {
+        let s = self.finish_attrs(m, None, true);
+        self.rt.block_on(async {
+            let a = self.in_dir(dir, |fh| {
+                let s = s.clone();
+                async move { self.nfs.setattr(&fh, s).await }
+            });
+            ok(a.await?)
+        })
+    }
+
+    fn same_content(&self, dir: &NfsDir, name: &OsStr, src: &Path) -> io::Result<bool> {
+        self.same_content_impl(dir, name.as_bytes(), src)
+    }
+}
+
+/// Re-exported for tests that talk to a server directly.
+pub use client::meta as meta_of;

@@ -1,0 +1,108 @@
+//! The NFSv3 path: `nfs://server[:port]/export/path` destinations, spoken directly.
+//!
+//! The kernel client makes each small file wait for LOOKUP, CREATE, WRITE, COMMIT and
+//! SETATTR one after another. Here every engine worker drives its own file with only
+//! the waits the protocol requires, and all workers share a few multiplexed TCP
+//! connections, so hundreds of calls are in flight at once.
+//!
+//! Layers, bottom up: [`url`] parses DEST; [`rpc`] is the multiplexed RPC transport;
+//! [`mount`] does portmapper + MOUNT via `nfs3_client`; [`client`] adds NFS retry rules;
+//! [`dest`] and `write` implement the engine's [`crate::dest::Destination`].
+
+pub mod client;
+pub mod dest;
+pub mod error;
+pub mod mount;
+pub mod rpc;
+pub mod url;
+mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use dest::{NfsDest, NfsDir};
+pub use url::is_nfs_url;
+
+use crate::config::Config;
+use crate::exit::{CONNECT, Fatal, TIMEOUT};
+
+/// Default TCP connections per server (like `nconnect`).
+pub const DEFAULT_CONNS: usize = 4;
+/// Default calls in flight per connection.
+pub const DEFAULT_WINDOW: usize = 64;
+
+/// Parses an `nfs://` URL, mounts the export and checks the NFS service answers.
+///
+/// Every step is bounded by `config.timeout`; failures are [`Fatal`] with exit code
+/// CONNECT (unreachable, refused, wrong port, garbage) or TIMEOUT.
+pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
+    let parsed = url::parse(url).map_err(|e| Fatal::new(crate::exit::USAGE, e))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("nfsync-nfs")
+        .enable_all()
+        .build()
+        .map_err(|e| Fatal::new(CONNECT, format!("cannot start the NFS runtime: {e}")))?;
+    let timeout = if config.timeout.is_zero() {
+        Duration::from_secs(30)
+    } else {
+        config.timeout
+    };
+    // Root binds a privileged source port as the kernel and libnfs do; others cannot.
+    // SAFETY: geteuid has no preconditions.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let resvport = parsed.resvport.unwrap_or(is_root);
+    let cred = mount::credentials(&parsed);
+    let setup = rt.block_on(async {
+        let m = mount::mount(&parsed, &cred, resvport, timeout).await?;
+        let ep = rpc::Endpoint {
+            addr: m.nfs_addr,
+            prog: nfs3_types::nfs3::PROGRAM,
+            vers: 3,
+            resvport,
+            conns: parsed.conns.unwrap_or(DEFAULT_CONNS),
+            window: parsed.window.unwrap_or(DEFAULT_WINDOW),
+            timeout,
+        };
+        let nfs = client::Nfs::new(rpc::RpcClient::new(ep, cred.clone()), timeout);
+        nfs.rpc()
+            .connect_all()
+            .await
+            .map_err(|e| setup_error(&e, resvport))?;
+        nfs.null().await.map_err(|e| setup_error(&e, resvport))?;
+        let info = dest::fsinfo(&nfs, &m.root).await?;
+        Ok::<_, Fatal>((m, nfs, info))
+    });
+    let (m, nfs, info) = setup?;
+    let label = format!("nfs://{}{}", parsed.host, m.export);
+    // SAFETY: getuid has no preconditions.
+    let uid = parsed.uid.unwrap_or(unsafe { libc::getuid() });
+    Ok(NfsDest::new(
+        rt,
+        Arc::new(nfs),
+        m,
+        info,
+        label,
+        config.owners,
+        uid == 0,
+    ))
+}
+
+fn setup_error(e: &rpc::RpcError, resvport: bool) -> Fatal {
+    let code = if matches!(e, rpc::RpcError::Timeout { .. }) {
+        TIMEOUT
+    } else {
+        CONNECT
+    };
+    let hint = match e {
+        rpc::RpcError::Auth { .. } if !resvport => {
+            ": the server refuses unprivileged source ports; run as root, or allow them \
+             on the server (`insecure` for knfsd, `PrivilegedPort = false;` for nfs-ganesha)"
+        }
+        rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. } => {
+            ": is that port really an NFSv3 server?"
+        }
+        _ => "",
+    };
+    Fatal::new(code, format!("NFS service: {e}{hint}"))
+}

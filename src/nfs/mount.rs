@@ -1,0 +1,342 @@
+//! Getting from a URL to a root file handle: name lookup, portmapper, MOUNT v3.
+//!
+//! These are a handful of calls done once per run, so they use `nfs3_client`'s
+//! one-call-at-a-time `MountClient` and `PortmapperClient` over our own sockets (which
+//! bind a privileged source port only when asked, and turn EOF into an error instead
+//! of the crate's retry-forever read loop). Every step is bounded by `--timeout`.
+//!
+//! Failures here end the run with a message that says what to fix, so they are
+//! [`Fatal`]s with exit code [`CONNECT`] (or [`TIMEOUT`]).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use nfs3_client::io::{AsyncRead, AsyncWrite};
+use nfs3_client::{MountClient, MountError, PortmapError, PortmapperClient};
+use nfs3_types::mount::{dirpath, mountstat3};
+use nfs3_types::nfs3::nfs_fh3;
+use nfs3_types::rpc::{auth_unix, opaque_auth};
+use nfs3_types::xdr_codec::Opaque;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::rpc::connect_tcp;
+use super::url::NfsUrl;
+use crate::exit::{CONNECT, Fatal, TIMEOUT};
+
+/// `nfs3_client`'s I/O traits over a tokio socket.
+struct Io(TcpStream);
+
+impl AsyncRead for Io {
+    async fn async_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.0.read(buf).await?;
+        if n == 0 && !buf.is_empty() {
+            // nfs3_client's read_exact loops until the buffer is full; a closed
+            // socket must end that loop.
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(n)
+    }
+}
+
+impl AsyncWrite for Io {
+    async fn async_write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).await
+    }
+}
+
+/// What MOUNT gave us.
+pub struct Mounted {
+    /// Where the NFS program listens.
+    pub nfs_addr: SocketAddr,
+    /// The export that was mounted.
+    pub export: String,
+    /// Its root file handle.
+    pub root: nfs_fh3,
+    /// Path components of DEST below the export root.
+    pub subpath: Vec<String>,
+}
+
+/// The hint for servers that speak only NFSv4.
+fn efs_hint(host: &str) -> &'static str {
+    if host.contains("efs.") && host.contains("amazonaws.com") {
+        " (EFS speaks only NFSv4: mount it and use the mount path)"
+    } else {
+        ""
+    }
+}
+
+/// AUTH_SYS credentials: the caller's uid, gid and groups unless the URL overrides them.
+pub fn credentials(url: &NfsUrl) -> opaque_auth<'static> {
+    // SAFETY: these libc calls have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let uid = url.uid.unwrap_or(uid);
+    let gid = url.gid.unwrap_or(gid);
+    let mut gids = Vec::new();
+    if url.gid.is_none() && url.uid.is_none() {
+        let mut buf = [0 as libc::gid_t; 64];
+        // SAFETY: the buffer holds 64 entries and we pass that length.
+        let n = unsafe { libc::getgroups(64, buf.as_mut_ptr()) };
+        if n > 0 {
+            gids.extend(buf[..n as usize].iter().filter(|&&g| g != gid));
+        }
+    }
+    gids.truncate(16); // AUTH_SYS carries at most 16 groups
+    let mut host = [0u8; 256];
+    // SAFETY: the buffer is 256 bytes and we pass a smaller length, so it stays
+    // NUL-terminated.
+    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), 255) };
+    let name = if rc == 0 {
+        host.iter().take_while(|&&b| b != 0).copied().collect()
+    } else {
+        b"nfsync".to_vec()
+    };
+    opaque_auth::auth_unix(&auth_unix {
+        stamp: std::process::id(),
+        machinename: Opaque::owned(name),
+        uid,
+        gid,
+        gids,
+    })
+}
+
+/// Resolves the server name (IP literals pass through), preferring IPv4.
+pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Fatal> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(ip);
+    }
+    let found = tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0)))
+        .await
+        .map_err(|_| Fatal::new(TIMEOUT, format!("resolving {host}: timed out")))?
+        .map_err(|e| Fatal::new(CONNECT, format!("cannot resolve NFS server {host}: {e}")))?
+        .map(|a| a.ip())
+        .collect::<Vec<_>>();
+    found
+        .iter()
+        .find(|ip| ip.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| Fatal::new(CONNECT, format!("{host} has no address")))
+}
+
+async fn bounded<T, E: std::fmt::Display>(
+    what: &str,
+    timeout: Duration,
+    fut: impl Future<Output = Result<T, E>>,
+) -> Result<T, Fatal> {
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(Fatal::new(CONNECT, format!("{what}: {e}"))),
+        Err(_) => Err(Fatal::new(
+            TIMEOUT,
+            format!("{what}: no answer within {} s", timeout.as_secs()),
+        )),
+    }
+}
+
+/// Asks the portmapper for the TCP port of `prog` version `vers`.
+async fn getport(
+    ip: IpAddr,
+    prog: u32,
+    vers: u32,
+    name: &str,
+    host: &str,
+    t: Duration,
+) -> Result<u16, Fatal> {
+    let pm = SocketAddr::new(ip, nfs3_types::portmap::PMAP_PORT);
+    let what = format!("portmapper at {pm} (to find {name})");
+    let sock = bounded(&what, t, connect_tcp(pm, false))
+        .await
+        .map_err(|mut f| {
+            f.message.push_str(&format!(
+                "; give the ports in the URL (?nfsport=N&mountport=N) to skip the portmapper{}",
+                efs_hint(host)
+            ));
+            f
+        })?;
+    let mut client = PortmapperClient::new(Io(sock));
+    let r = tokio::time::timeout(
+        t,
+        client.getport(prog, vers, nfs3_types::portmap::IPPROTO_TCP),
+    )
+    .await;
+    match r {
+        Ok(Ok(port)) => Ok(port),
+        Ok(Err(PortmapError::ProgramUnavailable)) => Err(Fatal::new(
+            CONNECT,
+            format!("{host} does not serve {name} over TCP{}", efs_hint(host)),
+        )),
+        Ok(Err(e)) => Err(Fatal::new(CONNECT, format!("{what}: {e}"))),
+        Err(_) => Err(Fatal::new(
+            TIMEOUT,
+            format!("{what}: no answer within {} s", t.as_secs()),
+        )),
+    }
+}
+
+/// Resolves ports, lists exports and mounts the longest export that leads to DEST.
+pub async fn mount(
+    url: &NfsUrl,
+    cred: &opaque_auth<'static>,
+    resvport: bool,
+    timeout: Duration,
+) -> Result<Mounted, Fatal> {
+    let host = &url.host;
+    let ip = resolve(host, timeout).await?;
+    let mount_port = match url.mount_port {
+        Some(p) => p,
+        None => getport(ip, nfs3_types::mount::PROGRAM, 3, "MOUNT v3", host, timeout).await?,
+    };
+    let nfs_port = match url.nfs_port {
+        Some(p) => p,
+        None => getport(ip, nfs3_types::nfs3::PROGRAM, 3, "NFS v3", host, timeout).await?,
+    };
+    let maddr = SocketAddr::new(ip, mount_port);
+    let what = format!("MOUNT service at {maddr}");
+    let sock = bounded(&what, timeout, connect_tcp(maddr, resvport))
+        .await
+        .map_err(|mut f| {
+            f.message.push_str(efs_hint(host));
+            f
+        })?;
+    let mut mc = MountClient::new_with_auth(Io(sock), cred.clone(), opaque_auth::default());
+
+    // The export list tells us where the export ends and DEST's subdirectory begins.
+    let want = normalize(&url.path);
+    let exports: Vec<String> = match tokio::time::timeout(timeout, mc.export()).await {
+        Ok(Ok(list)) => list
+            .into_inner()
+            .into_iter()
+            .map(|e| String::from_utf8_lossy(&e.ex_dir.0).into_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut candidates: Vec<String> = exports
+        .iter()
+        .map(|e| normalize(e))
+        .filter(|e| is_prefix(e, &want))
+        .collect();
+    candidates.sort_by_key(|e| std::cmp::Reverse(e.len()));
+    if candidates.is_empty() {
+        // No usable list: try DEST itself, then ever shorter prefixes.
+        let mut p = want.clone();
+        loop {
+            candidates.push(p.clone());
+            if p == "/" {
+                break;
+            }
+            p = match p.rfind('/') {
+                Some(0) | None => "/".into(),
+                Some(i) => p[..i].to_string(),
+            };
+        }
+    }
+    let mut first_err = None;
+    for export in &candidates {
+        let dir = dirpath(Opaque::owned(export.as_bytes().to_vec()));
+        match tokio::time::timeout(timeout, mc.mnt(dir)).await {
+            Ok(Ok(ok)) => {
+                let rest = want[export.len()..].trim_start_matches('/');
+                return Ok(Mounted {
+                    nfs_addr: SocketAddr::new(ip, nfs_port),
+                    export: export.clone(),
+                    root: nfs_fh3 { data: ok.fhandle.0 },
+                    subpath: rest
+                        .split('/')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                });
+            }
+            Ok(Err(MountError::Denied(stat))) => {
+                first_err.get_or_insert(mnt_message(host, export, stat, resvport, &exports));
+                if matches!(stat, mountstat3::MNT3ERR_ACCES) {
+                    break;
+                }
+            }
+            Ok(Err(e)) => {
+                return Err(Fatal::new(
+                    CONNECT,
+                    format!("{what}: MNT {export}: {e}{}", efs_hint(host)),
+                ));
+            }
+            Err(_) => {
+                return Err(Fatal::new(
+                    TIMEOUT,
+                    format!(
+                        "{what}: MNT {export}: no answer within {} s",
+                        timeout.as_secs()
+                    ),
+                ));
+            }
+        }
+    }
+    Err(Fatal::new(
+        CONNECT,
+        first_err.unwrap_or_else(|| format!("{host}: no export leads to {want}")),
+    ))
+}
+
+fn mnt_message(
+    host: &str,
+    export: &str,
+    stat: mountstat3,
+    resvport: bool,
+    exports: &[String],
+) -> String {
+    match stat {
+        mountstat3::MNT3ERR_ACCES if !resvport => format!(
+            "{host} refused to mount {export} (MNT3ERR_ACCES): we used an unprivileged source \
+             port, which servers refuse by default. Run nfsync as root (it then binds a port \
+             below 1024), or allow other ports on the server: `insecure` in /etc/exports \
+             (knfsd) or `PrivilegedPort = false;` in the EXPORT block (nfs-ganesha)"
+        ),
+        mountstat3::MNT3ERR_ACCES => format!(
+            "{host} refused to mount {export} (MNT3ERR_ACCES): this client is not allowed by \
+             the export's access list"
+        ),
+        mountstat3::MNT3ERR_NOENT | mountstat3::MNT3ERR_NOTDIR if !exports.is_empty() => format!(
+            "{host} has no export {export} ({stat:?}); it exports: {}",
+            exports.join(", ")
+        ),
+        _ => format!("{host} refused to mount {export}: {stat:?}"),
+    }
+}
+
+/// `/a//b/` → `/a/b`.
+fn normalize(p: &str) -> String {
+    let parts: Vec<&str> = p
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// Whether `export` is `path` or a leading directory of it.
+fn is_prefix(export: &str, path: &str) -> bool {
+    export == "/"
+        || path == export
+        || (path.starts_with(export) && path.as_bytes().get(export.len()) == Some(&b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes() {
+        assert!(is_prefix("/exp", "/exp/a"));
+        assert!(is_prefix("/exp", "/exp"));
+        assert!(!is_prefix("/exp", "/export"));
+        assert!(is_prefix("/", "/x"));
+        assert_eq!(normalize("//a/./b/"), "/a/b");
+        assert_eq!(normalize(""), "/");
+    }
+
+    #[test]
+    fn efs_is_recognised() {
+        assert!(efs_hint("fs-1.efs.us-east-1.amazonaws.com").contains("NFSv4"));
+        assert!(efs_hint("filer.example").is_empty());
+    }
+}

@@ -1,0 +1,544 @@
+//! A multiplexed ONC RPC (RFC 5531) client transport over TCP.
+//!
+//! `nfs3_client`'s `RpcClient::call` takes `&mut self` and waits for each reply before
+//! the next call can be written, so one connection carries one call at a time. The
+//! whole point of nfsync's NFS path is to keep many calls in flight, so this module
+//! keeps, per TCP connection, a writer task fed by a channel and a reader task that
+//! matches each reply to its waiting caller by xid (servers answer out of order).
+//! Several connections per server (like the kernel's `nconnect`) spread the load, and a
+//! semaphore per connection bounds the calls in flight (and with them the memory).
+//!
+//! Every byte from the server is untrusted: record marks are checked against
+//! [`MAX_RECORD`] before anything is allocated, and decoding failures become errors,
+//! never panics.
+
+use std::collections::HashMap;
+use std::io::{self, Cursor};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nfs3_types::rpc::{
+    RPC_VERSION_2, accept_stat_data, auth_stat, call_body, msg_body, opaque_auth, rejected_reply,
+    reply_body, rpc_msg,
+};
+use nfs3_types::xdr_codec::{Pack, Unpack};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+/// Largest reply record accepted (all fragments together). Our biggest replies are
+/// READ and READDIRPLUS, whose sizes we choose (at most 1 MiB of data); anything much
+/// larger is a broken or hostile server and must not make us allocate.
+pub const MAX_RECORD: usize = 4 << 20;
+
+/// Why a call failed at the RPC level (as opposed to an NFS status in the reply).
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// Could not open a connection.
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// Server address.
+        addr: SocketAddr,
+        /// The socket error.
+        source: io::Error,
+    },
+    /// The connection broke. `sent` tells whether the call may have reached the
+    /// server (then its effect is unknown: the retry must treat the answer as ambiguous).
+    #[error("connection to {addr} lost")]
+    Disconnected {
+        /// Server address.
+        addr: SocketAddr,
+        /// Whether the call was written before the connection broke.
+        sent: bool,
+    },
+    /// No reply within the timeout.
+    #[error("no reply from {addr} within {secs} s")]
+    Timeout {
+        /// Server address.
+        addr: SocketAddr,
+        /// The timeout.
+        secs: u64,
+    },
+    /// The server sent something that is not a valid reply to our call.
+    #[error("{addr} sent an invalid RPC reply: {what}")]
+    Garbage {
+        /// Server address.
+        addr: SocketAddr,
+        /// What was wrong.
+        what: String,
+    },
+    /// The server rejected our credentials (e.g. AUTH_TOOWEAK for an unprivileged port).
+    #[error("{addr} rejected the call: {stat}")]
+    Auth {
+        /// Server address.
+        addr: SocketAddr,
+        /// The reason.
+        stat: auth_stat,
+    },
+    /// The program, version or procedure is not served there.
+    #[error("{addr}: {what}")]
+    Unavailable {
+        /// Server address.
+        addr: SocketAddr,
+        /// PROG_UNAVAIL and friends.
+        what: String,
+    },
+}
+
+impl RpcError {
+    /// True for failures where trying again (on a new connection) may help.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            RpcError::Connect { .. } | RpcError::Disconnected { .. }
+        )
+    }
+}
+
+/// How to reach one RPC program on one server.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    /// Server address and port.
+    pub addr: SocketAddr,
+    /// RPC program number.
+    pub prog: u32,
+    /// Program version.
+    pub vers: u32,
+    /// Bind a source port below 1024 (servers with `secure` insist on it).
+    pub resvport: bool,
+    /// TCP connections to open.
+    pub conns: usize,
+    /// Calls in flight per connection.
+    pub window: usize,
+    /// How long to wait for one reply or one connect.
+    pub timeout: Duration,
+}
+
+/// Transaction ids are unique per process, never reused for a new call.
+static NEXT_XID: AtomicU32 = AtomicU32::new(0);
+static XID_SEEDED: AtomicBool = AtomicBool::new(false);
+
+fn next_xid() -> u32 {
+    if !XID_SEEDED.swap(true, Ordering::Relaxed) {
+        // Seed from time and pid so a restarted client does not repeat a previous
+        // run's xids against the server's duplicate request cache.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32).rotate_left(16))
+            .unwrap_or(0);
+        NEXT_XID.fetch_add(now ^ std::process::id().rotate_left(8), Ordering::Relaxed);
+    }
+    NEXT_XID.fetch_add(1, Ordering::Relaxed)
+}
+
+type Waiter = oneshot::Sender<Result<Vec<u8>, ()>>;
+
+/// State shared by a connection's tasks and its callers.
+struct Shared {
+    pending: Mutex<HashMap<u32, Waiter>>,
+    dead: AtomicBool,
+}
+
+impl Shared {
+    /// Marks the connection dead and fails every waiting call.
+    fn kill(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        let waiters: Vec<Waiter> = match self.pending.lock() {
+            Ok(mut p) => p.drain().map(|(_, w)| w).collect(),
+            Err(_) => Vec::new(),
+        };
+        for w in waiters {
+            let _ = w.send(Err(()));
+        }
+    }
+}
+
+/// One TCP connection with its reader and writer tasks.
+struct Conn {
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    window: Arc<Semaphore>,
+    tasks: [AbortHandle; 2],
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.shared.kill();
+    }
+}
+
+/// A client for one RPC program on one server, over several multiplexed connections.
+pub struct RpcClient {
+    ep: Endpoint,
+    cred: opaque_auth<'static>,
+    slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
+    next_slot: AtomicUsize,
+}
+
+impl RpcClient {
+    /// Creates a client; connections are opened lazily by the first calls.
+    pub fn new(ep: Endpoint, cred: opaque_auth<'static>) -> RpcClient {
+        let n = ep.conns.max(1);
+        RpcClient {
+            slots: (0..n).map(|_| tokio::sync::Mutex::new(None)).collect(),
+            next_slot: AtomicUsize::new(0),
+            ep,
+            cred,
+        }
+    }
+
+    /// The server address.
+    pub fn addr(&self) -> SocketAddr {
+        self.ep.addr
+    }
+
+    /// Opens every connection now, so a wrong port or refused source port is reported
+    /// at connect time rather than by the first file.
+    pub async fn connect_all(&self) -> Result<(), RpcError> {
+        for slot in &self.slots {
+            self.conn_in(slot).await?;
+        }
+        Ok(())
+    }
+
+    /// Calls procedure `proc` with `args` and decodes the result as `R`.
+    pub async fn call<A: Pack, R: Unpack>(&self, proc: u32, args: &A) -> Result<R, RpcError> {
+        let xid = next_xid();
+        let record = self.encode(xid, proc, args)?;
+        let bytes = self.call_record(xid, record).await?;
+        decode_reply(self.ep.addr, xid, &bytes)
+    }
+
+    fn encode<A: Pack>(&self, xid: u32, proc: u32, args: &A) -> Result<Vec<u8>, RpcError> {
+        let msg = rpc_msg {
+            xid,
+            body: msg_body::CALL(call_body {
+                rpcvers: RPC_VERSION_2,
+                prog: self.ep.prog,
+                vers: self.ep.vers,
+                proc,
+                cred: self.cred.borrow(),
+                verf: opaque_auth::default(),
+            }),
+        };
+        let len = msg.packed_size() + args.packed_size();
+        let mut buf = Vec::with_capacity(len + 4);
+        let mark = 0x8000_0000u32 | u32::try_from(len).unwrap_or(0x7fff_ffff);
+        buf.extend_from_slice(&mark.to_be_bytes());
+        let packed = msg.pack(&mut buf).and_then(|_| args.pack(&mut buf));
+        if packed.is_err() || buf.len() != len + 4 || len > 0x7fff_ffff {
+            return Err(RpcError::Garbage {
+                addr: self.ep.addr,
+                what: "could not encode the call".into(),
+            });
+        }
+        Ok(buf)
+    }
+
+    /// Sends one encoded record and waits for the reply with the same xid. A record
+    /// that never left this process is resent once on a fresh connection.
+    async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+        let addr = self.ep.addr;
+        let slot_idx = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let slot = &self.slots[slot_idx];
+        let conn = self.conn_in(slot).await?;
+        let permit: OwnedSemaphorePermit =
+            tokio::time::timeout(self.ep.timeout, conn.window.clone().acquire_owned())
+                .await
+                .map_err(|_| RpcError::Timeout {
+                    addr,
+                    secs: self.ep.timeout.as_secs(),
+                })?
+                .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+        let (wtx, wrx) = oneshot::channel();
+        {
+            let mut p = conn
+                .shared
+                .pending
+                .lock()
+                .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+            if conn.shared.dead.load(Ordering::SeqCst) {
+                return Err(RpcError::Disconnected { addr, sent: false });
+            }
+            p.insert(xid, wtx);
+        }
+        if conn.tx.send(record).is_err() {
+            remove_waiter(&conn.shared, xid);
+            return Err(RpcError::Disconnected { addr, sent: false });
+        }
+        let res = tokio::time::timeout(self.ep.timeout, wrx).await;
+        drop(permit);
+        match res {
+            Ok(Ok(Ok(bytes))) => Ok(bytes),
+            Ok(_) => Err(RpcError::Disconnected { addr, sent: true }),
+            Err(_) => {
+                remove_waiter(&conn.shared, xid);
+                Err(RpcError::Timeout {
+                    addr,
+                    secs: self.ep.timeout.as_secs(),
+                })
+            }
+        }
+    }
+
+    /// The live connection of a slot, opening a new one when there is none or it died.
+    async fn conn_in(
+        &self,
+        slot: &tokio::sync::Mutex<Option<Arc<Conn>>>,
+    ) -> Result<Arc<Conn>, RpcError> {
+        let mut guard = slot.lock().await;
+        if let Some(c) = guard.as_ref() {
+            if !c.shared.dead.load(Ordering::SeqCst) {
+                return Ok(c.clone());
+            }
+        }
+        *guard = None;
+        let stream =
+            tokio::time::timeout(self.ep.timeout, connect_tcp(self.ep.addr, self.ep.resvport))
+                .await
+                .map_err(|_| RpcError::Connect {
+                    addr: self.ep.addr,
+                    source: io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+                })?
+                .map_err(|source| RpcError::Connect {
+                    addr: self.ep.addr,
+                    source,
+                })?;
+        let conn = Arc::new(spawn_conn(stream, self.ep.window));
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+}
+
+fn remove_waiter(shared: &Shared, xid: u32) {
+    if let Ok(mut p) = shared.pending.lock() {
+        p.remove(&xid);
+    }
+}
+
+/// Opens a TCP connection with TCP_NODELAY, from a privileged source port if asked.
+pub async fn connect_tcp(addr: SocketAddr, resvport: bool) -> io::Result<TcpStream> {
+    let stream = if resvport {
+        connect_privileged(addr).await?
+    } else {
+        TcpStream::connect(addr).await?
+    };
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// Source ports tried for `resvport`; the kernel client and libnfs use the same range.
+const RESV_LOW: u16 = 512;
+const RESV_HIGH: u16 = 1023;
+static RESV_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+async fn connect_privileged(addr: SocketAddr) -> io::Result<TcpStream> {
+    let span = usize::from(RESV_HIGH - RESV_LOW + 1);
+    let start = RESV_NEXT.fetch_add(1, Ordering::Relaxed) + std::process::id() as usize;
+    let mut last = None;
+    for i in 0..span {
+        let port = RESV_HIGH - ((start + i) % span) as u16;
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        let local_ip = if addr.is_ipv4() {
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+        };
+        match socket.bind(SocketAddr::new(local_ip, port)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "binding a privileged source port (< 1024) needs root; \
+                     add ?noresvport to the URL if the server allows other ports",
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        match socket.connect(addr).await {
+            Ok(s) => return Ok(s),
+            // The same 4-tuple is still in TIME_WAIT from an earlier connection.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::AddrInUse | io::ErrorKind::AddrNotAvailable
+                ) =>
+            {
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(io::ErrorKind::AddrInUse, "no free privileged source port")
+    }))
+}
+
+fn spawn_conn(stream: TcpStream, window: usize) -> Conn {
+    let (rd, wr) = stream.into_split();
+    let shared = Arc::new(Shared {
+        pending: Mutex::new(HashMap::new()),
+        dead: AtomicBool::new(false),
+    });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let w = tokio::spawn(writer(wr, rx, shared.clone()));
+    let r = tokio::spawn(reader(rd, shared.clone()));
+    Conn {
+        shared,
+        tx,
+        window: Arc::new(Semaphore::new(window.max(1))),
+        tasks: [w.abort_handle(), r.abort_handle()],
+    }
+}
+
+/// Writes queued records, coalescing whatever is queued into one flush.
+async fn writer(wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
+    let mut out = BufWriter::with_capacity(64 << 10, wr);
+    while let Some(rec) = rx.recv().await {
+        let mut ok = out.write_all(&rec).await.is_ok();
+        while ok {
+            match rx.try_recv() {
+                Ok(more) => ok = out.write_all(&more).await.is_ok(),
+                Err(_) => break,
+            }
+        }
+        if !ok || out.flush().await.is_err() {
+            break;
+        }
+    }
+    shared.kill();
+}
+
+/// Reads reply records and hands each to the caller waiting on its xid.
+async fn reader(mut rd: OwnedReadHalf, shared: Arc<Shared>) {
+    while let Ok(rec) = read_record(&mut rd).await {
+        if rec.len() < 4 {
+            break;
+        }
+        let xid = u32::from_be_bytes([rec[0], rec[1], rec[2], rec[3]]);
+        let waiter = match shared.pending.lock() {
+            Ok(mut p) => p.remove(&xid),
+            Err(_) => break,
+        };
+        // A reply nobody waits for (the caller timed out) is dropped.
+        if let Some(w) = waiter {
+            let _ = w.send(Ok(rec));
+        }
+    }
+    shared.kill();
+}
+
+/// Reads one RFC 5531 record (all its fragments), refusing oversized ones.
+pub async fn read_record<R: tokio::io::AsyncRead + Unpin>(rd: &mut R) -> io::Result<Vec<u8>> {
+    let mut rec = Vec::new();
+    loop {
+        let mark = rd.read_u32().await?;
+        let len = (mark & 0x7fff_ffff) as usize;
+        if rec.len() + len > MAX_RECORD {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("record of more than {MAX_RECORD} bytes"),
+            ));
+        }
+        let start = rec.len();
+        rec.resize(start + len, 0);
+        rd.read_exact(&mut rec[start..]).await?;
+        if mark & 0x8000_0000 != 0 {
+            return Ok(rec);
+        }
+    }
+}
+
+/// Decodes a reply record: RPC header checks, then the result.
+pub fn decode_reply<R: Unpack>(addr: SocketAddr, xid: u32, bytes: &[u8]) -> Result<R, RpcError> {
+    let garbage = |what: String| RpcError::Garbage { addr, what };
+    let mut cur = Cursor::new(bytes);
+    let (msg, _) = rpc_msg::unpack(&mut cur).map_err(|e| garbage(format!("bad header: {e}")))?;
+    if msg.xid != xid {
+        return Err(garbage(format!("xid {} for call {xid}", msg.xid)));
+    }
+    let accepted = match msg.body {
+        msg_body::REPLY(reply_body::MSG_ACCEPTED(a)) => a,
+        msg_body::REPLY(reply_body::MSG_DENIED(rejected_reply::AUTH_ERROR(stat))) => {
+            return Err(RpcError::Auth { addr, stat });
+        }
+        msg_body::REPLY(reply_body::MSG_DENIED(rejected_reply::RPC_MISMATCH { .. })) => {
+            return Err(RpcError::Unavailable {
+                addr,
+                what: "RPC version mismatch".into(),
+            });
+        }
+        msg_body::CALL(_) => return Err(garbage("a CALL instead of a reply".into())),
+    };
+    let what = match accepted.reply_data {
+        accept_stat_data::SUCCESS => None,
+        accept_stat_data::PROG_UNAVAIL => Some("program not available".to_string()),
+        accept_stat_data::PROG_MISMATCH { low, high } => Some(format!(
+            "program version not served (server has {low}..={high})"
+        )),
+        accept_stat_data::PROC_UNAVAIL => Some("procedure not available".into()),
+        accept_stat_data::GARBAGE_ARGS => Some("server could not decode our arguments".into()),
+        accept_stat_data::SYSTEM_ERR => Some("server system error".into()),
+    };
+    if let Some(what) = what {
+        return Err(RpcError::Unavailable { addr, what });
+    }
+    let (res, _) = R::unpack(&mut cur).map_err(|e| garbage(format!("bad result: {e}")))?;
+    if cur.position() as usize != bytes.len() {
+        return Err(garbage("trailing bytes after the result".into()));
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn record_marking_joins_fragments_and_caps_size() {
+        let mut data = Vec::new();
+        data.extend_from_slice(&3u32.to_be_bytes());
+        data.extend_from_slice(b"abc");
+        data.extend_from_slice(&(0x8000_0000u32 | 2).to_be_bytes());
+        data.extend_from_slice(b"de");
+        let mut r = &data[..];
+        assert_eq!(read_record(&mut r).await.unwrap(), b"abcde");
+
+        let huge = (0x8000_0000u32 | (MAX_RECORD as u32 + 1)).to_be_bytes();
+        let mut r = &huge[..];
+        assert!(read_record(&mut r).await.is_err());
+    }
+
+    #[test]
+    fn garbage_reply_is_an_error_not_a_panic() {
+        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        for bytes in [
+            &b""[..],
+            b"\0\0\0\x01",
+            b"\0\0\0\x01\0\0\0\x01\0\0\0\x07",
+            &[0xff; 64],
+        ] {
+            assert!(decode_reply::<u32>(addr, 1, bytes).is_err());
+        }
+    }
+
+    #[test]
+    fn xids_are_unique() {
+        let a = next_xid();
+        let b = next_xid();
+        assert_ne!(a, b);
+    }
+}

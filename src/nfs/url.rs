@@ -1,0 +1,178 @@
+//! Parsing `nfs://server[:port]/export/path[?query]` in the libnfs URL form.
+//!
+//! We accept libnfs's own query keys (`version`, `nfsport`, `mountport`, `uid`, `gid`)
+//! so URLs users already have for nfs-cp/nfs-ls work unchanged, plus nfsync's own
+//! (`conns`, `window`, `resvport`/`noresvport`). Unknown keys are refused rather than
+//! ignored: a typo in `noresvport` would otherwise show up as a baffling MNT3ERR_ACCES.
+
+/// A parsed `nfs://` destination.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NfsUrl {
+    /// Host name or IP literal (IPv6 without brackets).
+    pub host: String,
+    /// NFS port: `server:port` or `?nfsport=`; `None` asks the portmapper.
+    pub nfs_port: Option<u16>,
+    /// MOUNT port (`?mountport=`); `None` asks the portmapper.
+    pub mount_port: Option<u16>,
+    /// Absolute path on the server: export followed by a directory inside it.
+    pub path: String,
+    /// AUTH_SYS uid override.
+    pub uid: Option<u32>,
+    /// AUTH_SYS gid override.
+    pub gid: Option<u32>,
+    /// TCP connections to the NFS server.
+    pub conns: Option<usize>,
+    /// Calls in flight per connection.
+    pub window: Option<usize>,
+    /// `Some(true)` for `resvport`, `Some(false)` for `noresvport`; `None` = by privilege.
+    pub resvport: Option<bool>,
+}
+
+/// Whether DEST names an NFS server rather than a local path.
+pub fn is_nfs_url(s: &str) -> bool {
+    s.starts_with("nfs://")
+}
+
+fn decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad %-escape in {s:?}"))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{s:?} is not UTF-8 after %-decoding"))
+}
+
+fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("?{key}={v}: not a valid number"))
+}
+
+/// Parses an `nfs://` URL.
+pub fn parse(url: &str) -> Result<NfsUrl, String> {
+    let rest = url
+        .strip_prefix("nfs://")
+        .ok_or_else(|| format!("{url:?} does not start with nfs://"))?;
+    let (rest, query) = match rest.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (rest, None),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| format!("{url:?}: unclosed [ in host"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p),
+            None if after.is_empty() => None,
+            None => return Err(format!("{url:?}: junk after ]")),
+        };
+        (h.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("{url:?}: no server name"));
+    }
+    let mut u = NfsUrl {
+        host,
+        nfs_port: port.map(|p| num("port", p)).transpose()?,
+        mount_port: None,
+        path: decode(path)?,
+        uid: None,
+        gid: None,
+        conns: None,
+        window: None,
+        resvport: None,
+    };
+    for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k {
+            "version" if v == "3" => {}
+            "version" => {
+                return Err(format!(
+                    "?version={v}: nfsync speaks NFSv3 only; for NFSv4 servers mount the \
+                     export and use the mount path"
+                ));
+            }
+            "nfsport" => u.nfs_port = Some(num(k, v)?),
+            "mountport" => u.mount_port = Some(num(k, v)?),
+            "uid" => u.uid = Some(num(k, v)?),
+            "gid" => u.gid = Some(num(k, v)?),
+            "conns" | "nconnect" => {
+                let n: usize = num(k, v)?;
+                if !(1..=64).contains(&n) {
+                    return Err(format!("?{k}={v}: must be 1..=64"));
+                }
+                u.conns = Some(n);
+            }
+            "window" => {
+                let n: usize = num(k, v)?;
+                if !(1..=1024).contains(&n) {
+                    return Err(format!("?{k}={v}: must be 1..=1024"));
+                }
+                u.window = Some(n);
+            }
+            "resvport" => u.resvport = Some(v != "0"),
+            "noresvport" => u.resvport = Some(v == "0"),
+            _ => {
+                return Err(format!(
+                    "unknown URL option {k:?} (known: version, nfsport, mountport, uid, gid, \
+                     conns, window, resvport, noresvport)"
+                ));
+            }
+        }
+    }
+    Ok(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_libnfs_form() {
+        let u = parse("nfs://srv:2049/exp/sub%20dir?mountport=635&uid=5&gid=6&noresvport&conns=8")
+            .unwrap();
+        assert_eq!(u.host, "srv");
+        assert_eq!(u.nfs_port, Some(2049));
+        assert_eq!(u.mount_port, Some(635));
+        assert_eq!(u.path, "/exp/sub dir");
+        assert_eq!((u.uid, u.gid), (Some(5), Some(6)));
+        assert_eq!(u.resvport, Some(false));
+        assert_eq!(u.conns, Some(8));
+    }
+
+    #[test]
+    fn ipv6_and_defaults() {
+        let u = parse("nfs://[::1]/").unwrap();
+        assert_eq!(u.host, "::1");
+        assert_eq!(u.nfs_port, None);
+        assert_eq!(u.path, "/");
+        assert_eq!(parse("nfs://h").unwrap().path, "/");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_do() {
+        assert!(parse("nfs://h/x?version=4").unwrap_err().contains("mount"));
+        assert!(parse("nfs://h/x?noresvprot").is_err());
+        assert!(parse("nfs:///x").is_err());
+        assert!(parse("nfs://h:99999/x").is_err());
+    }
+}

@@ -1,0 +1,386 @@
+//! File data: CREATE → WRITEs all in flight → COMMIT → SETATTR(mtime), and READ for
+//! `--checksum`.
+//!
+//! Only the waits the protocol requires: the WRITEs need CREATE's handle; the mtime
+//! must be set after the last WRITE/COMMIT reply (a later WRITE would bump it) and
+//! only after `verify_unchanged`, so an interrupted or raced copy never looks
+//! complete. A file that fits one WRITE goes as a single FILE_SYNC write (one round
+//! trip instead of WRITE + COMMIT). Bigger files go as UNSTABLE writes, then COMMIT;
+//! if the write verifier changed the server rebooted and lost them, so they are sent
+//! again. Source bytes are read on the worker thread; a global byte budget bounds the
+//! data held for calls in flight.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use nfs3_types::nfs3::{
+    self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, stable_how, writeverf3,
+};
+use nfs3_types::xdr_codec::Opaque;
+use tokio::task::JoinHandle;
+
+use super::client::{Nfs, dirop, post_fh, post_op};
+use super::dest::{NfsDest, NfsDir, ok};
+use super::error;
+use crate::dest::{CopyError, SourceFile};
+use crate::meta::Meta;
+
+/// WRITEs of one file in flight at once (the connection windows bound the total).
+const PER_FILE_INFLIGHT: usize = 16;
+
+/// Reads exactly `buf.len()` bytes at `off`; a short file means it changed.
+fn read_full(file: &File, buf: &mut [u8], off: u64) -> Result<(), CopyError> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => return Err(CopyError::SourceChanged),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(CopyError::Source(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `data` at `off`, sending the rest again after a short write. Returns the
+/// verifier(s) seen: `None` when everything was FILE_SYNC, and whether they agreed.
+async fn write_chunk(
+    nfs: Arc<Nfs>,
+    fh: nfs_fh3,
+    off: u64,
+    data: Vec<u8>,
+    stable: stable_how,
+) -> io::Result<(Option<writeverf3>, bool)> {
+    let mut pos = 0usize;
+    let mut verf: Option<writeverf3> = None;
+    let mut agree = true;
+    while pos < data.len() {
+        let rest = &data[pos..];
+        let args = v3::WRITE3args {
+            file: fh.clone(),
+            offset: off + pos as u64,
+            count: rest.len() as u32,
+            stable,
+            data: Opaque::borrowed(rest),
+        };
+        let r = ok(nfs
+            .call::<_, v3::WRITE3resok, v3::WRITE3resfail>(P::NFSPROC3_WRITE, &args)
+            .await?)?;
+        let n = r.count as usize;
+        if n == 0 || n > rest.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("server acknowledged {n} of {} bytes written", rest.len()),
+            ));
+        }
+        pos += n;
+        if r.committed != stable_how::FILE_SYNC {
+            if verf.is_some_and(|v| v != r.verf) {
+                agree = false;
+            }
+            verf = Some(r.verf);
+        }
+    }
+    Ok((verf, agree))
+}
+
+impl NfsDest {
+    /// CREATE (GUARDED, with mode and owners); an existing file of ours (a retried
+    /// CREATE) or a leftover is reused after truncation, or replaced when it is not a
+    /// plain single-link file.
+    async fn create_file(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        m: &Meta,
+    ) -> io::Result<(nfs_fh3, Option<fattr3>)> {
+        // Non-root may not be able to write a read-only file it created; the final
+        // SETATTR restores the exact mode.
+        let mode = if self.as_root { m.mode } else { m.mode | 0o600 };
+        let attrs = self.create_attrs(m, Some(mode));
+        for attempt in 0..2 {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::CREATE3args {
+                        where_: dirop(&fh, name),
+                        how: v3::createhow3::GUARDED(attrs.clone()),
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::CREATE3resok, v3::CREATE3resfail>(
+                                P::NFSPROC3_CREATE,
+                                &args,
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            match a.res {
+                Ok(r) => {
+                    let have = post_op(r.obj_attributes);
+                    return match post_fh(r.obj) {
+                        Some(fh) => Ok((fh, have)),
+                        None => match self.lookup(dir, name).await? {
+                            Some((fh, at)) => Ok((fh, Some(at))),
+                            None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+                        },
+                    };
+                }
+                Err(nfsstat3::NFS3ERR_EXIST) => {
+                    let Some((fh, at)) = self.lookup(dir, name).await? else {
+                        continue;
+                    };
+                    if at.type_ == ftype3::NF3REG && at.nlink <= 1 {
+                        let mut s = attrs.clone();
+                        s.size = v3::Nfs3Option::Some(0);
+                        ok(self.nfs.setattr(&fh, s).await?)?;
+                        return Ok((fh, None));
+                    }
+                    if attempt == 0 {
+                        let is_dir = at.type_ == ftype3::NF3DIR;
+                        let args = v3::REMOVE3args {
+                            object: dirop(&dir.fh, name),
+                        };
+                        if is_dir {
+                            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+                        }
+                        let r = self
+                            .nfs
+                            .call::<_, v3::REMOVE3resok, v3::REMOVE3resfail>(
+                                P::NFSPROC3_REMOVE,
+                                &args,
+                            )
+                            .await?;
+                        match r.res {
+                            Ok(_) | Err(nfsstat3::NFS3ERR_NOENT) => {}
+                            Err(s) => return Err(error::status(s)),
+                        }
+                    }
+                }
+                Err(s) => return Err(error::status(s)),
+            }
+        }
+        Err(io::Error::from_raw_os_error(libc::EEXIST))
+    }
+
+    pub(super) fn write_file_impl(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        src: &SourceFile<'_>,
+    ) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let (fh, have) = self
+            .rt
+            .block_on(self.create_file(dir, name, m))
+            .map_err(CopyError::Dest)?;
+        let size = m.size;
+        if size > 0 {
+            self.send_data(&fh, &src.file, size)?;
+        }
+        src.verify_unchanged()?;
+        let s = self.finish_attrs(m, have.as_ref(), true);
+        self.rt
+            .block_on(self.nfs.setattr(&fh, s))
+            .and_then(ok)
+            .map_err(CopyError::Dest)?;
+        if m.nlink > 1 {
+            if let Ok(mut c) = self.link_cache.lock() {
+                c.insert((dir.fh.data.to_vec(), name.to_vec()), fh);
+            }
+        }
+        Ok(size)
+    }
+
+    fn send_data(&self, fh: &nfs_fh3, file: &File, size: u64) -> Result<(), CopyError> {
+        let wsize = u64::from(self.info.wsize);
+        if size <= wsize {
+            let mut buf = vec![0u8; size as usize];
+            read_full(file, &mut buf, 0)?;
+            let permit = self
+                .rt
+                .block_on(self.budget.clone().acquire_many_owned(size as u32))
+                .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
+            let r = self.rt.block_on(write_chunk(
+                self.nfs.clone(),
+                fh.clone(),
+                0,
+                buf,
+                stable_how::FILE_SYNC,
+            ));
+            drop(permit);
+            return r.map(|_| ()).map_err(CopyError::Dest);
+        }
+        // The server may lose UNSTABLE data when it reboots; the changed verifier says so.
+        for _ in 0..3 {
+            let verfs = self.send_unstable(fh, file, size)?;
+            let args = v3::COMMIT3args {
+                file: fh.clone(),
+                offset: 0,
+                count: 0,
+            };
+            let c = self
+                .rt
+                .block_on(
+                    self.nfs
+                        .call::<_, v3::COMMIT3resok, v3::COMMIT3resfail>(P::NFSPROC3_COMMIT, &args),
+                )
+                .and_then(ok)
+                .map_err(CopyError::Dest)?;
+            if verfs.iter().all(|v| v.is_none_or(|v| v == c.verf)) {
+                return Ok(());
+            }
+        }
+        Err(CopyError::Dest(io::Error::other(
+            "the server's write verifier kept changing (rebooting?)",
+        )))
+    }
+
+    /// All chunks as UNSTABLE writes, up to [`PER_FILE_INFLIGHT`] at once.
+    fn send_unstable(
+        &self,
+        fh: &nfs_fh3,
+        file: &File,
+        size: u64,
+    ) -> Result<Vec<Option<writeverf3>>, CopyError> {
+        let wsize = u64::from(self.info.wsize);
+        let mut inflight: VecDeque<JoinHandle<io::Result<(Option<writeverf3>, bool)>>> =
+            VecDeque::new();
+        let mut verfs = Vec::new();
+        let mut failed: Option<CopyError> = None;
+        let mut off = 0u64;
+        let join = |h: JoinHandle<io::Result<(Option<writeverf3>, bool)>>,
+                    verfs: &mut Vec<Option<writeverf3>>|
+         -> Result<(), CopyError> {
+            let (v, agree) = self
+                .rt
+                .block_on(h)
+                .map_err(|e| CopyError::Dest(io::Error::other(e)))?
+                .map_err(CopyError::Dest)?;
+            // Verifiers that disagree within a chunk force a resend, like a change.
+            verfs.push(if agree {
+                v
+            } else {
+                Some(writeverf3([0xff; 8]))
+            });
+            Ok(())
+        };
+        while off < size && failed.is_none() {
+            let len = wsize.min(size - off) as usize;
+            let permit = self
+                .rt
+                .block_on(self.budget.clone().acquire_many_owned(len as u32))
+                .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
+            let mut buf = vec![0u8; len];
+            if let Err(e) = read_full(file, &mut buf, off) {
+                failed = Some(e);
+                break;
+            }
+            let nfs = self.nfs.clone();
+            let fh = fh.clone();
+            inflight.push_back(self.rt.spawn(async move {
+                let r = write_chunk(nfs, fh, off, buf, stable_how::UNSTABLE).await;
+                drop(permit);
+                r
+            }));
+            off += len as u64;
+            if inflight.len() >= PER_FILE_INFLIGHT {
+                if let Some(h) = inflight.pop_front() {
+                    if let Err(e) = join(h, &mut verfs) {
+                        failed = Some(e);
+                    }
+                }
+            }
+        }
+        // Always wait for what is in flight, so no WRITE lands after we return.
+        for h in inflight {
+            if let Err(e) = join(h, &mut verfs) {
+                failed.get_or_insert(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(verfs),
+        }
+    }
+
+    pub(super) fn same_content_impl(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        src: &Path,
+    ) -> io::Result<bool> {
+        let file = File::open(src)?;
+        let size = file.metadata()?.len();
+        let Some((fh, at)) = self.rt.block_on(self.lookup(dir, name))? else {
+            return Ok(false);
+        };
+        if at.type_ != ftype3::NF3REG || at.size != size {
+            return Ok(false);
+        }
+        let rsize = u64::from(self.info.rsize);
+        let mut reads: VecDeque<(u64, JoinHandle<io::Result<Vec<u8>>>)> = VecDeque::new();
+        let mut next = 0u64;
+        let mut checked = 0u64;
+        while checked < size {
+            while next < size && reads.len() < 8 {
+                let len = rsize.min(size - next) as u32;
+                let nfs = self.nfs.clone();
+                let fh = fh.clone();
+                let off = next;
+                reads.push_back((
+                    off,
+                    self.rt
+                        .spawn(async move { read_exact(&nfs, &fh, off, len).await }),
+                ));
+                next += u64::from(len);
+            }
+            let Some((off, h)) = reads.pop_front() else {
+                break;
+            };
+            let remote = self.rt.block_on(h).map_err(io::Error::other)??;
+            let mut local = vec![0u8; remote.len()];
+            file.read_exact_at(&mut local, off)?;
+            if local != remote {
+                for (_, h) in reads {
+                    h.abort();
+                }
+                return Ok(false);
+            }
+            checked += remote.len() as u64;
+        }
+        Ok(true)
+    }
+}
+
+/// READs `len` bytes at `off` (several calls if the server returns less).
+async fn read_exact(nfs: &Nfs, fh: &nfs_fh3, off: u64, len: u32) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(len as usize);
+    while out.len() < len as usize {
+        let args = v3::READ3args {
+            file: fh.clone(),
+            offset: off + out.len() as u64,
+            count: len - out.len() as u32,
+        };
+        let r = ok(nfs
+            .call::<_, v3::READ3resok<'static>, v3::READ3resfail>(P::NFSPROC3_READ, &args)
+            .await?)?;
+        let want = len as usize - out.len();
+        let data = r.data.0;
+        if data.len() > want {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "READ returned more than asked",
+            ));
+        }
+        out.extend_from_slice(&data);
+        if data.is_empty() || r.eof {
+            break;
+        }
+    }
+    Ok(out)
+}
