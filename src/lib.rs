@@ -4,6 +4,7 @@
 //! the destination and decides what to do, [`engine`] runs those actions on many
 //! workers through a [`dest::Destination`], and [`report`] adds up what happened.
 
+pub mod cli;
 pub mod config;
 pub mod dest;
 pub mod engine;

@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 /// What kind of object a directory entry is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {
     /// A regular file.
     File,

@@ -18,13 +18,15 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::meta::Meta;
+use crate::meta::{Kind, Meta};
 
 /// One entry of a destination directory listing.
 #[derive(Clone, Debug)]
 pub struct DestEntry {
     /// The entry's name (never `.` or `..`).
     pub name: OsString,
+    /// The entry's type when the listing tells it (`d_type`, READDIRPLUS).
+    pub kind: Option<Kind>,
     /// Attributes when the listing carried them for free (NFSv3 READDIRPLUS);
     /// `None` means the engine must call [`Destination::stat`] if it needs them.
     pub meta: Option<Meta>,
@@ -139,8 +141,9 @@ pub trait Destination: Send + Sync {
     /// its final mode.
     fn mkdir(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<Self::Dir>;
 
-    /// Opens an existing subdirectory.
-    fn open_dir(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<Self::Dir>;
+    /// Opens an existing subdirectory, returning its current attributes too (so the
+    /// engine can leave an unchanged directory's attributes alone).
+    fn open_dir(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<(Self::Dir, Meta)>;
 
     /// Creates a regular file (which must not exist) with the source's content, then
     /// mode and ownership, and the mtime last. Returns the bytes written.
@@ -150,6 +153,9 @@ pub trait Destination: Send + Sync {
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError>;
+
+    /// Reads a symbolic link's target (to compare it with the source's).
+    fn read_link(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<OsString>;
 
     /// Creates a symbolic link (which must not exist) and sets its ownership and mtime.
     fn symlink(&self, dir: &Self::Dir, name: &OsStr, target: &OsStr, meta: &Meta)
@@ -168,11 +174,16 @@ pub trait Destination: Send + Sync {
     fn mknod(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<()>;
 
     /// Removes an entry; directories are removed with everything in them.
-    fn remove(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<()>;
+    fn remove(&self, dir: &Self::Dir, name: &OsStr, kind: Kind) -> io::Result<()>;
 
     /// Brings an existing entry's attributes in line with `meta`.
-    fn set_attrs(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta, what: AttrSet)
-    -> io::Result<()>;
+    fn set_attrs(
+        &self,
+        dir: &Self::Dir,
+        name: &OsStr,
+        meta: &Meta,
+        what: AttrSet,
+    ) -> io::Result<()>;
 
     /// Gives a directory its final mode, ownership and mtime once its children are done.
     fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta) -> io::Result<()>;

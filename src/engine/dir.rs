@@ -1,0 +1,407 @@
+//! Directories: planning the roots, scanning a directory, finalizing it.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::{DestKnown, DirNode, Engine, EntryJob, ScanJob, root_is_dir};
+use crate::dest::{DestEntry, Destination, RootState};
+use crate::exit::{self, Fatal};
+use crate::meta::{Kind, Meta};
+use crate::plan;
+use crate::report::Stats;
+use crate::walk::{self, ListError, SrcEntry};
+
+/// What a listing of the destination directory told us, by name.
+type DestMap = HashMap<OsString, DestEntry>;
+
+/// A source operand after applying rsync's trailing-slash rule.
+struct Operand {
+    path: PathBuf,
+    meta: Meta,
+    /// `SRC/`: copy the contents, not the directory itself.
+    contents: bool,
+}
+
+fn has_trailing_slash(p: &Path) -> bool {
+    p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// Resolves sources and DEST, then queues the first work.
+    pub(super) fn plan_roots(&self) -> Result<(), Fatal> {
+        let mut operands = Vec::new();
+        for src in &self.cfg.sources {
+            let contents = has_trailing_slash(src);
+            // `SRC/` names the directory a symlink points to; `SRC` the link itself.
+            let m = if contents {
+                fs::metadata(src)
+            } else {
+                fs::symlink_metadata(src)
+            };
+            let meta =
+                m.map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", src.display())))?;
+            let meta = Meta::from_std(&meta);
+            operands.push(Operand {
+                path: src.clone(),
+                contents: contents && meta.kind == Kind::Dir,
+                meta,
+            });
+        }
+        let state = self
+            .dest
+            .root_state()
+            .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest)))?;
+        let dest_slash = self.cfg.dest.ends_with('/');
+
+        // One non-directory source onto a DEST that is not a directory: DEST is the
+        // new name of that file, as with cp and rsync.
+        if operands.len() == 1
+            && operands[0].meta.kind != Kind::Dir
+            && !root_is_dir(&state)
+            && !dest_slash
+        {
+            let op = operands.pop().unwrap();
+            let (dir, name) = self
+                .dest
+                .root_parent()
+                .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest)))?;
+            let node = self.new_node(PathBuf::new(), Some(dir), None, None, None);
+            let known = match state {
+                RootState::Missing => DestKnown::Missing,
+                RootState::Exists(m) => DestKnown::Present(m),
+            };
+            let entry = SrcEntry {
+                name,
+                path: op.path,
+                meta: op.meta,
+            };
+            self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+            self.sched.push(
+                vec![],
+                VecDeque::from([EntryJob {
+                    parent: node.clone(),
+                    entry,
+                    known,
+                }]),
+            );
+            self.complete(&node);
+            return Ok(());
+        }
+
+        if let RootState::Exists(m) = &state
+            && m.kind != Kind::Dir
+        {
+            return Err(Fatal::new(
+                exit::SELECT,
+                format!(
+                    "{}: destination exists and is not a directory",
+                    self.cfg.dest
+                ),
+            ));
+        }
+        let fresh = matches!(state, RootState::Missing);
+        let dir = if self.cfg.dry_run && fresh {
+            None
+        } else {
+            Some(
+                self.dest
+                    .root_dir()
+                    .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest)))?,
+            )
+        };
+        if fresh {
+            Stats::bump(&self.stats.dirs_created);
+            self.out.change("cd+++++++++", Path::new("./"));
+        }
+        // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
+        let only_contents = operands.iter().all(|o| o.contents);
+        let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
+        let found = match state {
+            RootState::Exists(m) => Some(m),
+            RootState::Missing => None,
+        };
+        let node = self.new_node(PathBuf::new(), dir, root_meta, found, None);
+
+        let mut entries = Vec::new();
+        let mut listing_ok = true;
+        for op in operands {
+            if op.contents {
+                Stats::bump(&self.stats.dirs_scanned);
+                match self.list_source(&op.path) {
+                    Some(list) => entries.extend(list),
+                    None => listing_ok = false,
+                }
+            } else {
+                let name = op.path.file_name().map(|n| n.to_owned()).ok_or_else(|| {
+                    Fatal::new(
+                        exit::SELECT,
+                        format!("{}: cannot copy a path with no name", op.path.display()),
+                    )
+                })?;
+                entries.push(SrcEntry {
+                    name,
+                    path: op.path,
+                    meta: op.meta,
+                });
+            }
+        }
+        // Deleting at DEST's top level only makes sense when DEST mirrors `SRC/`.
+        self.plan_children(&node, entries, fresh, listing_ok && only_contents);
+        self.complete(&node);
+        Ok(())
+    }
+
+    pub(super) fn new_node(
+        &self,
+        rel: PathBuf,
+        dir: Option<D::Dir>,
+        meta: Option<Meta>,
+        found: Option<Meta>,
+        parent: Option<Arc<DirNode<D>>>,
+    ) -> Arc<DirNode<D>> {
+        Arc::new(DirNode {
+            rel,
+            dir,
+            meta,
+            found,
+            pending: AtomicUsize::new(1),
+            parent,
+            changed: AtomicBool::new(false),
+            deletions: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Lists a source directory, reporting problems; `None` when it could not be read.
+    fn list_source(&self, path: &Path) -> Option<Vec<SrcEntry>> {
+        match walk::list_dir(path) {
+            Ok((entries, problems)) => {
+                for p in problems {
+                    match p {
+                        ListError::Vanished(p) => {
+                            Stats::bump(&self.stats.vanished);
+                            self.out
+                                .warn(format_args!("file has vanished: {}", p.display()));
+                        }
+                        ListError::Entry(p, e) => self.source_error(&p, &e),
+                        ListError::Dir(e) => self.source_error(path, &e),
+                    }
+                }
+                Some(entries)
+            }
+            Err(ListError::Dir(e)) => {
+                self.source_error(path, &e);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Compares a directory's source entries with its destination listing and queues
+    /// one job per entry. `fresh`: the destination directory was just created, so it
+    /// is empty and needs no listing.
+    fn plan_children(
+        &self,
+        node: &Arc<DirNode<D>>,
+        entries: Vec<SrcEntry>,
+        fresh: bool,
+        may_delete: bool,
+    ) {
+        let mut dest_map: Option<DestMap> = None;
+        let mut may_delete = may_delete && self.cfg.delete;
+        if !fresh && let Some(dir) = &node.dir {
+            match self.dest.list(dir) {
+                Ok(list) => {
+                    dest_map = Some(list.into_iter().map(|e| (e.name.clone(), e)).collect())
+                }
+                Err(e) => {
+                    self.dest_error(&node.rel, &e);
+                    may_delete = false;
+                }
+            }
+        }
+        let mut scans = Vec::new();
+        let mut jobs = VecDeque::new();
+        for entry in entries {
+            let is_dir = entry.meta.kind == Kind::Dir;
+            let rel = node.rel.join(&entry.name);
+            // Excluded entries are neither copied nor deleted on the other side.
+            let listed = dest_map.as_mut().and_then(|m| m.remove(&entry.name));
+            if !self.cfg.filter.is_empty() && self.cfg.filter.is_excluded(&rel, is_dir) {
+                continue;
+            }
+            let known = if fresh {
+                DestKnown::Missing
+            } else if dest_map.is_some() {
+                match listed {
+                    None => DestKnown::Missing,
+                    Some(DestEntry { meta: Some(m), .. }) => DestKnown::Present(m),
+                    Some(DestEntry { kind, .. }) => DestKnown::Unknown(kind),
+                }
+            } else {
+                DestKnown::Unknown(None)
+            };
+            if is_dir {
+                Stats::bump(&self.stats.dirs_scanned);
+                scans.push(ScanJob {
+                    parent: node.clone(),
+                    entry,
+                    known,
+                });
+            } else {
+                self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+                if entry.meta.kind == Kind::File {
+                    self.stats
+                        .bytes_scanned
+                        .fetch_add(entry.meta.size, Ordering::Relaxed);
+                }
+                jobs.push_back(EntryJob {
+                    parent: node.clone(),
+                    entry,
+                    known,
+                });
+            }
+        }
+        if may_delete && let Some(rest) = dest_map {
+            let mut dels: Vec<_> = rest
+                .into_values()
+                .filter(|e| {
+                    let is_dir = e.kind.or(e.meta.map(|m| m.kind)) == Some(Kind::Dir);
+                    self.cfg.filter.is_empty()
+                        || !self.cfg.filter.is_excluded(&node.rel.join(&e.name), is_dir)
+                })
+                .map(|e| (e.name, e.kind.or(e.meta.map(|m| m.kind))))
+                .collect();
+            dels.sort();
+            *node.deletions.lock().unwrap() = dels;
+        }
+        node.pending
+            .fetch_add(scans.len() + jobs.len(), Ordering::AcqRel);
+        self.sched.push(scans, jobs);
+    }
+
+    /// A scan job: make or open the destination directory, list both sides, queue children.
+    pub(super) fn scan(&self, job: ScanJob<D>) {
+        let ScanJob {
+            parent,
+            entry,
+            known,
+        } = job;
+        let rel = parent.rel.join(&entry.name);
+        let dry = self.cfg.dry_run;
+        let pdir = parent.dir.as_ref();
+        // What is there now?
+        let existing = match (&known, pdir) {
+            (DestKnown::Missing, _) | (_, None) => None,
+            (DestKnown::Present(m), _) => Some(m.kind),
+            (DestKnown::Unknown(Some(k)), _) => Some(*k),
+            (DestKnown::Unknown(None), Some(pd)) => match self.dest.stat(pd, &entry.name) {
+                Ok(m) => m.map(|m| m.kind),
+                Err(e) => {
+                    self.dest_error(&rel, &e);
+                    self.complete(&parent);
+                    return;
+                }
+            },
+        };
+        let mut found = None;
+        let dir = match existing {
+            Some(Kind::Dir) => match self.dest.open_dir(pdir.unwrap(), &entry.name) {
+                Ok((d, m)) => {
+                    found = Some(m);
+                    Some(d)
+                }
+                Err(e) => {
+                    self.dest_error(&rel, &e);
+                    self.complete(&parent);
+                    return;
+                }
+            },
+            other => {
+                if let Some(kind) = other {
+                    // Something else is in the way of the directory.
+                    if !dry && let Err(e) = self.dest.remove(pdir.unwrap(), &entry.name, kind) {
+                        self.dest_error(&rel, &e);
+                        self.complete(&parent);
+                        return;
+                    }
+                    Stats::bump(&self.stats.files_deleted);
+                    self.out.change("*deleting  ", &rel);
+                }
+                parent.changed.store(true, Ordering::Relaxed);
+                let made = if dry {
+                    None
+                } else {
+                    match self.dest.mkdir(pdir.unwrap(), &entry.name, &entry.meta) {
+                        Ok(d) => Some(d),
+                        Err(e) => {
+                            self.dest_error(&rel, &e);
+                            self.complete(&parent);
+                            return;
+                        }
+                    }
+                };
+                Stats::bump(&self.stats.dirs_created);
+                self.out.change("cd+++++++++", &rel);
+                made
+            }
+        };
+        let fresh = found.is_none();
+        let node = self.new_node(rel, dir, Some(entry.meta), found, Some(parent));
+        match self.list_source(&entry.path) {
+            Some(children) => self.plan_children(&node, children, fresh, true),
+            // Unreadable source directory: create it, but never delete inside it.
+            None => {}
+        }
+        self.complete(&node);
+    }
+
+    /// Runs a directory's deletions, then gives it its final attributes.
+    pub(super) fn finalize(&self, node: &DirNode<D>) {
+        let dels = std::mem::take(&mut *node.deletions.lock().unwrap());
+        for (name, kind) in dels {
+            let rel = node.rel.join(&name);
+            if !self.cfg.dry_run
+                && let Some(dir) = &node.dir
+            {
+                let kind = match kind {
+                    Some(k) => k,
+                    None => match self.dest.stat(dir, &name) {
+                        Ok(Some(m)) => m.kind,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            self.dest_error(&rel, &e);
+                            continue;
+                        }
+                    },
+                };
+                if let Err(e) = self.dest.remove(dir, &name, kind) {
+                    self.dest_error(&rel, &e);
+                    continue;
+                }
+            }
+            node.changed.store(true, Ordering::Relaxed);
+            Stats::bump(&self.stats.files_deleted);
+            self.out.change("*deleting  ", &rel);
+        }
+        let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
+            return;
+        };
+        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let needed = match &node.found {
+            None => true,
+            Some(found) => {
+                node.changed.load(Ordering::Relaxed)
+                    || !plan::attr_diff(meta, found, self.cfg, true).is_empty()
+            }
+        };
+        if needed && let Err(e) = self.dest.set_dir_attrs(dir, meta) {
+            self.dest_error(&node.rel, &e);
+        }
+    }
+}

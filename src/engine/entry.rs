@@ -1,0 +1,443 @@
+//! Entry jobs: regular files, symlinks, hard links and special files.
+
+use std::ffi::OsString;
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::{Engine, EntryJob};
+use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
+use crate::meta::{Kind, Meta};
+use crate::plan::{self, Decision};
+use crate::report::Stats;
+
+/// What the destination listing said about an entry before its job ran.
+#[derive(Clone, Copy, Debug)]
+pub enum DestKnown {
+    /// Not there.
+    Missing,
+    /// There, with these attributes.
+    Present(Meta),
+    /// There (of this kind, if the listing said), attributes not yet known.
+    Unknown(Option<Kind>),
+}
+
+/// A set of source names sharing one inode (`-H`). The first one seen is copied; the
+/// others become hard links to its destination once it is done.
+pub enum LinkGroup<D: Destination> {
+    /// The first name is being copied; these wait for it.
+    Copying(Vec<EntryJob<D>>),
+    /// The first name is done: link to it (or copy on our own if it failed).
+    Done {
+        dir: Option<D::Dir>,
+        name: OsString,
+        rel: PathBuf,
+        ok: bool,
+    },
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// Runs one entry job.
+    pub(super) fn entry(&self, job: EntryJob<D>) {
+        let kind = job.entry.meta.kind;
+        if kind == Kind::File && self.cfg.hard_links && job.entry.meta.nlink > 1 {
+            self.hard_linked_file(job);
+            return;
+        }
+        let rel = job.parent.rel.join(&job.entry.name);
+        match kind {
+            Kind::File => {
+                self.file(&job, &rel);
+            }
+            Kind::Symlink => self.symlink(&job, &rel),
+            _ => self.special(&job, &rel),
+        }
+        self.complete(&job.parent);
+    }
+
+    /// The destination's current attributes for a job, stat'ing only if the listing
+    /// did not carry them. `Err(())` means an error was already reported.
+    fn dest_meta(&self, job: &EntryJob<D>, rel: &Path) -> Result<Option<Meta>, ()> {
+        match (job.known, &job.parent.dir) {
+            (DestKnown::Missing, _) | (_, None) => Ok(None),
+            (DestKnown::Present(m), _) => Ok(Some(m)),
+            (DestKnown::Unknown(_), Some(dir)) => self
+                .dest
+                .stat(dir, &job.entry.name)
+                .map_err(|e| self.dest_error(rel, &e)),
+        }
+    }
+
+    /// Removes what is in the way; `false` if that failed (already reported).
+    fn make_way(&self, job: &EntryJob<D>, rel: &Path, existing: &Meta) -> bool {
+        if self.cfg.dry_run {
+            return true;
+        }
+        let dir = job
+            .parent
+            .dir
+            .as_ref()
+            .expect("existing entries have a directory");
+        match self.dest.remove(dir, &job.entry.name, existing.kind) {
+            Ok(()) => {
+                if existing.kind != job.entry.meta.kind {
+                    Stats::bump(&self.stats.files_deleted);
+                    self.out.change("*deleting  ", rel);
+                }
+                true
+            }
+            Err(e) => {
+                self.dest_error(rel, &e);
+                false
+            }
+        }
+    }
+
+    fn fix_attrs(&self, job: &EntryJob<D>, rel: &Path, what: AttrSet, code: char) {
+        if !self.cfg.dry_run {
+            let dir = job
+                .parent
+                .dir
+                .as_ref()
+                .expect("existing entries have a directory");
+            if let Err(e) = self
+                .dest
+                .set_attrs(dir, &job.entry.name, &job.entry.meta, what)
+            {
+                self.dest_error(rel, &e);
+                return;
+            }
+        }
+        Stats::bump(&self.stats.attrs_updated);
+        let flags = format!(
+            ".{code}..{}{}{}{}...",
+            if what.mtime { 't' } else { '.' },
+            if what.mode { 'p' } else { '.' },
+            if what.owner && self.cfg.owners.owner {
+                'o'
+            } else {
+                '.'
+            },
+            if what.owner && self.cfg.owners.group {
+                'g'
+            } else {
+                '.'
+            },
+        );
+        self.out.change(&flags, rel);
+    }
+
+    /// A regular file. Returns whether the destination now holds the file.
+    fn file(&self, job: &EntryJob<D>, rel: &Path) -> bool {
+        let src = &job.entry.meta;
+        let Ok(dst) = self.dest_meta(job, rel) else {
+            return false;
+        };
+        let mut decision = plan::decide_file(src, dst.as_ref(), self.cfg);
+        if decision == Decision::CompareContent {
+            let dir = job
+                .parent
+                .dir
+                .as_ref()
+                .expect("existing entries have a directory");
+            decision = match self
+                .dest
+                .same_content(dir, &job.entry.name, &job.entry.path)
+            {
+                Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), self.cfg),
+                Ok(false) => Decision::Replace,
+                Err(e) => {
+                    self.dest_error(rel, &e);
+                    return false;
+                }
+            };
+        }
+        match decision {
+            Decision::UpToDate => {
+                Stats::bump(&self.stats.files_skipped);
+                true
+            }
+            Decision::FixAttrs(what) => {
+                self.fix_attrs(job, rel, what, 'f');
+                true
+            }
+            Decision::Create | Decision::Replace | Decision::CompareContent => {
+                if let Some(d) = &dst
+                    && !self.make_way(job, rel, d)
+                {
+                    return false;
+                }
+                let code = match &dst {
+                    Some(d) if d.kind == Kind::File => format!(
+                        ">f{}{}.......",
+                        if d.size != src.size { 's' } else { '.' },
+                        if d.mtime != src.mtime { 't' } else { '.' }
+                    ),
+                    _ => ">f+++++++++".to_string(),
+                };
+                self.copy_content(job, rel, &code)
+            }
+        }
+    }
+
+    fn copy_content(&self, job: &EntryJob<D>, rel: &Path, code: &str) -> bool {
+        job.parent.changed.store(true, Ordering::Relaxed);
+        if self.cfg.dry_run {
+            Stats::bump(&self.stats.files_copied);
+            self.stats
+                .bytes_copied
+                .fetch_add(job.entry.meta.size, Ordering::Relaxed);
+            self.out.change(code, rel);
+            return true;
+        }
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NOATIME)
+            .open(&job.entry.path)
+            .or_else(|e| {
+                // O_NOATIME is refused on files we do not own.
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    OpenOptions::new()
+                        .read(true)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(&job.entry.path)
+                } else {
+                    Err(e)
+                }
+            }) {
+            Ok(f) => f,
+            Err(e) => {
+                self.source_error(&job.entry.path, &e);
+                return false;
+            }
+        };
+        let source = SourceFile {
+            file,
+            meta: &job.entry.meta,
+            path: &job.entry.path,
+        };
+        let dir = job
+            .parent
+            .dir
+            .as_ref()
+            .expect("non-dry runs have directories");
+        match self.dest.write_file(dir, &job.entry.name, &source) {
+            Ok(bytes) => {
+                Stats::bump(&self.stats.files_copied);
+                self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
+                self.out.change(code, rel);
+                true
+            }
+            Err(CopyError::SourceChanged) => {
+                Stats::bump(&self.stats.errors);
+                self.out.error(
+                    &job.entry.path,
+                    "changed while being copied; left incomplete, a re-run copies it again",
+                );
+                false
+            }
+            Err(CopyError::Vanished) => {
+                self.source_error(&job.entry.path, &io::Error::from(io::ErrorKind::NotFound));
+                false
+            }
+            Err(CopyError::Source(e)) => {
+                self.source_error(&job.entry.path, &e);
+                false
+            }
+            Err(CopyError::Dest(e)) => {
+                self.dest_error(rel, &e);
+                false
+            }
+        }
+    }
+
+    fn symlink(&self, job: &EntryJob<D>, rel: &Path) {
+        let target = match fs::read_link(&job.entry.path) {
+            Ok(t) => t.into_os_string(),
+            Err(e) => return self.source_error(&job.entry.path, &e),
+        };
+        let Ok(dst) = self.dest_meta(job, rel) else {
+            return;
+        };
+        let same_target = match (&dst, &job.parent.dir) {
+            (Some(d), Some(dir)) if d.kind == Kind::Symlink => {
+                match self.dest.read_link(dir, &job.entry.name) {
+                    Ok(t) => Some(t == target),
+                    Err(e) => return self.dest_error(rel, &e),
+                }
+            }
+            _ => None,
+        };
+        match plan::decide_symlink(&job.entry.meta, dst.as_ref(), same_target, self.cfg) {
+            Decision::UpToDate => Stats::bump(&self.stats.files_skipped),
+            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, 'L'),
+            _ => {
+                if let Some(d) = &dst
+                    && !self.make_way(job, rel, d)
+                {
+                    return;
+                }
+                job.parent.changed.store(true, Ordering::Relaxed);
+                if !self.cfg.dry_run {
+                    let dir = job
+                        .parent
+                        .dir
+                        .as_ref()
+                        .expect("non-dry runs have directories");
+                    if let Err(e) =
+                        self.dest
+                            .symlink(dir, &job.entry.name, &target, &job.entry.meta)
+                    {
+                        return self.dest_error(rel, &e);
+                    }
+                }
+                Stats::bump(&self.stats.links_created);
+                self.out.change("cL+++++++++", rel);
+            }
+        }
+    }
+
+    fn special(&self, job: &EntryJob<D>, rel: &Path) {
+        let kind = job.entry.meta.kind;
+        if (kind.is_special() && !self.cfg.specials) || (kind.is_device() && !self.cfg.devices) {
+            Stats::bump(&self.stats.specials_skipped);
+            self.out.warn(format_args!(
+                "skipping non-regular file \"{}\" (use --specials/--devices)",
+                rel.display()
+            ));
+            return;
+        }
+        let Ok(dst) = self.dest_meta(job, rel) else {
+            return;
+        };
+        match plan::decide_special(&job.entry.meta, dst.as_ref(), self.cfg) {
+            Decision::UpToDate => Stats::bump(&self.stats.files_skipped),
+            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, 'S'),
+            _ => {
+                if let Some(d) = &dst
+                    && !self.make_way(job, rel, d)
+                {
+                    return;
+                }
+                job.parent.changed.store(true, Ordering::Relaxed);
+                if !self.cfg.dry_run {
+                    let dir = job
+                        .parent
+                        .dir
+                        .as_ref()
+                        .expect("non-dry runs have directories");
+                    if let Err(e) = self.dest.mknod(dir, &job.entry.name, &job.entry.meta) {
+                        return self.dest_error(rel, &e);
+                    }
+                }
+                Stats::bump(&self.stats.links_created);
+                self.out.change(
+                    if kind.is_device() {
+                        "cD+++++++++"
+                    } else {
+                        "cS+++++++++"
+                    },
+                    rel,
+                );
+            }
+        }
+    }
+
+    /// `-H`: the first name of an inode is copied, the others linked to it.
+    fn hard_linked_file(&self, job: EntryJob<D>) {
+        let key = (job.entry.meta.dev, job.entry.meta.ino);
+        let rel = job.parent.rel.join(&job.entry.name);
+        let leader = {
+            let mut links = self.links.lock().unwrap();
+            match links.get_mut(&key) {
+                None => {
+                    links.insert(key, LinkGroup::Copying(Vec::new()));
+                    None
+                }
+                Some(LinkGroup::Copying(waiting)) => {
+                    // The leader completes us when it is done.
+                    waiting.push(job);
+                    return;
+                }
+                Some(LinkGroup::Done { dir, name, rel, ok }) => {
+                    Some((dir.clone(), name.clone(), rel.clone(), *ok))
+                }
+            }
+        };
+        match leader {
+            Some((dir, name, lrel, true)) => self.link_to(&job, &rel, dir.as_ref(), &name, &lrel),
+            Some((_, _, _, false)) => {
+                self.file(&job, &rel);
+            }
+            None => {
+                let ok = self.file(&job, &rel);
+                let waiting = {
+                    let mut links = self.links.lock().unwrap();
+                    let done = LinkGroup::Done {
+                        dir: job.parent.dir.clone(),
+                        name: job.entry.name.clone(),
+                        rel: rel.clone(),
+                        ok,
+                    };
+                    match links.insert(key, done) {
+                        Some(LinkGroup::Copying(w)) => w,
+                        _ => Vec::new(),
+                    }
+                };
+                for w in waiting {
+                    let wrel = w.parent.rel.join(&w.entry.name);
+                    if ok {
+                        self.link_to(&w, &wrel, job.parent.dir.as_ref(), &job.entry.name, &rel);
+                    } else {
+                        self.file(&w, &wrel);
+                    }
+                    self.complete(&w.parent);
+                }
+            }
+        }
+        self.complete(&job.parent);
+    }
+
+    /// Makes `job`'s name a hard link to the leader's destination file, unless it
+    /// already is one.
+    fn link_to(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        ldir: Option<&D::Dir>,
+        lname: &OsString,
+        lrel: &Path,
+    ) {
+        let Ok(dst) = self.dest_meta(job, rel) else {
+            return;
+        };
+        if let (Some(d), Some(ldir)) = (&dst, ldir) {
+            if d.kind == Kind::File && d.nlink > 1 {
+                match self.dest.stat(ldir, lname) {
+                    Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
+                        Stats::bump(&self.stats.files_skipped);
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) => return self.dest_error(lrel, &e),
+                }
+            }
+            if !self.make_way(job, rel, d) {
+                return;
+            }
+        }
+        job.parent.changed.store(true, Ordering::Relaxed);
+        if !self.cfg.dry_run {
+            let (Some(dir), Some(ldir)) = (&job.parent.dir, ldir) else {
+                return;
+            };
+            if let Err(e) = self.dest.hard_link(dir, &job.entry.name, ldir, lname) {
+                return self.dest_error(rel, &e);
+            }
+        }
+        Stats::bump(&self.stats.links_created);
+        self.out.change("hf+++++++++", rel);
+    }
+}

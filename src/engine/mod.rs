@@ -1,0 +1,262 @@
+//! The engine: runs a sync on many workers through a [`Destination`].
+//!
+//! Work flows one way. The roots are planned on the calling thread; from then on
+//! workers take scans and entry jobs from the [`sched::Sched`] queue. A scan lists a
+//! source directory, lists (or, for a directory just created, skips listing) the
+//! destination directory, and queues one job per child. Every directory is a
+//! [`DirNode`] counting its unfinished children; when the count reaches zero its
+//! deletions run and then its mode, owner and mtime are set — last, so they end up
+//! exact whatever the children did to them — and its parent's count drops in turn.
+//!
+//! Crash safety comes from the order inside each file (the backend sets the mtime
+//! last) and here from never deleting in a directory whose source listing failed.
+
+mod dir;
+mod entry;
+pub mod sched;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::dest::{Destination, RootState};
+use crate::exit::{self, Fatal};
+use crate::meta::{Kind, Meta};
+use crate::report::{Output, Stats, Summary};
+use crate::tune::Controller;
+use crate::walk::SrcEntry;
+
+pub use entry::DestKnown;
+
+/// A directory being filled: it finalizes when its last child is done.
+pub struct DirNode<D: Destination> {
+    /// Path relative to DEST, for messages and `-i`.
+    rel: PathBuf,
+    /// The destination directory; `None` only in a dry run for a directory that would
+    /// have been created.
+    dir: Option<D::Dir>,
+    /// Source attributes to give the directory at the end (`None` for DEST itself when
+    /// it receives several sources).
+    meta: Option<Meta>,
+    /// Attributes the directory had when opened (`None` when created by us).
+    found: Option<Meta>,
+    /// Children not yet finished, plus one held by the scan itself.
+    pending: AtomicUsize,
+    parent: Option<Arc<DirNode<D>>>,
+    /// Set when an entry was created or removed in it (its mtime moved).
+    changed: AtomicBool,
+    /// `--delete` work, done after the children.
+    deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
+}
+
+/// A directory to list.
+pub struct ScanJob<D: Destination> {
+    parent: Arc<DirNode<D>>,
+    entry: SrcEntry,
+    known: DestKnown,
+}
+
+/// One non-directory entry to bring up to date.
+pub struct EntryJob<D: Destination> {
+    parent: Arc<DirNode<D>>,
+    entry: SrcEntry,
+    known: DestKnown,
+}
+
+/// One run's shared state.
+pub struct Engine<'a, D: Destination> {
+    cfg: &'a Config,
+    dest: &'a D,
+    out: &'a Output,
+    /// Live counters (read by the progress bar).
+    pub stats: Arc<Stats>,
+    sched: sched::Sched<ScanJob<D>, EntryJob<D>>,
+    links: Mutex<HashMap<(u64, u64), entry::LinkGroup<D>>>,
+    /// Raised by SIGINT/SIGTERM.
+    interrupted: Arc<AtomicBool>,
+    /// Raised by SIGINT/SIGTERM or a fatal error: workers stop taking jobs.
+    stop: AtomicBool,
+    fatal: Mutex<Option<Fatal>>,
+    /// Completed jobs and their summed latency in microseconds, for the controller.
+    ops_done: AtomicU64,
+    busy_us: AtomicU64,
+    /// DEST as given, for messages.
+    dest_display: PathBuf,
+}
+
+/// Runs one sync. `interrupted` is the flag the signal handlers raise.
+pub fn run<D: Destination>(
+    cfg: &Config,
+    dest: &D,
+    out: &Output,
+    stats: Arc<Stats>,
+    interrupted: Arc<AtomicBool>,
+) -> Result<Summary, Fatal> {
+    let start = Instant::now();
+    let mut ctl = Controller::new(cfg.jobs);
+    let engine = Engine {
+        cfg,
+        dest,
+        out,
+        stats,
+        sched: sched::Sched::new(ctl.jobs()),
+        links: Mutex::new(HashMap::new()),
+        interrupted,
+        stop: AtomicBool::new(false),
+        fatal: Mutex::new(None),
+        ops_done: AtomicU64::new(0),
+        busy_us: AtomicU64::new(0),
+        dest_display: PathBuf::from(&cfg.dest),
+    };
+    engine.plan_roots()?;
+
+    std::thread::scope(|s| {
+        let spawn = |n: usize| {
+            for i in 0..n {
+                std::thread::Builder::new()
+                    .name(format!("nfsync-worker-{i}"))
+                    .spawn_scoped(s, || engine.work())
+                    .expect("spawn worker thread");
+            }
+        };
+        let mut spawned = ctl.jobs();
+        spawn(spawned);
+        // The controller's loop: measure each interval, adjust the cap, spawn more
+        // workers when the cap grows past those running.
+        let tick = Duration::from_millis(200);
+        let (mut last_ops, mut last_busy) = (0, 0);
+        while !engine.sched.wait_quiescent(&engine.stop, tick) {
+            if engine.interrupted.load(Ordering::Relaxed) {
+                engine.stop.store(true, Ordering::Relaxed);
+                engine.sched.wake_all();
+            }
+            let ops = engine.ops_done.load(Ordering::Relaxed);
+            let busy = engine.busy_us.load(Ordering::Relaxed);
+            let now = start.elapsed();
+            if let Some(n) =
+                ctl.on_interval(now, ops - last_ops, Duration::from_micros(busy - last_busy))
+            {
+                engine.out.verbose(
+                    1,
+                    format_args!(
+                        "jobs -> {n} at {:.1}s ({:.0} ops/s)",
+                        now.as_secs_f64(),
+                        (ops - last_ops) as f64 / tick.as_secs_f64()
+                    ),
+                );
+                engine.sched.set_limit(n);
+                if n > spawned {
+                    spawn(n - spawned);
+                    spawned = n;
+                }
+            }
+            (last_ops, last_busy) = (ops, busy);
+        }
+        engine.sched.wake_all();
+    });
+
+    let mut summary = Summary::new(
+        &engine.stats,
+        start.elapsed().as_secs_f64(),
+        ctl.report(),
+        cfg.dry_run,
+    );
+    if let Some(f) = engine.fatal.lock().unwrap().take() {
+        return Err(f);
+    }
+    summary.interrupted = engine.interrupted.load(Ordering::Relaxed);
+    summary.exit_code = if summary.interrupted {
+        exit::INTERRUPTED
+    } else if summary.errors > 0 {
+        exit::PARTIAL
+    } else if summary.vanished > 0 {
+        exit::VANISHED
+    } else {
+        exit::OK
+    };
+    Ok(summary)
+}
+
+impl<'a, D: Destination> Engine<'a, D> {
+    /// A worker's loop.
+    fn work(&self) {
+        while let Some(w) = self.sched.next(&self.stop) {
+            let t0 = Instant::now();
+            match w {
+                sched::Work::Scan(j) => self.scan(j),
+                sched::Work::Entry(j) => self.entry(j),
+            }
+            self.busy_us
+                .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+            self.ops_done.fetch_add(1, Ordering::Relaxed);
+            self.sched.finish();
+        }
+    }
+
+    /// The destination path of `rel`, for messages.
+    fn dest_path(&self, rel: &Path) -> PathBuf {
+        self.dest_display.join(rel)
+    }
+
+    /// Reports a destination error; errors that mean the destination is gone (an NFS
+    /// server that stopped answering) end the run.
+    fn dest_error(&self, rel: &Path, e: &io::Error) {
+        Stats::bump(&self.stats.errors);
+        self.out.error(&self.dest_path(rel), e);
+        let code = match e.kind() {
+            io::ErrorKind::TimedOut => Some(exit::TIMEOUT),
+            io::ErrorKind::NotConnected
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionRefused => Some(exit::CONNECT),
+            _ => None,
+        };
+        if let Some(code) = code {
+            let mut f = self.fatal.lock().unwrap();
+            if f.is_none() {
+                *f = Some(Fatal::new(
+                    code,
+                    format!("{}: {e}", self.dest_path(rel).display()),
+                ));
+            }
+            self.stop.store(true, Ordering::Relaxed);
+            self.sched.wake_all();
+        }
+    }
+
+    /// Reports a source error (or a vanished source).
+    fn source_error(&self, path: &Path, e: &io::Error) {
+        if e.kind() == io::ErrorKind::NotFound {
+            Stats::bump(&self.stats.vanished);
+            self.out
+                .warn(format_args!("file has vanished: {}", path.display()));
+        } else {
+            Stats::bump(&self.stats.errors);
+            self.out.error(path, e);
+        }
+    }
+
+    /// Marks one child of `node` finished; finalizes directories whose last child this was.
+    fn complete(&self, node: &Arc<DirNode<D>>) {
+        let mut node = node.clone();
+        loop {
+            if node.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+                return;
+            }
+            self.finalize(&node);
+            match node.parent.clone() {
+                Some(p) => node = p,
+                None => return,
+            }
+        }
+    }
+}
+
+/// Whether DEST's root already exists as a directory.
+fn root_is_dir(state: &RootState) -> bool {
+    matches!(state, RootState::Exists(m) if m.kind == Kind::Dir)
+}

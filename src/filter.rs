@@ -1,0 +1,169 @@
+//! `--exclude` / `--include` rules with rsync's anchoring, compiled to globs.
+//!
+//! rsync's rules, which users' scripts depend on:
+//! - rules are tried in order and the first match decides;
+//! - a pattern starting with `/` is anchored at the root of the transfer;
+//! - a pattern with no `/` (other than a trailing one) and no `**` matches the final
+//!   name component at any depth; one with a `/` matches the end of the path;
+//! - a trailing `/` matches directories only;
+//! - `*` stops at `/`, `**` does not, `?` and `[...]` as in shell globs.
+//!
+//! An excluded directory is not descended into, and `--delete` leaves excluded
+//! destination entries alone, as rsync does without `--delete-excluded`.
+
+use std::io::{self, BufRead};
+use std::path::Path;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+#[derive(Clone, Debug)]
+struct Rule {
+    include: bool,
+    dir_only: bool,
+    matcher: GlobMatcher,
+}
+
+/// An ordered list of include/exclude rules.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    rules: Vec<Rule>,
+}
+
+impl Filter {
+    /// Adds a rule; `include` is false for `--exclude`.
+    pub fn add(&mut self, pattern: &str, include: bool) -> Result<(), globset::Error> {
+        let dir_only = pattern.len() > 1 && pattern.ends_with('/');
+        let pat = if dir_only {
+            &pattern[..pattern.len() - 1]
+        } else {
+            pattern
+        };
+        let glob = if let Some(anchored) = pat.strip_prefix('/') {
+            anchored.to_string()
+        } else {
+            // Unanchored: matches at the end of the path (or the last component).
+            format!("{{{pat},**/{pat}}}")
+        };
+        let matcher = GlobBuilder::new(&glob)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()?
+            .compile_matcher();
+        self.rules.push(Rule {
+            include,
+            dir_only,
+            matcher,
+        });
+        Ok(())
+    }
+
+    /// Reads `--exclude-from FILE` (`-` for stdin): one pattern per line; blank lines and
+    /// lines starting with `#` or `;` are ignored; `+ PAT` and `- PAT` set the rule type
+    /// as in rsync's filter files.
+    pub fn add_from_reader(&mut self, r: impl BufRead) -> io::Result<()> {
+        for line in r.lines() {
+            let line = line?;
+            let line = line.trim_end_matches('\r');
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            let (include, pat) = if let Some(p) = line.strip_prefix("+ ") {
+                (true, p)
+            } else if let Some(p) = line.strip_prefix("- ") {
+                (false, p)
+            } else {
+                (false, line)
+            };
+            self.add(pat, include)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
+        Ok(())
+    }
+
+    /// True when there are no rules (the common case: skip matching entirely).
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether `rel` (relative to the transfer root) is excluded.
+    pub fn is_excluded(&self, rel: &Path, is_dir: bool) -> bool {
+        for rule in &self.rules {
+            if rule.dir_only && !is_dir {
+                continue;
+            }
+            if rule.matcher.is_match(rel) {
+                return !rule.include;
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(rules: &[(&str, bool)]) -> Filter {
+        let mut f = Filter::default();
+        for (p, inc) in rules {
+            f.add(p, *inc).unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn basename_patterns_match_at_any_depth() {
+        let f = filter(&[("*.log", false)]);
+        assert!(f.is_excluded(Path::new("a.log"), false));
+        assert!(f.is_excluded(Path::new("x/y/a.log"), false));
+        assert!(!f.is_excluded(Path::new("x/a.txt"), false));
+    }
+
+    #[test]
+    fn leading_slash_anchors_at_root() {
+        let f = filter(&[("/top", false)]);
+        assert!(f.is_excluded(Path::new("top"), true));
+        assert!(!f.is_excluded(Path::new("sub/top"), true));
+    }
+
+    #[test]
+    fn trailing_slash_is_dirs_only() {
+        let f = filter(&[("cache/", false)]);
+        assert!(f.is_excluded(Path::new("a/cache"), true));
+        assert!(!f.is_excluded(Path::new("a/cache"), false));
+    }
+
+    #[test]
+    fn first_match_wins() {
+        let f = filter(&[("keep.log", true), ("*.log", false)]);
+        assert!(!f.is_excluded(Path::new("d/keep.log"), false));
+        assert!(f.is_excluded(Path::new("d/other.log"), false));
+    }
+
+    #[test]
+    fn star_does_not_cross_slash_but_double_star_does() {
+        let f = filter(&[("/a/*", false)]);
+        assert!(f.is_excluded(Path::new("a/b"), false));
+        assert!(!f.is_excluded(Path::new("a/b/c"), false));
+        let f = filter(&[("/a/**", false)]);
+        assert!(f.is_excluded(Path::new("a/b/c"), false));
+    }
+
+    #[test]
+    fn slash_patterns_match_the_end_of_the_path() {
+        let f = filter(&[("lib/*.js", false)]);
+        assert!(f.is_excluded(Path::new("pkg/lib/x.js"), false));
+        assert!(f.is_excluded(Path::new("lib/x.js"), false));
+        assert!(!f.is_excluded(Path::new("pkg/lib/sub/x.js"), false));
+    }
+
+    #[test]
+    fn exclude_from_reads_rsync_filter_lines() {
+        let mut f = Filter::default();
+        f.add_from_reader("# comment\n\n+ keep.tmp\n- *.tmp\n*.bak\n".as_bytes())
+            .unwrap();
+        assert!(!f.is_excluded(Path::new("keep.tmp"), false));
+        assert!(f.is_excluded(Path::new("x.tmp"), false));
+        assert!(f.is_excluded(Path::new("x.bak"), false));
+    }
+}
