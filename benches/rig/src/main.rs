@@ -1,7 +1,10 @@
 //! nfsync benchmark rig: corpus generator, latency FUSE mount, delay proxy
 //! and report/chart writer. See benches/README.md.
 
+mod corpus;
 mod latfs;
+mod proxy;
+mod report;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +20,41 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Generate a deterministic corpus under OUT (OUT/<kind>/...).
+    Gen {
+        /// node_modules, efs-blog or large
+        kind: String,
+        out: PathBuf,
+        /// Multiplies file counts (node_modules, efs-blog) or sizes (large).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+    /// TCP proxy on 127.0.0.1 adding a one-way delay per direction.
+    Proxy {
+        /// LOCAL=REMOTE or REMOTE (ports on 127.0.0.1; LOCAL 0 = free port). Repeatable.
+        #[arg(long = "forward", required = true, value_parser = proxy::parse_forward)]
+        forwards: Vec<(u16, u16)>,
+        /// One-way delay: lan|efs|wan|<ms> (RTT is twice this).
+        #[arg(long, default_value = "0")]
+        delay: String,
+        /// Reset each connection (RST) after this many forwarded bytes.
+        #[arg(long)]
+        reset_after_bytes: Option<u64>,
+    },
+    /// Write benches/results markdown + SVG from a runner's raw TSV.
+    Report {
+        raw: PathBuf,
+        #[arg(long)]
+        machine: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        date: String,
+        #[arg(long, default_value = "benches/run")]
+        cmdline: String,
+    },
     /// Mount BACKING at MOUNTPOINT adding a fixed delay to every FUSE request.
     Mount {
         backing: PathBuf,
@@ -62,6 +100,54 @@ pub fn parse_delay(s: &str) -> Result<Duration, String> {
 fn main() {
     let cli = Cli::parse();
     let res: Result<(), String> = match cli.cmd {
+        Cmd::Gen {
+            kind,
+            out,
+            scale,
+            seed,
+        } => {
+            if let Err(e) = std::fs::create_dir_all(&out) {
+                eprintln!("rig: {}: {e}", out.display());
+                std::process::exit(1);
+            }
+            let r = match kind.as_str() {
+                "node_modules" => corpus::node_modules(&out, scale, seed),
+                "efs-blog" => corpus::efs_blog(&out, scale, seed),
+                "large" => corpus::large(&out, scale, seed),
+                k => {
+                    eprintln!("rig: unknown corpus {k:?}: node_modules|efs-blog|large");
+                    std::process::exit(2);
+                }
+            };
+            r.map(|s| {
+                println!(
+                    "{kind}: files={} dirs={} symlinks={} bytes={}",
+                    s.files, s.dirs, s.symlinks, s.bytes
+                )
+            })
+            .map_err(|e| format!("gen {kind}: {e}"))
+        }
+        Cmd::Proxy {
+            forwards,
+            delay,
+            reset_after_bytes,
+        } => parse_delay(&delay).and_then(|delay| {
+            proxy::run(proxy::ProxyOpts {
+                forwards,
+                delay,
+                reset_after_bytes,
+            })
+            .map_err(|e| format!("proxy: {e}"))
+        }),
+        Cmd::Report {
+            raw,
+            machine,
+            out,
+            date,
+            cmdline,
+        } => {
+            report::write(&raw, &machine, &out, &date, &cmdline).map_err(|e| format!("report: {e}"))
+        }
         Cmd::Mount {
             backing,
             mountpoint,

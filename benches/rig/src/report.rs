@@ -1,0 +1,364 @@
+//! Turns the runner's raw results (one TSV line per tool run) into the
+//! markdown table and the SVG chart under benches/results/.
+//!
+//! Raw columns (tab-separated, header line starting with `corpus`):
+//! corpus preset tool setting n rep wall_s status files bytes done_files ops diffs
+//! `status` is ok, fail (the rsync -anciH check printed `diffs` lines) or cap
+//! (killed at `wall_s` = the time cap after `done_files` files).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+#[derive(Clone, Debug)]
+struct Run {
+    corpus: String,
+    preset: String,
+    tool: String,
+    setting: String,
+    n: u32,
+    wall: f64,
+    status: String,
+    files: f64,
+    bytes: f64,
+    done: f64,
+    ops: f64,
+    diffs: u64,
+}
+
+/// One table row: a tool at its best setting on one corpus and preset.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub corpus: String,
+    pub preset: String,
+    pub tool: String,
+    pub setting: String,
+    /// Median wall seconds; for capped runs the extrapolated time.
+    pub wall: f64,
+    pub capped: bool,
+    pub cap: f64,
+    pub files_s: f64,
+    pub mb_s: f64,
+    pub ops_per_file: f64,
+    pub check: String,
+    pub sweep: String,
+    pub reps: usize,
+}
+
+fn parse(text: &str) -> Vec<Run> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 13 || f[0] == "corpus" {
+            continue;
+        }
+        let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+        out.push(Run {
+            corpus: f[0].into(),
+            preset: f[1].into(),
+            tool: f[2].into(),
+            setting: f[3].into(),
+            n: f[4].parse().unwrap_or(0),
+            wall: num(f[6]),
+            status: f[7].into(),
+            files: num(f[8]),
+            bytes: num(f[9]),
+            done: num(f[10]),
+            ops: num(f[11]),
+            diffs: f[12].parse().unwrap_or(0),
+        });
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Effective wall time of a run: measured, or extrapolated when capped.
+fn effective_wall(r: &Run) -> f64 {
+    if r.status == "cap" {
+        if r.done > 0.0 {
+            r.wall * r.files / r.done
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        r.wall
+    }
+}
+
+pub fn rows(text: &str) -> Vec<Row> {
+    let runs = parse(text);
+    // (corpus, preset, tool) -> n -> runs; BTreeMap keeps output stable.
+    let mut groups: BTreeMap<(String, String, String), BTreeMap<u32, Vec<Run>>> = BTreeMap::new();
+    let mut order: Vec<(String, String, String)> = Vec::new();
+    for r in runs {
+        let key = (r.corpus.clone(), r.preset.clone(), r.tool.clone());
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups
+            .entry(key)
+            .or_default()
+            .entry(r.n)
+            .or_default()
+            .push(r);
+    }
+    let mut out = Vec::new();
+    for key in order {
+        let by_n = &groups[&key];
+        let med = |rs: &Vec<Run>| median(rs.iter().map(effective_wall).collect());
+        let (&best_n, best) = by_n
+            .iter()
+            .min_by(|a, b| med(a.1).total_cmp(&med(b.1)))
+            .expect("non-empty group");
+        let wall = med(best);
+        let first = &best[0];
+        let capped = best.iter().any(|r| r.status == "cap");
+        let fails: Vec<u64> = best
+            .iter()
+            .filter(|r| r.status == "fail")
+            .map(|r| r.diffs)
+            .collect();
+        let check = if capped {
+            "not checked (capped)".to_string()
+        } else if fails.is_empty() {
+            "ok".to_string()
+        } else {
+            format!("FAIL ({} diff lines)", fails.iter().max().unwrap_or(&0))
+        };
+        let sweep = if by_n.len() > 1 {
+            by_n.iter()
+                .map(|(n, rs)| format!("{n}:{:.1}s", med(rs)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            String::new()
+        };
+        let ops = median(
+            best.iter()
+                .filter(|r| r.ops > 0.0)
+                .map(|r| r.ops / r.files.max(1.0))
+                .collect(),
+        );
+        out.push(Row {
+            corpus: key.0,
+            preset: key.1,
+            tool: key.2,
+            setting: if best_n > 0 {
+                first.setting.replace("{N}", &best_n.to_string())
+            } else {
+                first.setting.clone()
+            },
+            wall,
+            capped,
+            cap: first.wall,
+            files_s: first.files / wall,
+            mb_s: first.bytes / wall / 1e6,
+            ops_per_file: ops,
+            check,
+            sweep,
+            reps: best.len(),
+        });
+    }
+    out
+}
+
+/// Markdown report: machine description, then one table per corpus/preset.
+pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# nfsync benchmark results\n");
+    let _ = writeln!(s, "Command: `{cmdline}`\n");
+    let _ = writeln!(s, "Machine:\n\n```\n{}\n```\n", machine.trim());
+    let _ = writeln!(
+        s,
+        "Destination: the latency FUSE mount (`rig mount --delay PRESET`, every FUSE request delayed; \
+         lan 0.3 ms, efs 1.5 ms, wan 10 ms). Source: local disk. Wall = median of the reps at the best \
+         N of the sweep. `>` marks runs killed at the time cap: their files/s is measured up to the \
+         cap and the wall time is extrapolated. vs nfsync = tool wall / nfsync wall (how many times \
+         longer than nfsync). ops/file = FUSE requests per file (all kinds). Check = \
+         `rsync -anciH --delete SRC/ DEST/` on the backing dir printing nothing.\n"
+    );
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        let k = (r.corpus.clone(), r.preset.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (corpus, preset) in keys {
+        let group: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.corpus == corpus && r.preset == preset)
+            .collect();
+        let nfsync = group.iter().find(|r| r.tool == "nfsync").map(|r| r.wall);
+        let _ = writeln!(s, "## {corpus} @ {preset}\n");
+        let _ = writeln!(
+            s,
+            "| tool | settings | wall s | files/s | MB/s | vs nfsync | ops/file | check | reps | sweep (N:wall) |"
+        );
+        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|---:|---|");
+        for r in group {
+            let wall = if r.capped {
+                format!("> {:.0} (≈{:.0} extrap.)", r.cap, r.wall)
+            } else {
+                format!("{:.2}", r.wall)
+            };
+            let tilde = if r.capped { "~" } else { "" };
+            let ratio = match nfsync {
+                Some(n) if n > 0.0 && r.wall.is_finite() => format!("{tilde}{:.2}×", r.wall / n),
+                _ => "n/a".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | `{}` | {} | {tilde}{:.0} | {tilde}{:.1} | {} | {:.1} | {} | {} | {} |",
+                r.tool,
+                r.setting,
+                wall,
+                r.files_s,
+                r.mb_s,
+                ratio,
+                r.ops_per_file,
+                r.check,
+                r.reps,
+                r.sweep
+            );
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Horizontal bar chart of files/s (log scale), one panel per corpus/preset.
+pub fn svg(rows: &[Row], title: &str) -> String {
+    let label_w = 150.0;
+    let bar_w = 520.0;
+    let bar_h = 16.0;
+    let gap = 4.0;
+    let max = rows
+        .iter()
+        .map(|r| r.files_s)
+        .filter(|v| v.is_finite())
+        .fold(1.0, f64::max);
+    let min = rows
+        .iter()
+        .map(|r| r.files_s)
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold(max, f64::min)
+        .max(1.0);
+    let lo = 10f64.powf(min.log10().floor());
+    let hi = 10f64.powf(max.log10().ceil().max(lo.log10() + 1.0));
+    let x =
+        |v: f64| label_w + bar_w * ((v.max(lo)).log10() - lo.log10()) / (hi.log10() - lo.log10());
+    let mut body = String::new();
+    let mut y = 40.0;
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        let k = (r.corpus.clone(), r.preset.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (corpus, preset) in &keys {
+        let _ = writeln!(
+            body,
+            r#"<text x="4" y="{:.0}" font-weight="bold">{} @ {}</text>"#,
+            y + 12.0,
+            esc(corpus),
+            esc(preset)
+        );
+        y += 20.0;
+        for r in rows
+            .iter()
+            .filter(|r| &r.corpus == corpus && &r.preset == preset)
+        {
+            let color = if r.tool == "nfsync" {
+                "#d62728"
+            } else if r.capped {
+                "#bbbbbb"
+            } else {
+                "#1f77b4"
+            };
+            let w = (x(r.files_s) - label_w).max(1.0);
+            let mark = if r.capped { " (capped)" } else { "" };
+            let _ = writeln!(
+                body,
+                "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>\
+                 <rect x=\"{label_w:.0}\" y=\"{y:.0}\" width=\"{w:.1}\" height=\"{bar_h:.0}\" fill=\"{color}\"/>\
+                 <text x=\"{:.1}\" y=\"{:.0}\">{:.0}{}</text>",
+                label_w - 6.0,
+                y + 12.0,
+                esc(&r.tool),
+                label_w + w + 4.0,
+                y + 12.0,
+                r.files_s,
+                mark
+            );
+            y += bar_h + gap;
+        }
+        y += 10.0;
+    }
+    // Log-scale grid.
+    let mut grid = String::new();
+    let mut v = lo;
+    while v <= hi * 1.0001 {
+        let gx = x(v);
+        let _ = writeln!(
+            grid,
+            "<line x1=\"{gx:.1}\" y1=\"32\" x2=\"{gx:.1}\" y2=\"{:.0}\" stroke=\"#ddd\"/>\
+             <text x=\"{gx:.1}\" y=\"{:.0}\" text-anchor=\"middle\" fill=\"#666\">{v}</text>",
+            y,
+            y + 14.0
+        );
+        v *= 10.0;
+    }
+    let height = y + 24.0;
+    let width = label_w + bar_w + 120.0;
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"4\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>\n{grid}{body}</svg>\n",
+        esc(title)
+    )
+}
+
+/// Read the raw TSV and machine file, write `<out>/results-<date>.md`,
+/// `<out>/latest.md` and `<out>/chart-<date>.svg` + `<out>/latest.svg`.
+pub fn write(
+    raw: &Path,
+    machine: &Path,
+    out: &Path,
+    date: &str,
+    cmdline: &str,
+) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(raw)?;
+    let machine = std::fs::read_to_string(machine).unwrap_or_default();
+    let rows = rows(&text);
+    let mut md = markdown(&rows, &machine, cmdline);
+    let _ = writeln!(md, "![files/s per tool per preset](chart-{date}.svg)\n");
+    let chart = svg(
+        &rows,
+        "files/s onto the latency mount (log scale; red = nfsync, grey = capped)",
+    );
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join(format!("results-{date}.md")), &md)?;
+    std::fs::write(out.join("latest.md"), &md)?;
+    std::fs::write(out.join(format!("chart-{date}.svg")), &chart)?;
+    std::fs::write(out.join("latest.svg"), &chart)?;
+    std::fs::copy(raw, out.join(format!("raw-{date}.tsv")))?;
+    print!("{md}");
+    Ok(())
+}
