@@ -101,7 +101,11 @@ impl NfsDest {
         // Non-root may not be able to write a read-only file it created; the final
         // SETATTR restores the exact mode.
         let mode = if self.as_root { m.mode } else { m.mode | 0o600 };
-        let attrs = self.create_attrs(m, Some(mode));
+        let mut attrs = self.create_attrs(m, Some(mode));
+        let presize = m.size > u64::from(self.info.wsize);
+        if presize {
+            attrs.size = v3::Nfs3Option::Some(m.size);
+        }
         for attempt in 0..2 {
             let a = self
                 .in_dir(dir, |fh| {
@@ -136,7 +140,7 @@ impl NfsDest {
                     };
                     if at.type_ == ftype3::NF3REG && at.nlink <= 1 {
                         let mut s = attrs.clone();
-                        s.size = v3::Nfs3Option::Some(0);
+                        s.size = v3::Nfs3Option::Some(if presize { m.size } else { 0 });
                         ok(self.nfs.setattr(&fh, s).await?)?;
                         return Ok((fh, None));
                     }

@@ -1,0 +1,502 @@
+//! Fast protocol-level tests of the NFSv3 path against the in-process `nfs3_server`
+//! memfs (which answers out of order, but lacks LINK, symlinks and modes).
+//!
+//! What nfsync wrote is read back with `nfs3_client` — an independent NFS client —
+//! never with nfsync's own code. Error cases (closed port, wrong export, a server that
+//! speaks garbage or never answers, connections cut mid-run) use small fake servers.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use nfs3_client::io::{AsyncRead, AsyncWrite};
+use nfs3_client::nfs3_types::nfs3::{self as v3, Nfs3Result, filename3, ftype3, nfs_fh3};
+use nfs3_client::nfs3_types::xdr_codec::Opaque;
+use nfs3_client::{MountClient, Nfs3Client};
+use nfs3_server::memfs::MemFs;
+use nfs3_server::tcp::{NFSTcp, NFSTcpListener};
+use support::{Scratch, Tree, describe, json_stats, nfsync, slash, stat};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// An in-process memfs NFS server on 127.0.0.1, stopped when dropped.
+struct MemServer {
+    port: u16,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl MemServer {
+    fn start() -> MemServer {
+        Self::start_with_export(None)
+    }
+
+    fn start_with_export(export: Option<&str>) -> MemServer {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut listener = rt
+            .block_on(NFSTcpListener::bind("127.0.0.1:0", MemFs::default()))
+            .unwrap();
+        if let Some(e) = export {
+            listener.with_export_name(e);
+        }
+        let port = listener.get_listen_port();
+        rt.spawn(async move { listener.handle_forever().await });
+        MemServer { port, rt: Some(rt) }
+    }
+
+    /// `nfs://` URL for `path` (memfs serves NFS and MOUNT on one port).
+    fn url(&self, path: &str) -> String {
+        url_for(self.port, path)
+    }
+
+    /// Reads the whole tree under `path` back with nfs3_client.
+    fn snapshot(&self, path: &str) -> BTreeMap<String, Node> {
+        self.rt
+            .as_ref()
+            .unwrap()
+            .block_on(independent_snapshot(self.port, path))
+    }
+}
+
+impl Drop for MemServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn url_for(port: u16, path: &str) -> String {
+    format!("nfs://127.0.0.1{path}?nfsport={port}&mountport={port}")
+}
+
+/// What the independent client sees of one entry.
+#[derive(Debug, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File { content: Vec<u8>, mtime: (u32, u32) },
+}
+
+/// `nfs3_client`'s I/O traits over a tokio socket.
+struct Io(tokio::net::TcpStream);
+
+impl AsyncRead for Io {
+    async fn async_read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf).await?;
+        if n == 0 && !buf.is_empty() {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(n)
+    }
+}
+
+impl AsyncWrite for Io {
+    async fn async_write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).await
+    }
+}
+
+async fn independent_snapshot(port: u16, path: &str) -> BTreeMap<String, Node> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut mc = MountClient::new(Io(tokio::net::TcpStream::connect(addr).await.unwrap()));
+    let root = mc
+        .mnt(nfs3_client::nfs3_types::mount::dirpath(Opaque::borrowed(
+            b"/",
+        )))
+        .await
+        .unwrap();
+    let mut nfs = Nfs3Client::new(Io(tokio::net::TcpStream::connect(addr).await.unwrap()));
+    let mut fh = nfs_fh3 {
+        data: root.fhandle.0,
+    };
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        let r = nfs
+            .lookup(&v3::LOOKUP3args {
+                what: v3::diropargs3 {
+                    dir: fh.clone(),
+                    name: filename3(Opaque::borrowed(c.as_bytes())),
+                },
+            })
+            .await
+            .unwrap();
+        fh = r.unwrap().object;
+    }
+    let mut out = BTreeMap::new();
+    let mut stack = vec![(String::new(), fh)];
+    while let Some((prefix, dir)) = stack.pop() {
+        let mut cookie = 0;
+        let mut verf = v3::cookieverf3::default();
+        loop {
+            let page = nfs
+                .readdirplus(&v3::READDIRPLUS3args {
+                    dir: dir.clone(),
+                    cookie,
+                    cookieverf: verf,
+                    dircount: 8192,
+                    maxcount: 65536,
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            verf = page.cookieverf;
+            let entries = page.reply.entries.into_inner();
+            for e in &entries {
+                cookie = e.cookie;
+                let name = String::from_utf8_lossy(e.name.as_ref()).into_owned();
+                if name == "." || name == ".." {
+                    continue;
+                }
+                let rel = format!("{prefix}{name}");
+                let v3::Nfs3Option::Some(at) = &e.name_attributes else {
+                    panic!("no attributes for {rel}")
+                };
+                let v3::Nfs3Option::Some(h) = &e.name_handle else {
+                    panic!("no handle for {rel}")
+                };
+                if at.type_ == ftype3::NF3DIR {
+                    out.insert(rel.clone(), Node::Dir);
+                    stack.push((format!("{rel}/"), h.clone()));
+                } else {
+                    let mut content = Vec::new();
+                    while (content.len() as u64) < at.size {
+                        let r = nfs
+                            .read(&v3::READ3args {
+                                file: h.clone(),
+                                offset: content.len() as u64,
+                                count: 1 << 20,
+                            })
+                            .await
+                            .unwrap();
+                        let Nfs3Result::Ok(r) = r else {
+                            panic!("read {rel}")
+                        };
+                        if r.data.is_empty() {
+                            break;
+                        }
+                        content.extend_from_slice(&r.data);
+                    }
+                    out.insert(
+                        rel,
+                        Node::File {
+                            content,
+                            mtime: (at.mtime.seconds, at.mtime.nseconds),
+                        },
+                    );
+                }
+            }
+            if page.reply.eof {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The same view of a local tree.
+fn local_snapshot(root: &Path) -> BTreeMap<String, Node> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = BTreeMap::new();
+    let mut stack = vec![(String::new(), root.to_path_buf())];
+    while let Some((prefix, dir)) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let rel = format!("{prefix}{}", e.file_name().to_string_lossy());
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                out.insert(rel.clone(), Node::Dir);
+                stack.push((format!("{rel}/"), e.path()));
+            } else {
+                out.insert(
+                    rel,
+                    Node::File {
+                        content: std::fs::read(e.path()).unwrap(),
+                        mtime: (m.mtime() as u32, m.mtime_nsec() as u32),
+                    },
+                );
+            }
+        }
+    }
+    out
+}
+
+fn sample_tree(root: &Path) {
+    let t = Tree::new(root);
+    t.dir("empty_dir")
+        .file("empty", "")
+        .file("small.txt", "hello\n")
+        .random_file("exactly_1MiB", 1 << 20, 1)
+        .random_file("big/three_and_a_half", 3_500_000, 2)
+        .random_file("big/one_more", (1 << 20) + 1, 3)
+        .mtime("small.txt", 1_600_000_000, 123_456_789);
+    for d in 0..5 {
+        for f in 0..40 {
+            t.random_file(
+                format!("many/d{d}/f{f}"),
+                (f * 37 + d) as u64,
+                (d * 100 + f) as u64,
+            );
+        }
+    }
+}
+
+#[test]
+fn copies_a_tree_and_rerun_copies_nothing() {
+    let server = MemServer::start();
+    let s = Scratch::new();
+    let src = s.join("src");
+    sample_tree(&src);
+    let out = nfsync()
+        .arg("--json")
+        .arg(slash(&src))
+        .arg(server.url("/dst/inner"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let stats = json_stats(&out);
+    assert_eq!(stat(&stats, "files_copied"), 205, "{stats}");
+    assert_eq!(server.snapshot("/dst/inner"), local_snapshot(&src));
+
+    let out = nfsync()
+        .arg("--json")
+        .arg(slash(&src))
+        .arg(server.url("/dst/inner"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let stats = json_stats(&out);
+    assert_eq!(stat(&stats, "files_copied"), 0, "{stats}");
+}
+
+#[test]
+fn delete_removes_files_and_whole_directories() {
+    let server = MemServer::start();
+    let s = Scratch::new();
+    let src = s.join("src");
+    sample_tree(&src);
+    let out = nfsync()
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    std::fs::remove_dir_all(src.join("many")).unwrap();
+    std::fs::remove_file(src.join("small.txt")).unwrap();
+    let out = nfsync()
+        .args(["--json", "--delete"])
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(stat(&json_stats(&out), "files_deleted") >= 2);
+    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
+}
+
+#[test]
+fn changed_files_are_recopied() {
+    let server = MemServer::start();
+    let s = Scratch::new();
+    let src = s.join("src");
+    sample_tree(&src);
+    let out = nfsync()
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let t = Tree::new(&src);
+    t.random_file("big/three_and_a_half", 2_000_000, 99);
+    t.file("small.txt", "changed, longer than before\n");
+    let out = nfsync()
+        .arg("--json")
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(stat(&json_stats(&out), "files_copied"), 2);
+    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
+}
+
+#[test]
+fn closed_port_fails_fast_with_connect_code() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    let start = Instant::now();
+    let out = nfsync()
+        .args(["--timeout", "5"])
+        .arg(slash(&s.join("src")))
+        .arg(url_for(port, "/x"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+    assert!(start.elapsed() < Duration::from_secs(10));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&port.to_string()), "{err}");
+}
+
+#[test]
+fn wrong_export_is_refused_clearly() {
+    let server = MemServer::start_with_export(Some("exp"));
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    let out = nfsync()
+        .arg(slash(&s.join("src")))
+        .arg(server.url("/nope/x"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("MNT3ERR_NOENT") || err.contains("no export"),
+        "{err}"
+    );
+}
+
+/// A TCP server that answers every connection with `reply` (or nothing) and records
+/// that it was called; stops with the test process.
+fn fake_server(reply: Option<Vec<u8>>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { break };
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                if let Some(r) = reply {
+                    let _ = c.read(&mut buf);
+                    let _ = c.write_all(&r);
+                }
+                // Hold the connection open, answering nothing more.
+                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn garbage_and_silent_servers_end_in_bounded_time() {
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    let garbage = fake_server(Some(b"\x80\x00\x00\x08HTTP/1.1 400\r\n\r\n".to_vec()));
+    let huge = fake_server(Some(vec![0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4]));
+    let silent = fake_server(None);
+    for port in [garbage, huge, silent] {
+        let start = Instant::now();
+        let out = nfsync()
+            .args(["--timeout", "3"])
+            .arg(slash(&s.join("src")))
+            .arg(url_for(port, "/x"))
+            .output()
+            .unwrap();
+        let code = out.status.code();
+        assert!(code == Some(10) || code == Some(30), "{}", describe(&out));
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "took {:?}",
+            start.elapsed()
+        );
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    }
+}
+
+/// A proxy in front of the server that cuts every connection after `budget` bytes of
+/// replies: nfsync must reconnect, resolve ambiguous retries, and end exact.
+fn cutting_proxy(target: u16, budget: usize, cuts: Arc<AtomicUsize>, stop: Arc<AtomicBool>) -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let Ok(client) = c else { break };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                break;
+            };
+            let cuts = cuts.clone();
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c2, &mut s2);
+                let _ = s2.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let (mut client, mut server) = (client, server);
+                let mut left = budget;
+                let mut buf = [0u8; 1024];
+                loop {
+                    let n = match server.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n.min(left),
+                    };
+                    if client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    left -= n;
+                    if left == 0 {
+                        cuts.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
+                }
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                let _ = server.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn connections_cut_mid_run_are_survived() {
+    let server = MemServer::start();
+    let cuts = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let proxy = cutting_proxy(server.port, 20_000, cuts.clone(), stop.clone());
+    let s = Scratch::new();
+    let src = s.join("src");
+    sample_tree(&src);
+    // MOUNT goes straight to the server; NFS through the cutting proxy.
+    let url = format!(
+        "nfs://127.0.0.1/d?nfsport={proxy}&mountport={}",
+        server.port
+    );
+    let out = nfsync()
+        .args(["--json", "--timeout", "20"])
+        .arg(slash(&src))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        cuts.load(Ordering::SeqCst) > 0,
+        "the proxy never cut a connection"
+    );
+    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
+    let out = nfsync()
+        .arg("--json")
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        stat(&json_stats(&out), "files_copied"),
+        0,
+        "{}",
+        describe(&out)
+    );
+    stop.store(true, Ordering::SeqCst);
+}
