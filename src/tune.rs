@@ -1,6 +1,36 @@
 //! `--jobs auto`: choosing how many files to keep in flight by measuring.
 //!
-//! (Placeholder controller: a fixed starting value until the adaptive one lands.)
+//! The right concurrency depends on latency, server capacity and file sizes, none of
+//! them known in advance, and a wrong guess costs several times the run time: too few
+//! jobs leave the wire idle between round trips, too many queue at a saturated server
+//! (or at the kernel's per-directory lock) and only add latency.
+//!
+//! # Algorithm
+//! Throughput is measured in *work units* per second (one per finished job plus one per
+//! 256 KiB written, so a phase of large files is judged by bytes, not by file count),
+//! latency as the mean time a job took. Each measurement *epoch* lasts at least
+//! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]).
+//!
+//! 1. **Slow start.** Start at [`AUTO_START`] and double every epoch while the
+//!    throughput gain is at least half of a linear gain (AzCopy's rule: doubling the
+//!    jobs must bring ≥ 1.5× the throughput). The first doubling that does not pays for
+//!    itself ends slow start at the better of the last two values.
+//! 2. **Steady state with probes.** Every probe period the controller tries, in turn,
+//!    1.5× the jobs (kept only if throughput rose ≥ 10 %; a kept rise is followed at once
+//!    by another, so a change of regime is climbed quickly) and 2/3 of them (kept if
+//!    throughput stays within 5 % of the value before the cut and 10 % of the best seen
+//!    since the last workload shift, so needless jobs are shed without drifting away
+//!    from the best). A rejected probe
+//!    doubles the probe period (2 s up to 16 s): a settled run is disturbed rarely.
+//! 3. **Latency guard** (in the spirit of TCP Vegas and Netflix's Gradient limiter):
+//!    when the mean latency is over twice its recent floor, jobs are queueing rather
+//!    than working; the controller tries 2/3 of the jobs and keeps the cut if
+//!    throughput stays within 5 %.
+//! 4. **Workload shift.** When steady throughput moves by more than a third, probing
+//!    restarts at the short period.
+//!
+//! The controller does no I/O and reads no clock: the engine feeds it timestamps and
+//! counters, which is what lets the unit tests below drive it with a simulated server.
 
 use std::time::Duration;
 
@@ -15,20 +45,72 @@ pub struct TuneReport {
     pub final_jobs: usize,
     /// Highest value used.
     pub max: usize,
-    /// (seconds since start, jobs) at each change.
+    /// (seconds since start, jobs) at each change, capped at [`HISTORY_MAX`] entries.
     pub history: Vec<(f64, usize)>,
 }
 
-/// Default when `--jobs auto` starts.
-pub const AUTO_START: usize = 64;
-/// The most workers nfsync will ever run.
+/// Where `--jobs auto` starts: enough to hide a millisecond of latency from the first
+/// second, few enough not to swamp a small server.
+pub const AUTO_START: usize = 16;
+/// The most jobs nfsync will ever run (threads on the mount path).
 pub const MAX_JOBS: usize = 1024;
+/// Shortest epoch.
+pub const EPOCH_MIN: Duration = Duration::from_millis(400);
+/// Longest epoch, for phases where jobs finish rarely (huge files).
+pub const EPOCH_MAX: Duration = Duration::from_secs(3);
+/// Completions an epoch needs before it counts (unless it reached [`EPOCH_MAX`]).
+pub const EPOCH_OPS: u64 = 40;
+/// History entries kept for the report.
+pub const HISTORY_MAX: usize = 64;
+/// Bytes that count as one unit of work.
+const BYTES_PER_UNIT: f64 = 256.0 * 1024.0;
+
+const PROBE_MIN: Duration = Duration::from_secs(2);
+const PROBE_MAX: Duration = Duration::from_secs(16);
+/// How many epochs the latency floor remembers.
+const FLOOR_EPOCHS: usize = 12;
+
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    jobs: usize,
+    tput: f64,
+    lat: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    SlowStart {
+        prev: Option<Sample>,
+    },
+    Steady,
+    /// Trying `trial` jobs against `base`.
+    Probe {
+        base: Sample,
+        up: bool,
+    },
+}
 
 /// Decides the concurrency from completions and latencies.
 #[derive(Debug)]
 pub struct Controller {
     auto: bool,
     jobs: usize,
+    phase: Phase,
+    /// The current epoch's start and sums.
+    epoch_start: Duration,
+    epoch_ops: u64,
+    epoch_bytes: u64,
+    epoch_busy: Duration,
+    /// Recent epochs' mean latencies (seconds), for the floor.
+    recent_lat: Vec<f64>,
+    /// Steady-state reference.
+    base: Option<Sample>,
+    /// Best steady throughput since the last workload shift: cuts must stay near it.
+    best: f64,
+    /// Direction of the next scheduled probe (they alternate).
+    probe_up_next: bool,
+    probe_every: Duration,
+    next_probe: Duration,
     report: TuneReport,
 }
 
@@ -42,6 +124,17 @@ impl Controller {
         Controller {
             auto,
             jobs,
+            phase: Phase::SlowStart { prev: None },
+            epoch_start: Duration::ZERO,
+            epoch_ops: 0,
+            epoch_bytes: 0,
+            epoch_busy: Duration::ZERO,
+            recent_lat: Vec::new(),
+            base: None,
+            best: 0.0,
+            probe_up_next: true,
+            probe_every: PROBE_MIN,
+            next_probe: Duration::ZERO,
             report: TuneReport {
                 initial: jobs,
                 final_jobs: jobs,
@@ -61,20 +154,155 @@ impl Controller {
         self.jobs
     }
 
-    /// The upper bound of workers to spawn.
-    pub fn ceiling(&self) -> usize {
-        if self.auto { MAX_JOBS } else { self.jobs }
-    }
-
-    /// One measurement interval ended at `now` with `completed` operations whose
-    /// latencies summed to `busy`. Returns the new target if it changed.
+    /// One measurement interval ended at `now` (time since the run started): `completed`
+    /// jobs finished, writing `bytes`, and their latencies summed to `busy`.
+    /// Returns the new target if it changed.
     pub fn on_interval(
         &mut self,
-        _now: Duration,
-        _completed: u64,
-        _busy: Duration,
+        now: Duration,
+        completed: u64,
+        bytes: u64,
+        busy: Duration,
     ) -> Option<usize> {
-        None
+        if !self.auto {
+            return None;
+        }
+        self.epoch_ops += completed;
+        self.epoch_bytes += bytes;
+        self.epoch_busy += busy;
+        let elapsed = now.saturating_sub(self.epoch_start);
+        let enough = elapsed >= EPOCH_MIN && self.epoch_ops >= EPOCH_OPS;
+        if !(enough || (elapsed >= EPOCH_MAX && self.epoch_ops > 0)) {
+            return None;
+        }
+        let work = self.epoch_ops as f64 + self.epoch_bytes as f64 / BYTES_PER_UNIT;
+        let sample = Sample {
+            jobs: self.jobs,
+            tput: work / elapsed.as_secs_f64(),
+            lat: self.epoch_busy.as_secs_f64() / self.epoch_ops as f64,
+        };
+        self.epoch_start = now;
+        self.epoch_ops = 0;
+        self.epoch_bytes = 0;
+        self.epoch_busy = Duration::ZERO;
+        self.recent_lat.push(sample.lat);
+        if self.recent_lat.len() > FLOOR_EPOCHS {
+            self.recent_lat.remove(0);
+        }
+        let next = self.decide(now, sample);
+        self.set(now, next)
+    }
+
+    fn floor(&self) -> f64 {
+        self.recent_lat
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    fn decide(&mut self, now: Duration, s: Sample) -> usize {
+        match self.phase {
+            Phase::SlowStart { prev } => {
+                if let Some(p) = prev {
+                    let gain = (s.tput / p.tput - 1.0) / (s.jobs as f64 / p.jobs as f64 - 1.0);
+                    if !(gain >= 0.5) {
+                        // The last doubling did not pay: settle on the better of the two.
+                        let keep = if s.tput > p.tput * 1.1 { s } else { p };
+                        self.settle(now, keep);
+                        return keep.jobs;
+                    }
+                }
+                if s.jobs >= MAX_JOBS {
+                    self.settle(now, s);
+                    return s.jobs;
+                }
+                self.phase = Phase::SlowStart { prev: Some(s) };
+                s.jobs * 2
+            }
+            Phase::Probe { base, up } => {
+                let kept = if up {
+                    s.tput >= base.tput * 1.10
+                } else {
+                    s.tput >= base.tput * 0.95 && s.tput >= self.best * 0.9
+                };
+                if kept {
+                    self.base = Some(s);
+                    self.best = self.best.max(s.tput);
+                    self.phase = Phase::Steady;
+                    if up {
+                        // Keep climbing while it pays.
+                        self.probe_every = PROBE_MIN;
+                        return self.start_probe(s, true);
+                    }
+                    self.next_probe = now + self.probe_every;
+                    s.jobs
+                } else {
+                    self.phase = Phase::Steady;
+                    if up || !self.probe_up_next {
+                        self.probe_every = (self.probe_every * 2).min(PROBE_MAX);
+                    }
+                    self.next_probe = now + self.probe_every;
+                    base.jobs
+                }
+            }
+            Phase::Steady => {
+                let base = self.base.unwrap_or(s);
+                // A workload shift: measure afresh and probe soon.
+                if s.tput > base.tput * 1.33 || s.tput < base.tput * 0.67 {
+                    self.probe_every = PROBE_MIN;
+                    self.next_probe = now;
+                    self.probe_up_next = true;
+                    self.best = 0.0;
+                }
+                self.base = Some(s);
+                self.best = self.best.max(s.tput);
+                if s.jobs > 1 && s.lat > 2.0 * self.floor() {
+                    return self.start_probe(s, false);
+                }
+                if now >= self.next_probe {
+                    let up = self.probe_up_next;
+                    self.probe_up_next = !up;
+                    return self.start_probe(s, up);
+                }
+                s.jobs
+            }
+        }
+    }
+
+    fn settle(&mut self, now: Duration, at: Sample) {
+        self.base = Some(at);
+        self.best = at.tput;
+        self.phase = Phase::Steady;
+        self.probe_every = PROBE_MIN;
+        self.next_probe = now + PROBE_MIN;
+    }
+
+    fn start_probe(&mut self, base: Sample, up: bool) -> usize {
+        let trial = if up {
+            (base.jobs * 3).div_ceil(2).max(base.jobs + 1).min(MAX_JOBS)
+        } else {
+            (base.jobs * 2 / 3).max(1)
+        };
+        if trial == base.jobs {
+            return base.jobs;
+        }
+        self.phase = Phase::Probe { base, up };
+        trial
+    }
+
+    fn set(&mut self, now: Duration, jobs: usize) -> Option<usize> {
+        let jobs = jobs.clamp(1, MAX_JOBS);
+        if jobs == self.jobs {
+            return None;
+        }
+        self.jobs = jobs;
+        self.report.max = self.report.max.max(jobs);
+        if self.report.history.len() < HISTORY_MAX {
+            self.report
+                .history
+                .push(((now.as_secs_f64() * 1000.0).round() / 1000.0, jobs));
+        }
+        Some(jobs)
     }
 
     /// What happened.
@@ -82,5 +310,164 @@ impl Controller {
         let mut r = self.report.clone();
         r.final_jobs = self.jobs;
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server with a fixed service latency that completes at most `rate` operations
+    /// per second; beyond `rate × latency` requests in flight they queue.
+    struct Server {
+        latency: f64,
+        rate: f64,
+    }
+
+    impl Server {
+        fn optimum(&self) -> f64 {
+            self.rate * self.latency
+        }
+        /// (operations per second, mean latency) with `n` in flight.
+        fn serve(&self, n: usize) -> (f64, f64) {
+            let n = n as f64;
+            (
+                (n / self.latency).min(self.rate),
+                self.latency.max(n / self.rate),
+            )
+        }
+    }
+
+    /// Drives the controller for `secs` seconds in 200 ms intervals from `t0`, with a
+    /// deterministic ±5 % noise, returning the time reached.
+    fn drive(c: &mut Controller, s: &Server, t0: f64, secs: f64, seed: &mut u64) -> f64 {
+        let dt = 0.2;
+        let mut t = t0;
+        while t < t0 + secs {
+            t += dt;
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let noise = 0.95 + 0.1 * ((*seed >> 33) as f64 / (1u64 << 31) as f64);
+            let (tput, lat) = s.serve(c.jobs());
+            let done = (tput * dt * noise).round() as u64;
+            c.on_interval(
+                Duration::from_secs_f64(t),
+                done,
+                0,
+                Duration::from_secs_f64(done as f64 * lat),
+            );
+        }
+        t
+    }
+
+    fn efficiency(c: &Controller, s: &Server) -> f64 {
+        s.serve(c.jobs()).0 / s.rate
+    }
+
+    #[test]
+    fn converges_near_the_optimum() {
+        for (latency, rate) in [
+            (0.001, 2_000.0),
+            (0.0015, 20_000.0),
+            (0.01, 3_000.0),
+            (0.0003, 50_000.0),
+        ] {
+            for mut seed in 1..=5u64 {
+                let s = Server { latency, rate };
+                let mut c = Controller::new(Jobs::Auto);
+                drive(&mut c, &s, 0.0, 12.0, &mut seed);
+                let eff = efficiency(&c, &s);
+                assert!(
+                    eff >= 0.9,
+                    "latency {latency}: jobs {} gives {eff:.2} of the best",
+                    c.jobs()
+                );
+                assert!(
+                    (c.jobs() as f64) <= 4.0 * s.optimum().max(AUTO_START as f64),
+                    "latency {latency}: jobs {} far above the optimum {}",
+                    c.jobs(),
+                    s.optimum()
+                );
+                // Bounded number of intervals: slow start is over within 5 s.
+                let changes_after_5s = c.report().history.iter().filter(|h| h.0 > 5.0).count();
+                assert!(
+                    changes_after_5s <= 8,
+                    "still searching: {:?}",
+                    c.report().history
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn backs_off_on_overload() {
+        // Optimum 4 in flight; starting at 16 queues at the server.
+        for mut seed in 1..=5u64 {
+            let s = Server {
+                latency: 0.002,
+                rate: 2_000.0,
+            };
+            let mut c = Controller::new(Jobs::Auto);
+            drive(&mut c, &s, 0.0, 15.0, &mut seed);
+            assert!(
+                c.jobs() <= 12,
+                "did not back off: {} jobs ({:?})",
+                c.jobs(),
+                c.report().history
+            );
+            assert!(efficiency(&c, &s) >= 0.9);
+        }
+    }
+
+    #[test]
+    fn follows_a_latency_change() {
+        let fast = Server {
+            latency: 0.001,
+            rate: 5_000.0,
+        };
+        let slow = Server {
+            latency: 0.01,
+            rate: 5_000.0,
+        };
+        for mut seed in 1..=5u64 {
+            let mut c = Controller::new(Jobs::Auto);
+            let t = drive(&mut c, &fast, 0.0, 10.0, &mut seed);
+            assert!(efficiency(&c, &fast) >= 0.9, "fast phase: {}", c.jobs());
+            let before = c.jobs();
+            drive(&mut c, &slow, t, 20.0, &mut seed);
+            assert!(c.jobs() > before, "did not raise jobs when latency rose");
+            assert!(
+                efficiency(&c, &slow) >= 0.9,
+                "slow phase: jobs {} ({:?})",
+                c.jobs(),
+                c.report().history
+            );
+        }
+    }
+
+    #[test]
+    fn fixed_jobs_never_move() {
+        let mut c = Controller::new(Jobs::Fixed(8));
+        let s = Server {
+            latency: 0.01,
+            rate: 1e6,
+        };
+        let mut seed = 1;
+        drive(&mut c, &s, 0.0, 5.0, &mut seed);
+        assert_eq!(c.jobs(), 8);
+        assert_eq!(c.report().history.len(), 1);
+    }
+
+    #[test]
+    fn never_leaves_its_bounds() {
+        let s = Server {
+            latency: 1.0,
+            rate: 1e9,
+        };
+        let mut c = Controller::new(Jobs::Auto);
+        let mut seed = 5;
+        drive(&mut c, &s, 0.0, 120.0, &mut seed);
+        assert!(c.jobs() <= MAX_JOBS && c.jobs() >= 1);
     }
 }

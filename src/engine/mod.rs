@@ -129,24 +129,35 @@ pub fn run<D: Destination>(
         // The controller's loop: measure each interval, adjust the cap, spawn more
         // workers when the cap grows past those running.
         let tick = Duration::from_millis(200);
-        let (mut last_ops, mut last_busy) = (0, 0);
+        let (mut last_ops, mut last_busy, mut last_bytes) = (0, 0, 0);
+        let mut last_tick = Instant::now();
         while !engine.sched.wait_quiescent(&engine.stop, tick) {
             if engine.interrupted.load(Ordering::Relaxed) {
                 engine.stop.store(true, Ordering::Relaxed);
                 engine.sched.wake_all();
             }
+            if last_tick.elapsed() < tick {
+                continue;
+            }
+            last_tick = Instant::now();
             let ops = engine.ops_done.load(Ordering::Relaxed);
             let busy = engine.busy_us.load(Ordering::Relaxed);
+            let bytes = engine.stats.bytes_copied.load(Ordering::Relaxed);
             let now = start.elapsed();
-            if let Some(n) =
-                ctl.on_interval(now, ops - last_ops, Duration::from_micros(busy - last_busy))
-            {
+            let changed = ctl.on_interval(
+                now,
+                ops - last_ops,
+                bytes - last_bytes,
+                Duration::from_micros(busy - last_busy),
+            );
+            if let Some(n) = changed {
                 engine.out.verbose(
-                    1,
+                    2,
                     format_args!(
-                        "jobs -> {n} at {:.1}s ({:.0} ops/s)",
+                        "jobs -> {n} at {:.1}s ({:.0} jobs/s, {:.2} ms per job)",
                         now.as_secs_f64(),
-                        (ops - last_ops) as f64 / tick.as_secs_f64()
+                        (ops - last_ops) as f64 / tick.as_secs_f64(),
+                        (busy - last_busy) as f64 / 1000.0 / (ops - last_ops).max(1) as f64
                     ),
                 );
                 engine.sched.set_limit(n);
@@ -155,7 +166,7 @@ pub fn run<D: Destination>(
                     spawned = n;
                 }
             }
-            (last_ops, last_busy) = (ops, busy);
+            (last_ops, last_busy, last_bytes) = (ops, busy, bytes);
         }
         engine.sched.wake_all();
     });
