@@ -1,0 +1,195 @@
+//! A private nfs-ganesha server for tests: a Drop guard around `benches/ganesha.sh`.
+//!
+//! `Ganesha::start` runs `ganesha.sh start EXPORT STATE`, which picks free loopback
+//! ports, starts rpcbind if needed and waits until NFS and MOUNT answer; dropping the
+//! guard runs `ganesha.sh stop STATE`, also when the test panics. `kill` and `restart`
+//! simulate a server crash and reboot on the same ports (the config stays in STATE).
+#![allow(dead_code)]
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running ganesha instance; stopped on drop.
+pub struct Ganesha {
+    /// The exported directory (canonical path; also the MOUNT path).
+    pub export: PathBuf,
+    /// Where config, log and pid file live.
+    pub state: PathBuf,
+    /// NFS program port on 127.0.0.1.
+    pub nfs_port: u16,
+    /// MOUNT program port on 127.0.0.1.
+    pub mnt_port: u16,
+    /// The server's process id.
+    pub pid: u32,
+    /// Set once we restarted it ourselves: then it is our child, to be reaped.
+    child: Option<std::process::Child>,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ganesha.sh")
+}
+
+impl Ganesha {
+    /// Why ganesha tests cannot run here, if they cannot (not installed, not root).
+    pub fn unavailable() -> Option<String> {
+        if !script().exists() {
+            return Some("benches/ganesha.sh is missing".into());
+        }
+        let found = Command::new("sh")
+            .args(["-c", "command -v ganesha.nfsd"])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            return Some("ganesha.nfsd is not installed".into());
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Some("ganesha needs root".into());
+        }
+        None
+    }
+
+    /// Starts a server exporting `export`, with its state in `state`.
+    /// `privileged`: refuse clients whose source port is 1024 or above.
+    pub fn start(export: &Path, state: &Path, privileged: bool) -> Result<Ganesha, String> {
+        std::fs::create_dir_all(export).map_err(|e| e.to_string())?;
+        let out = Command::new("bash")
+            .arg(script())
+            .arg("start")
+            .arg(export)
+            .arg(state)
+            .arg(format!("--privileged-port={privileged}"))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running ganesha.sh: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!(
+                "ganesha.sh start failed: {}{}",
+                text,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let get = |key: &str| -> Result<u32, String> {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().parse().ok())
+                .ok_or_else(|| format!("ganesha.sh printed no {key}: {text}"))
+        };
+        Ok(Ganesha {
+            export: export.canonicalize().map_err(|e| e.to_string())?,
+            state: state.canonicalize().map_err(|e| e.to_string())?,
+            nfs_port: get("NFS_PORT=")? as u16,
+            mnt_port: get("MNT_PORT=")? as u16,
+            pid: get("PID=")?,
+            child: None,
+        })
+    }
+
+    /// `nfs://127.0.0.1/EXPORT/rel?nfsport=..&mountport=..`, plus `extra` query options.
+    pub fn url(&self, rel: &str, extra: &str) -> String {
+        let mut u = format!("nfs://127.0.0.1{}", self.export.display());
+        if !rel.is_empty() {
+            u.push('/');
+            u.push_str(rel.trim_start_matches('/'));
+        }
+        u.push_str(&format!(
+            "?nfsport={}&mountport={}",
+            self.nfs_port, self.mnt_port
+        ));
+        if !extra.is_empty() {
+            u.push('&');
+            u.push_str(extra);
+        }
+        u
+    }
+
+    /// SIGKILLs the server (a crash), waiting until it is gone.
+    pub fn kill(&mut self) {
+        // SAFETY: plain kill(2) on the pid we started.
+        unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+        let start = Instant::now();
+        // SAFETY: signal 0 only checks that the process exists.
+        while unsafe { libc::kill(self.pid as libc::pid_t, 0) } == 0
+            && start.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the server again with the same configuration and ports.
+    pub fn restart(&mut self) -> Result<(), String> {
+        let conf = self.state.join("ganesha.conf");
+        let log = self.state.join("ganesha.log");
+        let pidfile = self.state.join("ganesha.pid");
+        let child = Command::new("setsid")
+            .arg("ganesha.nfsd")
+            .arg("-F")
+            .arg("-f")
+            .arg(&conf)
+            .arg("-L")
+            .arg(&log)
+            .arg("-p")
+            .arg(&pidfile)
+            .args(["-N", "NIV_EVENT"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("restarting ganesha: {e}"))?;
+        self.pid = child.id();
+        self.child = Some(child);
+        std::fs::write(&pidfile, format!("{}\n", self.pid)).map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if TcpStream::connect(("127.0.0.1", self.nfs_port)).is_ok()
+                && TcpStream::connect(("127.0.0.1", self.mnt_port)).is_ok()
+            {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err("ganesha did not come back within 30 s".into())
+    }
+
+    /// The server's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.state.join("ganesha.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    }
+}
+
+impl Drop for Ganesha {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // Our own child: stop it and reap it (the script would wait on a zombie).
+            // SAFETY: plain kill(2) on our child.
+            unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGTERM) };
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(5) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+            return;
+        }
+        let _ = Command::new("bash")
+            .arg(script())
+            .arg("stop")
+            .arg(&self.state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
