@@ -114,24 +114,25 @@ pub fn rows(text: &str) -> Vec<Row> {
     for key in order {
         let by_n = &groups[&key];
         let med = |rs: &Vec<Run>| median(rs.iter().map(effective_wall).collect());
+        // The runner repeats only the sweep winner, so the N with the most
+        // runs is the winner; ties (no reps) go to the fastest.
         let (&best_n, best) = by_n
             .iter()
-            .min_by(|a, b| med(a.1).total_cmp(&med(b.1)))
+            .min_by(|a, b| b.1.len().cmp(&a.1.len()).then(med(a.1).total_cmp(&med(b.1))))
             .expect("non-empty group");
         let wall = med(best);
         let first = &best[0];
         let capped = best.iter().any(|r| r.status == "cap");
-        let fails: Vec<u64> = best
-            .iter()
-            .filter(|r| r.status == "fail")
-            .map(|r| r.diffs)
-            .collect();
+        let fails: Vec<&Run> = best.iter().filter(|r| r.status != "ok").collect();
         let check = if capped {
             "not checked (capped)".to_string()
         } else if fails.is_empty() {
             "ok".to_string()
+        } else if let Some(r) = fails.iter().find(|r| r.status.starts_with("rc")) {
+            format!("FAIL (exit {})", &r.status[2..])
         } else {
-            format!("FAIL ({} diff lines)", fails.iter().max().unwrap_or(&0))
+            let worst = fails.iter().map(|r| r.diffs).max().unwrap_or(0);
+            format!("FAIL ({worst} diff lines)")
         };
         let sweep = if by_n.len() > 1 {
             by_n.iter()
@@ -219,7 +220,7 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
                 s,
                 "| {} | `{}` | {} | {tilde}{:.0} | {tilde}{:.1} | {} | {:.1} | {} | {} | {} |",
                 r.tool,
-                r.setting,
+                r.setting.replace('|', "\\|"),
                 wall,
                 r.files_s,
                 r.mb_s,
