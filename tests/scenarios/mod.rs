@@ -109,8 +109,7 @@ fn mixed_tree(root: &Path) -> Tree {
         .symlink("link", "a/one.bin")
         .symlink("dangling", "nowhere")
         .chmod("a/b/two.bin", 0o600)
-        .mtime("top.txt", 1_500_000_000, 250_000_000)
-        .mtime("a/b", 1_400_000_000, 0);
+        .age();
     t
 }
 
@@ -139,7 +138,7 @@ pub fn nested_tree(t: &dyn Target) {
         }
         dir.push_str(&format!("level{depth}/"));
     }
-    tree.dir(&dir);
+    tree.dir(&dir).age();
 
     let stats = sync(t, &[], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
@@ -161,7 +160,8 @@ pub fn empty_files_and_dirs(t: &dyn Target) {
         .file("d/e/f/empty2", "")
         .dir("only_dirs/a/b/c")
         .dir("only_dirs/x")
-        .dir("lonely");
+        .dir("lonely")
+        .age();
 
     sync(t, &[], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
@@ -177,7 +177,8 @@ pub fn big_file(t: &dyn Target) {
     let tree = Tree::new(s.join("src"));
     let size = 101 * 1024 * 1024 + 7;
     tree.random_file("big.bin", size, 42)
-        .file("small.txt", "small\n");
+        .file("small.txt", "small\n")
+        .age();
 
     let stats = sync(t, &[], tree.root(), "dst");
     assert_eq!(
@@ -206,6 +207,7 @@ pub fn boundary_sizes(t: &dyn Target) {
     for (i, size) in sizes.iter().enumerate() {
         tree.random_file(format!("size_{size}"), *size, 100 + i as u64);
     }
+    tree.age();
     sync(t, &[], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
     for size in &sizes {
@@ -242,7 +244,8 @@ pub fn symlinks(t: &dyn Target) {
         .symlink("chain", "rel")
         .symlink("self_loop", "self_loop")
         .symlink("long", &long_target)
-        .symlink(bytes_path(b"weird_target"), bytes_path(b"caf\xe9 \n-x"));
+        .symlink(bytes_path(b"weird_target"), bytes_path(b"caf\xe9 \n-x"))
+        .age();
     for (i, name) in [
         "rel", "sub/up", "abs_dir", "dangling", "dirlink", "chain", "long",
     ]
@@ -294,7 +297,8 @@ pub fn hard_links(t: &dyn Target) {
         .hardlink("deep/er/pair2", "pair1")
         .file("single", "single\n")
         .file("empty1", "")
-        .hardlink("empty2", "empty1");
+        .hardlink("empty2", "empty1")
+        .age();
 
     sync(t, &["-H"], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
@@ -358,7 +362,7 @@ pub fn odd_names(t: &dyn Target) {
         .file("--exclude/-n", "dashes\n")
         .dir(bytes_path(b"empty \xfe dir"));
     let long = "n".repeat(255);
-    tree.file(&long, "long name\n");
+    tree.file(&long, "long name\n").age();
 
     sync(t, &[], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
@@ -389,6 +393,7 @@ pub fn modes(t: &dyn Target) {
         .file("ro_dir/a", "a\n")
         .file("ro_dir/sub/b", "b\n")
         .dir("ro_dir/empty_ro")
+        .age()
         .chmod("suid", 0o4755)
         .chmod("sgid", 0o2755)
         .chmod("both", 0o6750)
@@ -526,7 +531,7 @@ pub fn trailing_slash(t: &dyn Target) {
 pub fn rerun_copies_nothing(t: &dyn Target) {
     let s = Scratch::new();
     let tree = mixed_tree(&s.join("src"));
-    tree.hardlink("a/hl", "a/one.bin");
+    tree.hardlink("a/hl", "a/one.bin").age();
     let first = sync(t, &["-H"], tree.root(), "dst");
     assert!(stat(&first, "files_copied") >= 5, "first run: {first}");
     assert_target_same(t, tree.root(), "dst");
@@ -546,6 +551,7 @@ pub fn update_changed_files(t: &dyn Target) {
         .file("mtime_only", "same\n")
         .file("mode_only", "same\n")
         .file("untouched", "untouched\n")
+        .age()
         .mtime("same_size", 1_500_000_000, 0)
         .mtime("mtime_only", 1_500_000_000, 0);
     sync(t, &[], tree.root(), "dst");
@@ -722,6 +728,7 @@ fn filter_case(
     let s = Scratch::new();
     let tree = Tree::new(s.join("src"));
     build(&tree);
+    tree.age();
     sync(t, filter, tree.root(), &sub);
     let dst = t.dest_path(&sub);
     for k in kept {
@@ -908,8 +915,12 @@ pub fn multiple_sources(t: &dyn Target) {
     let s = Scratch::new();
     Tree::new(s.join("a"))
         .file("from_a", "a\n")
-        .file("sub/deep", "deep\n");
-    Tree::new(s.join("b")).file("from_b", "b\n").dir("empty");
+        .file("sub/deep", "deep\n")
+        .age();
+    Tree::new(s.join("b"))
+        .file("from_b", "b\n")
+        .dir("empty")
+        .age();
     Tree::new(s.path())
         .file("single.txt", "single\n")
         .mtime("single.txt", 1_234_567_890, 5);
@@ -945,7 +956,10 @@ pub fn multiple_sources(t: &dyn Target) {
 pub fn specials(t: &dyn Target) {
     let s = Scratch::new();
     let tree = Tree::new(s.join("src"));
-    tree.file("regular", "r\n").fifo("pipe").fifo("sub/pipe2");
+    tree.file("regular", "r\n")
+        .fifo("pipe")
+        .fifo("sub/pipe2")
+        .age();
 
     let out = run(t, &[], tree.root(), "plain");
     assert!(out.status.success(), "{}", describe(&out));
@@ -999,7 +1013,8 @@ pub fn owners(t: &dyn Target) {
         .chown("d/f", 1234, 4321)
         .chown("d", 2345, 5432)
         .chown("l", 3456, 6543)
-        .chown("g", 0, 4321);
+        .chown("g", 0, 4321)
+        .age();
 
     sync(t, &[], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
@@ -1027,7 +1042,8 @@ pub fn type_changes(t: &dyn Target) {
         .file("link_to_file", "now a file\n")
         .symlink("file_to_link", "dir_to_file")
         .symlink("dir_to_link", "file_to_dir")
-        .file("dir_link_to_dir/x", "must stay inside DEST\n");
+        .file("dir_link_to_dir/x", "must stay inside DEST\n")
+        .age();
     let dst = t.dest_path("dst");
     Tree::new(&dst)
         .file("file_to_dir", "old file\n")
@@ -1060,6 +1076,7 @@ pub fn sigkill_then_rerun(t: &dyn Target) {
     for i in 0..4 {
         tree.random_file(format!("big{i}"), 4 << 20, 10_000 + i);
     }
+    tree.age();
     let total = count_files(tree.root());
     let dst = t.dest_path("dst");
 
@@ -1109,6 +1126,29 @@ pub fn sigkill_then_rerun(t: &dyn Target) {
         describe(&out)
     );
     assert_target_same(t, tree.root(), "dst");
+}
+
+/// One directory with thousands of long-named entries (more than one directory-read
+/// reply holds), and as many stale entries in DEST for --delete to find.
+pub fn large_directory(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    let pad = "p".repeat(90);
+    for i in 0..1500 {
+        tree.file(format!("big/{pad}_{i:05}"), format!("{i}\n"));
+    }
+    tree.file("other", "x\n").age();
+    let dst = t.dest_path("dst");
+    let extra = Tree::new(&dst);
+    for i in 0..1500 {
+        extra.file(format!("big/stale_{pad}_{i:05}"), "old\n");
+    }
+    let st = sync(t, &["--delete"], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+    assert_eq!(stat(&st, "files_copied"), 1501, "files_copied: {st}");
+    assert!(stat(&st, "files_deleted") >= 1500, "files_deleted: {st}");
+    assert_eq!(count_files(&dst.join("big")), 1500);
+    assert_rerun_is_noop(t, &["--delete"], tree.root(), "dst");
 }
 
 /// Different job counts give the same result.
@@ -1241,6 +1281,7 @@ define_scenarios!(
     owners,
     type_changes,
     sigkill_then_rerun,
+    large_directory,
     job_counts,
     output_options,
 );
