@@ -610,6 +610,7 @@ impl Destination for NfsDest {
                     .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
                 Err(s) => return Err(error::status(s)),
             };
+            // (nfs-ganesha 4.3's VFS answers OK but keeps symlink times unchanged.)
             ok(self
                 .nfs
                 .setattr(&fh, self.finish_attrs(m, have.as_ref(), false))

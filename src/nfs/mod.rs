@@ -70,7 +70,13 @@ pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
             .await
             .map_err(|e| setup_error(&e, resvport))?;
         nfs.null().await.map_err(|e| setup_error(&e, resvport))?;
-        let info = dest::fsinfo(&nfs, &m.root).await?;
+        let info = dest::fsinfo(&nfs, &m.root).await.map_err(|mut f| {
+            // ganesha lets an unprivileged port MOUNT, then refuses NFS calls.
+            if f.message.contains("AUTH_TOOWEAK") && !resvport {
+                f.message.push_str(PORT_HINT);
+            }
+            f
+        })?;
         Ok::<_, Fatal>((m, nfs, info))
     });
     let (m, nfs, info) = setup?;
@@ -88,6 +94,10 @@ pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
     ))
 }
 
+const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfsync as root (it \
+     then binds a port below 1024), or allow other ports on the server (`insecure` in \
+     /etc/exports for knfsd, `PrivilegedPort = false;` in the EXPORT block for nfs-ganesha)";
+
 fn setup_error(e: &rpc::RpcError, resvport: bool) -> Fatal {
     let code = if matches!(e, rpc::RpcError::Timeout { .. }) {
         TIMEOUT
@@ -95,10 +105,7 @@ fn setup_error(e: &rpc::RpcError, resvport: bool) -> Fatal {
         CONNECT
     };
     let hint = match e {
-        rpc::RpcError::Auth { .. } if !resvport => {
-            ": the server refuses unprivileged source ports; run as root, or allow them \
-             on the server (`insecure` for knfsd, `PrivilegedPort = false;` for nfs-ganesha)"
-        }
+        rpc::RpcError::Auth { .. } if !resvport => PORT_HINT,
         rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. } => {
             ": is that port really an NFSv3 server?"
         }

@@ -175,6 +175,23 @@ async fn getport(
     }
 }
 
+/// Connects, retrying a refused connection for a moment: a server that is just
+/// (re)starting may refuse before it listens. A closed port still fails within 2 s.
+async fn connect_retrying(addr: SocketAddr, resvport: bool) -> io::Result<TcpStream> {
+    let start = std::time::Instant::now();
+    loop {
+        match connect_tcp(addr, resvport).await {
+            Err(e)
+                if e.kind() == io::ErrorKind::ConnectionRefused
+                    && start.elapsed() < Duration::from_secs(2) =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Resolves ports, lists exports and mounts the longest export that leads to DEST.
 pub async fn mount(
     url: &NfsUrl,
@@ -194,7 +211,7 @@ pub async fn mount(
     };
     let maddr = SocketAddr::new(ip, mount_port);
     let what = format!("MOUNT service at {maddr}");
-    let sock = bounded(&what, timeout, connect_tcp(maddr, resvport))
+    let sock = bounded(&what, timeout, connect_retrying(maddr, resvport))
         .await
         .map_err(|mut f| {
             f.message.push_str(efs_hint(host));
@@ -218,8 +235,19 @@ pub async fn mount(
         .filter(|e| is_prefix(e, &want))
         .collect();
     candidates.sort_by_key(|e| std::cmp::Reverse(e.len()));
+    if candidates.is_empty() && !exports.is_empty() {
+        // Servers answer MNT of a non-export inconsistently (ganesha: ACCES), so say
+        // what is exported instead of passing that on.
+        return Err(Fatal::new(
+            CONNECT,
+            format!(
+                "{host} has no export leading to {want}; it exports: {}",
+                exports.join(", ")
+            ),
+        ));
+    }
     if candidates.is_empty() {
-        // No usable list: try DEST itself, then ever shorter prefixes.
+        // No export list: try DEST itself, then ever shorter prefixes.
         let mut p = want.clone();
         loop {
             candidates.push(p.clone());

@@ -63,8 +63,10 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
     let rest = url
         .strip_prefix("nfs://")
         .ok_or_else(|| format!("{url:?} does not start with nfs://"))?;
+    // `nfs://h/dir?opts/` (a trailing slash added to a URL that has a query, as
+    // scripts do for "into this directory") means the same as `nfs://h/dir/?opts`.
     let (rest, query) = match rest.split_once('?') {
-        Some((r, q)) => (r, Some(q)),
+        Some((r, q)) => (r, Some(q.trim_end_matches('/'))),
         None => (rest, None),
     };
     let (authority, path) = match rest.find('/') {
@@ -166,6 +168,7 @@ mod tests {
         assert_eq!(u.nfs_port, None);
         assert_eq!(u.path, "/");
         assert_eq!(parse("nfs://h").unwrap().path, "/");
+        assert_eq!(parse("nfs://h/d?nfsport=2/").unwrap().nfs_port, Some(2));
     }
 
     #[test]

@@ -79,14 +79,31 @@ impl Ganesha {
                 .and_then(|v| v.trim().parse().ok())
                 .ok_or_else(|| format!("ganesha.sh printed no {key}: {text}"))
         };
-        Ok(Ganesha {
+        let mut g = Ganesha {
             export: export.canonicalize().map_err(|e| e.to_string())?,
             state: state.canonicalize().map_err(|e| e.to_string())?,
             nfs_port: get("NFS_PORT=")? as u16,
             mnt_port: get("MNT_PORT=")? as u16,
             pid: get("PID=")?,
             child: None,
-        })
+        };
+        g.no_attr_cache()?;
+        Ok(g)
+    }
+
+    /// Tests change the exported tree behind the server's back (to set up a prior
+    /// destination state, or to read it back); ganesha would serve attributes cached for
+    /// up to 60 s, so turn its attribute cache off and restart on the same ports.
+    fn no_attr_cache(&mut self) -> Result<(), String> {
+        let conf = self.state.join("ganesha.conf");
+        let text = std::fs::read_to_string(&conf).map_err(|e| e.to_string())?;
+        if text.contains("Attr_Expiration_Time") {
+            return Ok(());
+        }
+        let patched = text.replacen("EXPORT {\n", "EXPORT {\n    Attr_Expiration_Time = 0;\n", 1);
+        std::fs::write(&conf, patched).map_err(|e| e.to_string())?;
+        self.kill();
+        self.restart()
     }
 
     /// `nfs://127.0.0.1/EXPORT/rel?nfsport=..&mountport=..`, plus `extra` query options.
@@ -148,9 +165,7 @@ impl Ganesha {
         std::fs::write(&pidfile, format!("{}\n", self.pid)).map_err(|e| e.to_string())?;
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(30) {
-            if TcpStream::connect(("127.0.0.1", self.nfs_port)).is_ok()
-                && TcpStream::connect(("127.0.0.1", self.mnt_port)).is_ok()
-            {
+            if rpc_answers(self.nfs_port, "nfs") && rpc_answers(self.mnt_port, "mountd") {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -164,6 +179,19 @@ impl Ganesha {
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
+}
+
+/// True once an RPC NULL call of `prog` version 3 over TCP on `port` succeeds.
+fn rpc_answers(port: u16, prog: &str) -> bool {
+    if TcpStream::connect(("127.0.0.1", port)).is_err() {
+        return false;
+    }
+    Command::new("rpcinfo")
+        .args(["-t", "127.0.0.1", "-n", &port.to_string(), prog, "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_or(true, |s| s.success())
 }
 
 impl Drop for Ganesha {
