@@ -201,10 +201,10 @@ impl Destination for LocalDest {
         }
     }
 
-    fn mkdir(&self, dir: &PathBuf, name: &OsStr, _meta: &Meta) -> io::Result<PathBuf> {
+    fn mkdir(&self, dir: &PathBuf, name: &OsStr, meta: &Meta) -> io::Result<PathBuf> {
         let path = dir.join(name);
         // Owner-writable until its children are in; set_dir_attrs gives the final mode.
-        fs::DirBuilder::new().mode(0o700).create(&path)?;
+        fs::DirBuilder::new().mode(mkdir_mode(meta)).create(&path)?;
         Ok(path)
     }
 
@@ -313,12 +313,22 @@ impl Destination for LocalDest {
         set_attrs_at(self, &dir.join(name), meta, what)
     }
 
-    fn set_dir_attrs(&self, dir: &PathBuf, meta: &Meta) -> io::Result<()> {
-        set_attrs_at(self, dir, meta, AttrSet::ALL)
+    fn set_dir_attrs(&self, dir: &PathBuf, meta: &Meta, what: AttrSet) -> io::Result<()> {
+        set_attrs_at(self, dir, meta, what)
     }
 
     fn same_content(&self, dir: &PathBuf, name: &OsStr, src: &Path) -> io::Result<bool> {
         same_bytes(&mut File::open(src)?, &mut File::open(dir.join(name))?)
+    }
+}
+
+/// The mode a new directory is created with: its final mode when that leaves it
+/// writable by us and needs no special bit (which `mkdir` would not apply), else 0700.
+pub fn mkdir_mode(meta: &Meta) -> u32 {
+    if meta.mode & 0o7000 == 0 && meta.mode & 0o700 == 0o700 {
+        meta.mode & 0o777
+    } else {
+        0o700
     }
 }
 

@@ -138,7 +138,8 @@ pub trait Destination: Send + Sync {
     fn stat(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<Option<Meta>>;
 
     /// Creates a directory, writable by us until [`Destination::set_dir_attrs`] gives it
-    /// its final mode.
+    /// its final mode. When the final mode is owner-writable and has no setuid, setgid or
+    /// sticky bit, the directory is created with it (the engine then skips the `chmod`).
     fn mkdir(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<Self::Dir>;
 
     /// Opens an existing subdirectory, returning its current attributes too (so the
@@ -186,7 +187,10 @@ pub trait Destination: Send + Sync {
     ) -> io::Result<()>;
 
     /// Gives a directory its final mode, ownership and mtime once its children are done.
-    fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta) -> io::Result<()>;
+    /// `what` says which of them differ from what the directory has (the engine knows,
+    /// having created or opened it); a backend that sets everything in one call (NFS
+    /// SETATTR) may ignore it.
+    fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta, what: AttrSet) -> io::Result<()>;
 
     /// `--checksum`: whether the destination file's bytes equal the source's.
     fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> io::Result<bool>;

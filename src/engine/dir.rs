@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{DestKnown, DirNode, Engine, EntryJob, ScanJob, root_is_dir};
-use crate::dest::{DestEntry, Destination, RootState};
+use crate::dest::{AttrSet, DestEntry, Destination, RootState, local};
 use crate::exit::{self, Fatal};
 use crate::meta::{Kind, Meta};
 use crate::plan;
@@ -393,14 +393,31 @@ impl<D: Destination> Engine<'_, D> {
         if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
             return;
         }
-        let needed = match &node.found {
-            None => true,
+        let what = match &node.found {
+            // Created by us: the mode unless mkdir could give it, the owner unless it is
+            // already ours, and always the mtime (creating children moved it).
+            None => {
+                let parent_setgid = node
+                    .parent
+                    .as_ref()
+                    .and_then(|p| p.found)
+                    .is_some_and(|f| f.mode & 0o2000 != 0);
+                AttrSet {
+                    mode: local::mkdir_mode(meta) != meta.mode,
+                    owner: (self.cfg.owners.owner && meta.uid != self.euid)
+                        || (self.cfg.owners.group && (meta.gid != self.egid || parent_setgid)),
+                    mtime: true,
+                }
+            }
             Some(found) => {
-                node.changed.load(Ordering::Relaxed)
-                    || !plan::attr_diff(meta, found, self.cfg, true).is_empty()
+                let mut d = plan::attr_diff(meta, found, self.cfg, true);
+                d.mtime |= node.changed.load(Ordering::Relaxed);
+                d
             }
         };
-        if needed && let Err(e) = self.dest.set_dir_attrs(dir, meta) {
+        if !what.is_empty()
+            && let Err(e) = self.dest.set_dir_attrs(dir, meta, what)
+        {
             self.dest_error(&node.rel, &e);
         }
     }

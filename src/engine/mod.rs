@@ -87,6 +87,9 @@ pub struct Engine<'a, D: Destination> {
     busy_us: AtomicU64,
     /// DEST as given, for messages.
     dest_display: PathBuf,
+    /// Who new entries belong to, so `chown` is skipped where it would change nothing.
+    euid: u32,
+    egid: u32,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -112,6 +115,8 @@ pub fn run<D: Destination>(
         ops_done: AtomicU64::new(0),
         busy_us: AtomicU64::new(0),
         dest_display: PathBuf::from(&cfg.dest),
+        euid: rustix::process::geteuid().as_raw(),
+        egid: rustix::process::getegid().as_raw(),
     };
     engine.plan_roots()?;
 
