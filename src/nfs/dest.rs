@@ -764,7 +764,13 @@ impl Destination for NfsDest {
         })
     }
 
-    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta) -> io::Result<()> {
+    /// One SETATTR with everything (ganesha drops setgid at MKDIR, so the mode always
+    /// goes along; setting part costs the same call); none when nothing differs, which
+    /// keeps a re-run's directories free.
+    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta, what: AttrSet) -> io::Result<()> {
+        if what.is_empty() {
+            return Ok(());
+        }
         let s = self.finish_attrs(m, None, true);
         self.rt.block_on(async {
             let a = self.in_dir(dir, |fh| {
