@@ -216,16 +216,21 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
                 Some(n) if n > 0.0 && r.wall.is_finite() => format!("{tilde}{:.2}×", r.wall / n),
                 _ => "n/a".into(),
             };
+            let ops = if r.ops_per_file.is_finite() {
+                format!("{:.1}", r.ops_per_file)
+            } else {
+                "n/a".into()
+            };
             let _ = writeln!(
                 s,
-                "| {} | `{}` | {} | {tilde}{:.0} | {tilde}{:.1} | {} | {:.1} | {} | {} | {} |",
+                "| {} | `{}` | {} | {tilde}{:.0} | {tilde}{:.1} | {} | {} | {} | {} | {} |",
                 r.tool,
                 r.setting.replace('|', "\\|"),
                 wall,
                 r.files_s,
                 r.mb_s,
                 ratio,
-                r.ops_per_file,
+                ops,
                 r.check,
                 r.reps,
                 r.sweep
