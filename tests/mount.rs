@@ -186,3 +186,49 @@ fn unreadable_source_dir() {
     let diff = rsync_diff_with(tree.root(), &dst, &["--exclude", "/locked/"]);
     assert!(diff.is_empty(), "trees differ:\n{diff}");
 }
+
+/// CI runs as root, which hides every permission problem (root writes into read-only
+/// directories, reads mode-000 files). So when root, run this whole test binary once
+/// more as `nobody`, where those problems are real. Skipped (with a note) when nobody
+/// cannot reach the binaries, e.g. a checkout under a private home directory.
+#[test]
+fn all_tests_as_non_root() {
+    const MARK: &str = "NFSYNC_TESTS_AS_NOBODY";
+    if std::env::var_os(MARK).is_some() || !is_root() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+    for path in [&exe, &support::bin()] {
+        let ok = std::process::Command::new("setpriv")
+            .args(drop)
+            .arg("test")
+            .arg("-x")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!(
+                "all_tests_as_non_root: skipped, nobody cannot run {}",
+                path.display()
+            );
+            return;
+        }
+    }
+    let mut cmd = support::nfsync_via("setpriv");
+    cmd.timeout(std::time::Duration::from_secs(600));
+    let out = cmd
+        .args(drop)
+        .arg(&exe)
+        .args(["--skip", "all_tests_as_non_root"])
+        .env(MARK, "1")
+        .env("TMPDIR", "/tmp")
+        .current_dir("/tmp")
+        .output()
+        .expect("run setpriv (util-linux)");
+    assert!(
+        out.status.success(),
+        "tests run as nobody failed:\n{}",
+        describe(&out)
+    );
+}

@@ -83,9 +83,17 @@ fn assert_rerun_is_noop(t: &dyn Target, extra: &[&str], src: &Path, sub: &str) {
 /// Asserts that `rel` has the same mtime, to the nanosecond, in `src` and `dst`.
 fn assert_same_mtime_ns(src: &Path, dst: &Path, rel: impl AsRef<Path>) {
     let rel = rel.as_ref();
-    let a = fs::symlink_metadata(src.join(rel)).expect("stat source");
-    let b = fs::symlink_metadata(dst.join(rel))
-        .unwrap_or_else(|e| panic!("stat {}: {e}", dst.join(rel).display()));
+    // An empty `rel` means the paths themselves (`join("")` would add a slash).
+    let join = |p: &Path| {
+        if rel.as_os_str().is_empty() {
+            p.to_path_buf()
+        } else {
+            p.join(rel)
+        }
+    };
+    let a = fs::symlink_metadata(join(src)).expect("stat source");
+    let b = fs::symlink_metadata(join(dst))
+        .unwrap_or_else(|e| panic!("stat {}: {e}", join(dst).display()));
     assert_eq!(
         (a.mtime(), a.mtime_nsec()),
         (b.mtime(), b.mtime_nsec()),
@@ -1151,6 +1159,219 @@ pub fn large_directory(t: &dyn Target) {
     assert_rerun_is_noop(t, &["--delete"], tree.root(), "dst");
 }
 
+/// SIGINT midway: exit 20 after stopping cleanly, and a re-run ends exact.
+pub fn sigint_then_rerun(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    let mut n = 0;
+    for d in 0..30 {
+        for f in 0..50 {
+            tree.random_file(format!("d{d:02}/f{f:02}"), 2048 + (f * 97) as u64, n);
+            n += 1;
+        }
+    }
+    tree.random_file("big", 8 << 20, 77).age();
+    let total = count_files(tree.root());
+    let dst = t.dest_path("dst");
+
+    let child = t
+        .command()
+        .args(["--jobs", "4"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nfsync");
+    let start = Instant::now();
+    while count_files(&dst) < 20 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0, "kill -INT: {}", std::io::Error::last_os_error());
+    let out = child.wait_with_output().unwrap();
+    let copied = count_files(&dst);
+    assert!(
+        copied < total,
+        "SIGINT landed after the copy ended ({copied} of {total})"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(20),
+        "after SIGINT: {}",
+        describe(&out)
+    );
+
+    let out = nf(t)
+        .args(["--jobs", "4"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "re-run after SIGINT: {}",
+        describe(&out)
+    );
+    assert_target_same(t, tree.root(), "dst");
+}
+
+/// `SRC/.` and `.` (run from inside SRC) copy the contents, like `SRC/`.
+pub fn dot_sources(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a", "a\n").file("d/b", "b\n").age();
+
+    let mut dot = tree.root().as_os_str().to_owned();
+    dot.push("/.");
+    let out = nf(t)
+        .arg(&dot)
+        .arg(t.dest_arg("slash_dot"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "SRC/.: {}", describe(&out));
+    assert!(
+        !exists(&t.dest_path("slash_dot").join("src")),
+        "SRC/. copied SRC itself"
+    );
+    assert_target_same(t, tree.root(), "slash_dot");
+
+    let out = nf(t)
+        .current_dir(tree.root())
+        .arg(".")
+        .arg(t.dest_arg("dot"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "`.` as SRC: {}", describe(&out));
+    assert_target_same(t, tree.root(), "dot");
+}
+
+/// A source that is a symlink to a directory: `link/` copies the directory's contents,
+/// `link` copies the link itself.
+pub fn symlink_source(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("real"));
+    tree.file("a", "a\n").file("d/b", "b\n").age();
+    let link = s.join("link");
+    std::os::unix::fs::symlink("real", &link).unwrap();
+
+    let out = nf(t)
+        .arg(slash(&link))
+        .arg(t.dest_arg("followed"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "link/: {}", describe(&out));
+    assert_target_same(t, tree.root(), "followed");
+
+    fs::create_dir_all(t.dest_path("as_link")).unwrap();
+    let out = nf(t)
+        .arg(&link)
+        .arg(t.dest_arg("as_link"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "link: {}", describe(&out));
+    let got = t.dest_path("as_link").join("link");
+    assert!(
+        fs::symlink_metadata(&got).unwrap().file_type().is_symlink(),
+        "`link` without a slash was not copied as a symlink"
+    );
+    assert_eq!(fs::read_link(&got).unwrap(), Path::new("real"));
+}
+
+/// A single file as SRC: to a missing DEST it becomes that file; to `DEST/` it goes
+/// inside a new directory.
+pub fn single_file_source(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.random_file("file.bin", 10_000, 3)
+        .chmod("file.bin", 0o640)
+        .age();
+    let file = tree.path("file.bin");
+
+    let out = nf(t)
+        .arg(&file)
+        .arg(t.dest_arg("renamed.bin"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let got = t.dest_path("renamed.bin");
+    assert!(got.is_file(), "DEST was not made a file");
+    assert_eq!(fs::read(&got).unwrap(), fs::read(&file).unwrap());
+    assert_same_mtime_ns(&file, &got, "");
+
+    let out = nf(t)
+        .arg(&file)
+        .arg(format!("{}/", t.dest_arg("newdir")))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let got = t.dest_path("newdir").join("file.bin");
+    assert_eq!(fs::read(&got).unwrap(), fs::read(&file).unwrap());
+    assert_eq!(fs::metadata(&got).unwrap().mode() & 0o7777, 0o640);
+}
+
+/// Without --delete, non-directories in the way are still replaced (as rsync does):
+/// a file where the source has a directory, a symlink where it has a file, a file
+/// where it has a symlink, and an empty directory where it has a file.
+pub fn type_changes_without_delete(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("file_to_dir/inner", "inner\n")
+        .file("link_to_file", "now a file\n")
+        .symlink("file_to_link", "elsewhere")
+        .file("emptydir_to_file", "now a file\n")
+        .age();
+    let dst = t.dest_path("dst");
+    Tree::new(&dst)
+        .file("file_to_dir", "old file\n")
+        .symlink("link_to_file", "/etc/passwd")
+        .file("file_to_link", "old file\n")
+        .dir("emptydir_to_file");
+
+    sync(t, &[], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+}
+
+/// Many links to a few files spread over many directories with many jobs; then a new
+/// link to an already-copied file joins the existing inode on a re-run.
+pub fn hard_links_many(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    for k in 0..3 {
+        tree.random_file(format!("origin/f{k}"), 200_000 + k, k);
+    }
+    for d in 0..40 {
+        let k = d % 3;
+        tree.hardlink(format!("d{d:02}/link{k}"), format!("origin/f{k}"));
+    }
+    tree.age();
+    sync(t, &["-H", "-j", "16"], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+    let dst = t.dest_path("dst");
+    for d in 0..40 {
+        let k = d % 3;
+        assert_eq!(
+            fs::metadata(dst.join(format!("d{d:02}/link{k}")))
+                .unwrap()
+                .ino(),
+            fs::metadata(dst.join(format!("origin/f{k}")))
+                .unwrap()
+                .ino(),
+            "d{d:02}/link{k} is not linked to origin/f{k}"
+        );
+    }
+
+    tree.hardlink("late/new_link", "origin/f0").age();
+    let st = sync(t, &["-H"], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+    assert_eq!(
+        stat(&st, "bytes_copied"),
+        0,
+        "linking copied data again: {st}"
+    );
+}
+
 /// Different job counts give the same result.
 pub fn job_counts(t: &dyn Target) {
     let s = Scratch::new();
@@ -1282,6 +1503,12 @@ define_scenarios!(
     type_changes,
     sigkill_then_rerun,
     large_directory,
+    sigint_then_rerun,
+    dot_sources,
+    symlink_source,
+    single_file_source,
+    type_changes_without_delete,
+    hard_links_many,
     job_counts,
     output_options,
 );
