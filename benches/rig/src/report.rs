@@ -118,7 +118,11 @@ pub fn rows(text: &str) -> Vec<Row> {
         // runs is the winner; ties (no reps) go to the fastest.
         let (&best_n, best) = by_n
             .iter()
-            .min_by(|a, b| b.1.len().cmp(&a.1.len()).then(med(a.1).total_cmp(&med(b.1))))
+            .min_by(|a, b| {
+                b.1.len()
+                    .cmp(&a.1.len())
+                    .then(med(a.1).total_cmp(&med(b.1)))
+            })
             .expect("non-empty group");
         let wall = med(best);
         let first = &best[0];

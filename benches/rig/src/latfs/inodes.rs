@@ -81,9 +81,10 @@ impl Inodes {
             nlookup: 0,
         });
         node.nlookup += 1;
-        if !node.paths.iter().any(|p| p == path) {
-            node.paths.push(path.to_path_buf());
-        }
+        // Most recent name first: if an older name vanished behind our back
+        // (or the inode number was reused), the one just looked up is valid.
+        node.paths.retain(|p| p != path);
+        node.paths.insert(0, path.to_path_buf());
         if let Some(old) = t.by_path.insert(path.to_path_buf(), ino) {
             if old != ino {
                 // The name now refers to a different file (replaced behind
