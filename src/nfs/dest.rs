@@ -106,10 +106,13 @@ pub struct NfsDest {
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
     pub(super) budget: Arc<Semaphore>,
     /// Directory handles from the last listings, by (parent handle, name).
-    dir_cache: Mutex<HashMap<(Vec<u8>, Vec<u8>), (nfs_fh3, Meta)>>,
+    dir_cache: Mutex<HashMap<EntryKey, (nfs_fh3, Meta)>>,
     /// Handles of written files that have other links, for `hard_link`.
-    pub(super) link_cache: Mutex<HashMap<(Vec<u8>, Vec<u8>), nfs_fh3>>,
+    pub(super) link_cache: Mutex<HashMap<EntryKey, nfs_fh3>>,
 }
+
+/// (directory handle, entry name): how the handle caches are keyed.
+pub(super) type EntryKey = (Vec<u8>, Vec<u8>);
 
 /// Data in flight for all files together; with 1 MiB writes, 64 calls.
 const BUDGET: usize = 64 << 20;
@@ -413,7 +416,7 @@ async fn remove_call(nfs: &Nfs, dir: &nfs_fh3, name: &[u8], is_dir: bool) -> io:
     }
 }
 
-fn cache_key(dir: &nfs_fh3, name: &[u8]) -> (Vec<u8>, Vec<u8>) {
+pub(super) fn cache_key(dir: &nfs_fh3, name: &[u8]) -> EntryKey {
     (dir.data.to_vec(), name.to_vec())
 }
 
@@ -500,10 +503,10 @@ impl Destination for NfsDest {
         for e in entries {
             let name = e.name.0.into_owned();
             let m = post_op(e.name_attributes).map(|a| meta(&a));
-            if let (Some(m), Some(fh)) = (&m, post_fh(e.name_handle)) {
-                if m.kind == Kind::Dir {
-                    dirs.push((cache_key(&dir.fh, &name), (fh, *m)));
-                }
+            if let (Some(m), Some(fh)) = (&m, post_fh(e.name_handle))
+                && m.kind == Kind::Dir
+            {
+                dirs.push((cache_key(&dir.fh, &name), (fh, *m)));
             }
             out.push(DestEntry {
                 name: OsString::from(std::ffi::OsStr::from_bytes(&name)),

@@ -294,10 +294,10 @@ impl RpcClient {
         slot: &tokio::sync::Mutex<Option<Arc<Conn>>>,
     ) -> Result<Arc<Conn>, RpcError> {
         let mut guard = slot.lock().await;
-        if let Some(c) = guard.as_ref() {
-            if !c.shared.dead.load(Ordering::SeqCst) {
-                return Ok(c.clone());
-            }
+        if let Some(c) = guard.as_ref()
+            && !c.shared.dead.load(Ordering::SeqCst)
+        {
+            return Ok(c.clone());
         }
         *guard = None;
         let stream =

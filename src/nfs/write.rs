@@ -24,13 +24,16 @@ use nfs3_types::xdr_codec::Opaque;
 use tokio::task::JoinHandle;
 
 use super::client::{Nfs, dirop, post_fh, post_op};
-use super::dest::{NfsDest, NfsDir, ok};
+use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use crate::dest::{CopyError, SourceFile};
 use crate::meta::Meta;
 
 /// WRITEs of one file in flight at once (the connection windows bound the total).
 const PER_FILE_INFLIGHT: usize = 16;
+
+/// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
+type ChunkResult = io::Result<(Option<writeverf3>, bool)>;
 
 /// Reads exactly `buf.len()` bytes at `off`; a short file means it changed.
 fn read_full(file: &File, buf: &mut [u8], off: u64) -> Result<(), CopyError> {
@@ -54,7 +57,7 @@ async fn write_chunk(
     off: u64,
     data: Vec<u8>,
     stable: stable_how,
-) -> io::Result<(Option<writeverf3>, bool)> {
+) -> ChunkResult {
     let mut pos = 0usize;
     let mut verf: Option<writeverf3> = None;
     let mut agree = true;
@@ -192,10 +195,10 @@ impl NfsDest {
             .block_on(self.nfs.setattr(&fh, s))
             .and_then(ok)
             .map_err(CopyError::Dest)?;
-        if m.nlink > 1 {
-            if let Ok(mut c) = self.link_cache.lock() {
-                c.insert((dir.fh.data.to_vec(), name.to_vec()), fh);
-            }
+        if m.nlink > 1
+            && let Ok(mut c) = self.link_cache.lock()
+        {
+            c.insert(cache_key(&dir.fh, name), fh);
         }
         Ok(size)
     }
@@ -252,12 +255,11 @@ impl NfsDest {
         size: u64,
     ) -> Result<Vec<Option<writeverf3>>, CopyError> {
         let wsize = u64::from(self.info.wsize);
-        let mut inflight: VecDeque<JoinHandle<io::Result<(Option<writeverf3>, bool)>>> =
-            VecDeque::new();
+        let mut inflight: VecDeque<JoinHandle<ChunkResult>> = VecDeque::new();
         let mut verfs = Vec::new();
         let mut failed: Option<CopyError> = None;
         let mut off = 0u64;
-        let join = |h: JoinHandle<io::Result<(Option<writeverf3>, bool)>>,
+        let join = |h: JoinHandle<ChunkResult>,
                     verfs: &mut Vec<Option<writeverf3>>|
          -> Result<(), CopyError> {
             let (v, agree) = self
@@ -292,12 +294,11 @@ impl NfsDest {
                 r
             }));
             off += len as u64;
-            if inflight.len() >= PER_FILE_INFLIGHT {
-                if let Some(h) = inflight.pop_front() {
-                    if let Err(e) = join(h, &mut verfs) {
-                        failed = Some(e);
-                    }
-                }
+            if inflight.len() >= PER_FILE_INFLIGHT
+                && let Some(h) = inflight.pop_front()
+                && let Err(e) = join(h, &mut verfs)
+            {
+                failed = Some(e);
             }
         }
         // Always wait for what is in flight, so no WRITE lands after we return.
