@@ -205,7 +205,8 @@ impl Controller {
             Phase::SlowStart { prev } => {
                 if let Some(p) = prev {
                     let gain = (s.tput / p.tput - 1.0) / (s.jobs as f64 / p.jobs as f64 - 1.0);
-                    if !(gain >= 0.5) {
+                    // NaN (no throughput at all) counts as no gain.
+                    if gain.is_nan() || gain < 0.5 {
                         // The last doubling did not pay: settle on the better of the two.
                         let keep = if s.tput > p.tput * 1.1 { s } else { p };
                         self.settle(now, keep);

@@ -34,7 +34,11 @@ fn completions_are_up_to_date() {
 
 #[test]
 fn man_page_is_up_to_date() {
-    assert_eq!(generated("man"), committed("man/nfsync.1"), "man/nfsync.1 is stale");
+    assert_eq!(
+        generated("man"),
+        committed("man/nfsync.1"),
+        "man/nfsync.1 is stale"
+    );
 }
 
 #[test]
@@ -44,7 +48,11 @@ fn cli_definition_is_consistent() {
 
 #[test]
 fn help_documents_exit_codes() {
-    let out = Command::cargo_bin("nfsync").unwrap().arg("--help").output().unwrap();
+    let out = Command::cargo_bin("nfsync")
+        .unwrap()
+        .arg("--help")
+        .output()
+        .unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     for code in ["23", "24", "partial transfer"] {
         assert!(help.contains(code), "--help lacks {code:?}");

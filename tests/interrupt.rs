@@ -13,7 +13,11 @@ fn rsync_diff(src: &Path, dst: &Path) -> String {
         .arg(format!("{}/", dst.display()))
         .output()
         .expect("rsync is installed");
-    assert!(out.status.success(), "rsync failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "rsync failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -40,7 +44,9 @@ fn sigint_stops_cleanly_and_a_rerun_finishes() {
         .unwrap();
     // Wait until the copy is under way, then interrupt it.
     let start = Instant::now();
-    while fs::read_dir(&dst).map(|d| d.count()).unwrap_or(0) < 2 && start.elapsed() < Duration::from_secs(10) {
+    while fs::read_dir(&dst).map(|d| d.count()).unwrap_or(0) < 2
+        && start.elapsed() < Duration::from_secs(10)
+    {
         std::thread::sleep(Duration::from_millis(5));
     }
     rustix::process::kill_process(
@@ -55,10 +61,21 @@ fn sigint_stops_cleanly_and_a_rerun_finishes() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON summary");
     assert_eq!(summary["interrupted"], true);
     let copied = summary["files_copied"].as_u64().unwrap();
-    assert!(copied < 12_000, "the run was not interrupted mid-way ({copied} copied)");
-    assert!(!rsync_diff(&src, &dst).is_empty(), "an interrupted run cannot be complete");
+    assert!(
+        copied < 12_000,
+        "the run was not interrupted mid-way ({copied} copied)"
+    );
+    assert!(
+        !rsync_diff(&src, &dst).is_empty(),
+        "an interrupted run cannot be complete"
+    );
 
-    let rerun = Command::new(bin).arg("-q").arg(format!("{}/", src.display())).arg(&dst).status().unwrap();
+    let rerun = Command::new(bin)
+        .arg("-q")
+        .arg(format!("{}/", src.display()))
+        .arg(&dst)
+        .status()
+        .unwrap();
     assert_eq!(rerun.code(), Some(0));
     assert_eq!(rsync_diff(&src, &dst), "");
 }

@@ -100,8 +100,7 @@ fn close_checked(f: File) -> io::Result<()> {
 fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, CopyError> {
     if size <= SMALL_FILE {
         let mut buf = Vec::with_capacity(size as usize + 1);
-        (&*src)
-            .take(SMALL_FILE + 1)
+        src.take(SMALL_FILE + 1)
             .read_to_end(&mut buf)
             .map_err(CopyError::Source)?;
         dst.write_all(&buf).map_err(CopyError::Dest)?;
@@ -391,7 +390,10 @@ mod tests {
         let mut listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
         // The listing saw an older, shorter version.
         listed.size = 3;
-        listed.mtime = Time { sec: 1_000_000, nsec: 7 };
+        listed.mtime = Time {
+            sec: 1_000_000,
+            nsec: 7,
+        };
         let out = tmp.path().join("out");
         fs::create_dir(&out).unwrap();
         let d = dest(&out);
@@ -403,17 +405,25 @@ mod tests {
         let r = d.write_file(&out, OsStr::new("f"), &src);
         assert!(matches!(r, Err(CopyError::SourceChanged)), "{r:?}");
         let got = Meta::from_std(&fs::metadata(out.join("f")).unwrap());
-        assert_ne!(got.mtime, listed.mtime, "a changed source must not look complete");
+        assert_ne!(
+            got.mtime, listed.mtime,
+            "a changed source must not look complete"
+        );
     }
 
     #[test]
     fn large_files_stream_and_keep_mode_and_nanosecond_mtime() {
         let tmp = tempfile::tempdir().unwrap();
         let src_path = tmp.path().join("big");
-        let data: Vec<u8> = (0..(3 * SMALL_FILE as usize + 17)).map(|i| (i * 31 % 251) as u8).collect();
+        let data: Vec<u8> = (0..(3 * SMALL_FILE as usize + 17))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
         fs::write(&src_path, &data).unwrap();
         rustix::fs::chmod(&src_path, rustix::fs::Mode::from_raw_mode(0o4751)).unwrap();
-        let t = Time { sec: 1_234_567_890, nsec: 123_456_789 };
+        let t = Time {
+            sec: 1_234_567_890,
+            nsec: 123_456_789,
+        };
         rustix::fs::utimensat(CWD, &src_path, &mtime_only(t), AtFlags::empty()).unwrap();
         let listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
         let out = tmp.path().join("out");
@@ -423,7 +433,9 @@ mod tests {
             meta: &listed,
             path: &src_path,
         };
-        let n = dest(&out).write_file(&out, OsStr::new("big"), &src).unwrap();
+        let n = dest(&out)
+            .write_file(&out, OsStr::new("big"), &src)
+            .unwrap();
         assert_eq!(n, data.len() as u64);
         assert_eq!(fs::read(out.join("big")).unwrap(), data);
         let got = Meta::from_std(&fs::metadata(out.join("big")).unwrap());
@@ -432,7 +444,10 @@ mod tests {
 
     #[test]
     fn mkdir_mode_defers_what_mkdir_cannot_do() {
-        let m = |mode| Meta { mode, ..Meta::from_std(&fs::metadata("/").unwrap()) };
+        let m = |mode| Meta {
+            mode,
+            ..Meta::from_std(&fs::metadata("/").unwrap())
+        };
         assert_eq!(mkdir_mode(&m(0o755)), 0o755);
         assert_eq!(mkdir_mode(&m(0o555)), 0o700);
         assert_eq!(mkdir_mode(&m(0o2775)), 0o700);

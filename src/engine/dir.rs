@@ -351,10 +351,9 @@ impl<D: Destination> Engine<'_, D> {
         };
         let fresh = found.is_none();
         let node = self.new_node(rel, dir, Some(entry.meta), found, Some(parent));
-        match self.list_source(&entry.path) {
-            Some(children) => self.plan_children(&node, children, fresh, true),
-            // Unreadable source directory: create it, but never delete inside it.
-            None => {}
+        // An unreadable source directory is still created, but nothing is deleted in it.
+        if let Some(children) = self.list_source(&entry.path) {
+            self.plan_children(&node, children, fresh, true);
         }
         self.complete(&node);
     }
