@@ -29,8 +29,8 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    Scratch, Target, Tree, assert_target_same, bytes_path, count_files, describe, is_root,
-    json_stats, nf, rsync_diff, rsync_reference, slash, snapshot, stat,
+    Scratch, Target, Tree, assert_snapshots_eq, assert_target_same, bytes_path, count_files,
+    describe, is_root, json_stats, nf, rsync_diff, rsync_reference, slash, snapshot, stat,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ fn assert_rerun_is_noop(t: &dyn Target, extra: &[&str], src: &Path, sub: &str) {
     );
     assert_eq!(stat(&stats, "errors"), 0, "re-run had errors: {stats}");
     let after = snapshot(&t.dest_path(sub));
-    assert_eq!(before, after, "re-run changed the destination");
+    assert_snapshots_eq(&before, &after, "re-run changed the destination");
 }
 
 /// Asserts that `rel` has the same mtime, to the nanosecond, in `src` and `dst`.
@@ -320,6 +320,24 @@ pub fn hard_links(t: &dyn Target) {
     assert_eq!(fs::metadata(dst.join("a/one")).unwrap().nlink(), 3);
     assert_eq!(fs::metadata(dst.join("single")).unwrap().nlink(), 1);
     assert_rerun_is_noop(t, &["-H"], tree.root(), "dst");
+}
+
+/// Files first copied without -H (as separate files) become links on a run with -H.
+pub fn hard_links_added_later(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.random_file("one", 50_000, 9)
+        .hardlink("sub/two", "one")
+        .age();
+    sync(t, &[], tree.root(), "dst");
+    sync(t, &["-H"], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+    let dst = t.dest_path("dst");
+    assert_eq!(
+        fs::metadata(dst.join("one")).unwrap().ino(),
+        fs::metadata(dst.join("sub/two")).unwrap().ino(),
+        "-H did not link files copied separately before"
+    );
 }
 
 /// Without -H, hard-linked source files become independent copies (rsync -a).
@@ -712,7 +730,7 @@ pub fn dry_run(t: &dyn Target) {
             .output()
             .unwrap();
         assert!(out.status.success(), "{flags:?}: {}", describe(&out));
-        assert_eq!(before, snapshot(&dst), "{flags:?} changed DEST");
+        assert_snapshots_eq(&before, &snapshot(&dst), &format!("{flags:?} changed DEST"));
     }
 
     sync(t, &["-n"], tree.root(), "missing");
@@ -851,6 +869,118 @@ pub fn exclude_with_slash(t: &dyn Target) {
         &["build/a.c", "a.o", "buildx/c.o"],
         &["build/a.o", "x/build/b.o"],
     );
+}
+
+/// The classic "only these files" idiom: include all directories and `*.c`, exclude
+/// everything else; and character classes.
+pub fn include_only_idiom(t: &dyn Target) {
+    filter_case(
+        t,
+        |tr| {
+            tr.file("a.c", "").file("a.h", "").file("src/deep/b.c", "");
+            tr.file("src/deep/b.o", "").dir("emptydir");
+        },
+        &["--include", "*/", "--include", "*.c", "--exclude", "*"],
+        &["a.c", "src/deep/b.c", "emptydir"],
+        &["a.h", "src/deep/b.o"],
+    );
+    filter_case(
+        t,
+        |tr| {
+            tr.file("f1.bak", "").file("f2.bak", "").file("f3.bak", "");
+            tr.file("sub/f2.bak", "").file("f22.bak", "");
+        },
+        &["--exclude", "f[12].ba?"],
+        &["f3.bak", "f22.bak"],
+        &["f1.bak", "f2.bak", "sub/f2.bak"],
+    );
+}
+
+/// `**` matches across slashes; in rsync, `gen/**/z.rs` needs at least one directory
+/// between `gen/` and `z.rs` (unlike git's globs), so `gen/z.rs` is kept.
+pub fn exclude_double_star(t: &dyn Target) {
+    filter_case(
+        t,
+        |tr| {
+            tr.file("gen/x/y/z.rs", "")
+                .file("gen/x/z.rs", "")
+                .file("gen/z.rs", "");
+            tr.file("keep/z.rs", "").file("a/b/c/d.tmp", "");
+        },
+        &["--exclude", "gen/**/z.rs", "--exclude", "/a/**.tmp"],
+        &["keep/z.rs", "gen/z.rs"],
+        &["gen/x/y/z.rs", "gen/x/z.rs", "a/b/c/d.tmp"],
+    );
+}
+
+/// Anchored patterns with `SRC` (no slash) are relative to the transfer root, which
+/// then includes SRC's own name.
+pub fn exclude_anchored_without_slash(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("project"));
+    tree.file("sub/x", "x\n")
+        .file("keep/sub", "file\n")
+        .file("y", "y\n")
+        .age();
+    let filter = ["--exclude", "/project/sub"];
+    let out = nf(t)
+        .args(filter)
+        .arg(tree.root())
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let dst = t.dest_path("dst").join("project");
+    assert!(!exists(&dst.join("sub")), "/project/sub was not excluded");
+    assert!(exists(&dst.join("keep/sub")) && exists(&dst.join("y")));
+    let expected = s.join("expected");
+    fs::create_dir(&expected).unwrap();
+    let status = std::process::Command::new("rsync")
+        .arg("-aH")
+        .args(filter)
+        .arg(tree.root())
+        .arg(&expected)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let diff = rsync_diff(&expected.join("project"), &dst);
+    assert!(diff.is_empty(), "differs from rsync's result:\n{diff}");
+}
+
+/// `--exclude-from` with rsync's `+ ` / `- ` rule prefixes, and from stdin (`-`).
+pub fn exclude_from_prefixed_and_stdin(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("keep.log", "")
+        .file("drop.log", "")
+        .file("x.tmp", "")
+        .file("ok", "")
+        .age();
+    let rules = "+ keep.log\n- *.log\n*.tmp\n";
+    fs::write(s.join("rules"), rules).unwrap();
+    let check = |sub: &str| {
+        let dst = t.dest_path(sub);
+        assert!(
+            exists(&dst.join("keep.log")) && exists(&dst.join("ok")),
+            "{sub}"
+        );
+        assert!(!exists(&dst.join("drop.log")), "{sub}: drop.log copied");
+        assert!(!exists(&dst.join("x.tmp")), "{sub}: x.tmp copied");
+    };
+    let rules_path = s.join("rules");
+    let from_file = ["--exclude-from", rules_path.to_str().unwrap()];
+    sync(t, &from_file, tree.root(), "file");
+    check("file");
+
+    let out = nf(t)
+        .args(["--exclude-from", "-"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("stdin"))
+        .write_stdin(rules)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    check("stdin");
 }
 
 /// `--exclude-from FILE` with comments and blank lines.
@@ -1022,6 +1152,12 @@ pub fn owners(t: &dyn Target) {
         .chown("d", 2345, 5432)
         .chown("l", 3456, 6543)
         .chown("g", 0, 4321)
+        .file("suid_other", "#!/bin/sh\n")
+        .chown("suid_other", 1234, 4321)
+        .chmod("suid_other", 0o6755)
+        .file("sgid_dir/x", "x\n")
+        .chown("sgid_dir", 2345, 5432)
+        .chmod("sgid_dir", 0o2775)
         .age();
 
     sync(t, &[], tree.root(), "dst");
@@ -1036,6 +1172,18 @@ pub fn owners(t: &dyn Target) {
         let m = fs::symlink_metadata(dst.join(p)).unwrap();
         assert_eq!((m.uid(), m.gid()), (u, g), "owner of {p}");
     }
+    // chown clears setuid/setgid: they must be set after it.
+    let m = fs::metadata(dst.join("suid_other")).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o7777), (1234, 0o6755), "suid_other");
+
+    // --no-owner --no-group: new files belong to the user running nfsync.
+    sync(t, &["--no-owner", "--no-group"], tree.root(), "plain");
+    let m = fs::symlink_metadata(t.dest_path("plain").join("d/f")).unwrap();
+    assert_eq!(
+        (m.uid(), m.gid()),
+        (0, 0),
+        "--no-owner --no-group kept owners"
+    );
 }
 
 /// The destination holds other types where the source has files, directories or
@@ -1432,6 +1580,16 @@ pub fn output_options(t: &dyn Target) {
         "-i listed an unchanged file: {text}"
     );
 
+    // Whatever else is asked for, --json keeps stdout to one JSON object.
+    let out = nf(t)
+        .args(["--json", "--stats", "--progress", "-v", "-i"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("j"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    json_stats(&out);
+
     let out = nf(t)
         .arg("--stats")
         .arg(slash(tree.root()))
@@ -1479,6 +1637,7 @@ define_scenarios!(
     symlinks,
     hard_links,
     hard_links_without_h,
+    hard_links_added_later,
     odd_names,
     modes,
     nanosecond_mtimes,
@@ -1496,6 +1655,10 @@ define_scenarios!(
     include_first_match,
     exclude_with_slash,
     exclude_from,
+    include_only_idiom,
+    exclude_double_star,
+    exclude_anchored_without_slash,
+    exclude_from_prefixed_and_stdin,
     dest_is_regular_file,
     multiple_sources,
     specials,

@@ -478,6 +478,16 @@ fn snapshot_into(root: &Path, p: &Path, out: &mut Vec<String>) {
     }
 }
 
+/// Asserts two [`snapshot`]s are equal, printing only the lines that differ.
+pub fn assert_snapshots_eq(before: &[String], after: &[String], what: &str) {
+    if before == after {
+        return;
+    }
+    let gone: Vec<_> = before.iter().filter(|l| !after.contains(l)).collect();
+    let new: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
+    panic!("{what}\nbefore:\n{gone:#?}\nafter:\n{new:#?}");
+}
+
 /// FNV-1a 64, enough to tell contents apart in a snapshot.
 pub fn fnv1a(data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
