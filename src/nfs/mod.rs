@@ -7,12 +7,14 @@
 //!
 //! Layers, bottom up: [`url`] parses DEST; [`rpc`] is the multiplexed RPC transport;
 //! [`mount`] does portmapper + MOUNT via `nfs3_client`; [`client`] adds NFS retry rules;
-//! [`dest`] and `write` implement the engine's [`crate::dest::Destination`].
+//! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
+//! `write` and links, nodes and removal in `objects`.
 
 pub mod client;
 pub mod dest;
 pub mod error;
 pub mod mount;
+mod objects;
 pub mod rpc;
 pub mod url;
 mod write;

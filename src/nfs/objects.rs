@@ -1,0 +1,264 @@
+//! Making and removing everything that is not file data: symlinks, hard links,
+//! device nodes and fifos, and recursive removal for `--delete`.
+//!
+//! Each creating call is followed by the SETATTR that sets the mtime last (and whatever
+//! the creating call's attributes show is still missing). A reply that comes after a
+//! reconnect may be the answer to our own earlier attempt (`Answer::ambiguous`): then
+//! EXIST means done — checked by LOOKUP, and for LINK by comparing file ids — and NOENT
+//! from REMOVE/RMDIR means removed.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+
+use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3};
+use nfs3_types::xdr_codec::Opaque;
+
+use super::client::{Answer, Nfs, dirop, post_fh, post_op};
+use super::dest::{NfsDest, NfsDir, cache_key, ok};
+use super::error;
+use crate::meta::{Kind, Meta};
+
+impl NfsDest {
+    pub(super) fn symlink_impl(
+        &self,
+        dir: &NfsDir,
+        name: &OsStr,
+        target: &OsStr,
+        m: &Meta,
+    ) -> io::Result<()> {
+        let name = name.as_bytes();
+        let attrs = self.create_attrs(m, None);
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::SYMLINK3args {
+                        where_: dirop(&fh, name),
+                        symlink: v3::symlinkdata3 {
+                            symlink_attributes: attrs.clone(),
+                            symlink_data: v3::nfspath3(Opaque::borrowed(target.as_bytes())),
+                        },
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::SYMLINK3resok, v3::SYMLINK3resfail>(
+                                P::NFSPROC3_SYMLINK,
+                                &args,
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            let (fh, have) = match a.res {
+                Ok(r) => match post_fh(r.obj) {
+                    Some(fh) => (fh, post_op(r.obj_attributes)),
+                    None => self
+                        .lookup(dir, name)
+                        .await?
+                        .map(|(f, a)| (f, Some(a)))
+                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                },
+                // Our own earlier attempt went through.
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self
+                    .lookup(dir, name)
+                    .await?
+                    .map(|(f, a)| (f, Some(a)))
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                Err(s) => return Err(error::status(s)),
+            };
+            // (nfs-ganesha 4.3's VFS answers OK but keeps symlink times unchanged.)
+            ok(self
+                .nfs
+                .setattr(&fh, self.finish_attrs(m, have.as_ref(), false))
+                .await?)
+        })
+    }
+
+    pub(super) fn hard_link_impl(
+        &self,
+        dir: &NfsDir,
+        name: &OsStr,
+        target_dir: &NfsDir,
+        target_name: &OsStr,
+    ) -> io::Result<()> {
+        let name = name.as_bytes();
+        let tname = target_name.as_bytes();
+        let cached = self
+            .link_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&cache_key(&target_dir.fh, tname)).cloned());
+        self.rt.block_on(async {
+            let (file, want_id) = match cached {
+                Some(fh) => (fh, None),
+                None => match self.lookup(target_dir, tname).await? {
+                    Some((fh, a)) => (fh, Some(a.fileid)),
+                    None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+                },
+            };
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::LINK3args {
+                        file: file.clone(),
+                        link: dirop(&fh, name),
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::LINK3resok, v3::LINK3resfail>(P::NFSPROC3_LINK, &args)
+                            .await
+                    }
+                })
+                .await?;
+            match a.res {
+                Ok(_) => Ok(()),
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => {
+                    // Done already if the name now is the same file.
+                    let here = self.lookup(dir, name).await?;
+                    let target = match want_id {
+                        Some(id) => Some(id),
+                        None => Some(ok(self.nfs.getattr(&file).await?)?.fileid),
+                    };
+                    if here.map(|(_, a)| a.fileid) == target {
+                        Ok(())
+                    } else {
+                        Err(io::Error::from_raw_os_error(libc::EEXIST))
+                    }
+                }
+                Err(s) => Err(error::status(s)),
+            }
+        })
+    }
+
+    pub(super) fn mknod_impl(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> io::Result<()> {
+        let name = name.as_bytes();
+        let attrs = self.create_attrs(m, Some(m.mode));
+        let spec = v3::specdata3 {
+            specdata1: libc::major(m.rdev),
+            specdata2: libc::minor(m.rdev),
+        };
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let what = match m.kind {
+                        Kind::CharDev => v3::mknoddata3::NF3CHR(v3::devicedata3 {
+                            dev_attributes: attrs.clone(),
+                            spec: spec.clone(),
+                        }),
+                        Kind::BlockDev => v3::mknoddata3::NF3BLK(v3::devicedata3 {
+                            dev_attributes: attrs.clone(),
+                            spec: spec.clone(),
+                        }),
+                        Kind::Socket => v3::mknoddata3::NF3SOCK(attrs.clone()),
+                        _ => v3::mknoddata3::NF3FIFO(attrs.clone()),
+                    };
+                    let args = v3::MKNOD3args {
+                        where_: dirop(&fh, name),
+                        what,
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::MKNOD3resok, v3::MKNOD3resfail>(P::NFSPROC3_MKNOD, &args)
+                            .await
+                    }
+                })
+                .await?;
+            let (fh, have) = match a.res {
+                Ok(r) => match post_fh(r.obj) {
+                    Some(fh) => (fh, post_op(r.obj_attributes)),
+                    None => self
+                        .lookup(dir, name)
+                        .await?
+                        .map(|(f, a)| (f, Some(a)))
+                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                },
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self
+                    .lookup(dir, name)
+                    .await?
+                    .map(|(f, a)| (f, Some(a)))
+                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                Err(s) => return Err(error::status(s)),
+            };
+            ok(self
+                .nfs
+                .setattr(&fh, self.finish_attrs(m, have.as_ref(), true))
+                .await?)
+        })
+    }
+
+    /// Removes a directory and everything in it.
+    pub(super) fn remove_tree(&self, parent: &NfsDir, name: &[u8]) -> io::Result<()> {
+        let Some((fh, attrs)) = self.rt.block_on(self.lookup(parent, name))? else {
+            return Ok(());
+        };
+        if attrs.type_ != ftype3::NF3DIR {
+            return self.remove_entry(parent, name, false);
+        }
+        let dir = parent.child(fh, name);
+        let entries = ok(self.rt.block_on(self.readdir(&dir.fh))?)?;
+        let mut files = Vec::new();
+        for e in entries {
+            let is_dir =
+                matches!(&e.name_attributes, v3::Nfs3Option::Some(a) if a.type_ == ftype3::NF3DIR);
+            if is_dir {
+                self.remove_tree(&dir, e.name.0.as_ref())?;
+            } else {
+                files.push(e.name.0.into_owned());
+            }
+        }
+        // A directory's files go all at once.
+        let handles: Vec<_> = files
+            .into_iter()
+            .map(|n| {
+                let nfs = self.nfs.clone();
+                let fh = dir.fh.clone();
+                self.rt
+                    .spawn(async move { remove_call(&nfs, &fh, &n, false).await })
+            })
+            .collect();
+        for h in handles {
+            self.rt.block_on(h).map_err(io::Error::other)??;
+        }
+        self.remove_entry(parent, name, true)
+    }
+
+    pub(super) fn remove_entry(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> io::Result<()> {
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| async move {
+                    remove_call(&self.nfs, &fh, name, is_dir)
+                        .await
+                        .map(|()| Answer {
+                            res: Ok(()),
+                            ambiguous: false,
+                        })
+                })
+                .await;
+            a.map(|_| ())
+        })
+    }
+}
+
+/// REMOVE or RMDIR; NOENT counts as done (a retried call of ours, or already gone).
+async fn remove_call(nfs: &Nfs, dir: &nfs_fh3, name: &[u8], is_dir: bool) -> io::Result<()> {
+    let res = if is_dir {
+        let args = v3::RMDIR3args {
+            object: dirop(dir, name),
+        };
+        nfs.call::<_, v3::RMDIR3resok, v3::RMDIR3resfail>(P::NFSPROC3_RMDIR, &args)
+            .await?
+            .res
+            .map(|_| ())
+    } else {
+        let args = v3::REMOVE3args {
+            object: dirop(dir, name),
+        };
+        nfs.call::<_, v3::REMOVE3resok, v3::REMOVE3resfail>(P::NFSPROC3_REMOVE, &args)
+            .await?
+            .res
+            .map(|_| ())
+    };
+    match res {
+        Ok(()) | Err(nfsstat3::NFS3ERR_NOENT) => Ok(()),
+        Err(s) => Err(error::status(s)),
+    }
+}
