@@ -232,3 +232,84 @@ fn all_tests_as_non_root() {
         describe(&out)
     );
 }
+
+/// An unreadable source directory with --delete: what DEST already holds below it is
+/// kept (rsync skips deletions after an I/O error), and the rest is still synced.
+#[test]
+fn unreadable_source_dir_with_delete_keeps_dest() {
+    let s = scratch_for_nobody();
+    let tree = Tree::new(s.join("src"));
+    tree.file("locked/inner", "inner\n")
+        .file("open/b.txt", "b\n");
+    hand_to_nobody(tree.root());
+    let dst = s.join("dst");
+    let args = [slash(tree.root()), dst.clone().into_os_string()];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let out = run_unprivileged(&s, &args);
+    assert!(out.status.success(), "first run: {}", describe(&out));
+
+    tree.chmod("locked", 0o000);
+    tree.file("open/new.txt", "new\n");
+    let mut with_delete: Vec<&std::ffi::OsStr> = vec!["--delete".as_ref()];
+    with_delete.extend(&args);
+    let out = run_unprivileged(&s, &with_delete);
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    assert_eq!(
+        fs::read(dst.join("locked/inner")).ok().as_deref(),
+        Some(&b"inner\n"[..]),
+        "--delete removed DEST files below an unreadable source directory"
+    );
+    assert_eq!(fs::read(dst.join("open/new.txt")).unwrap(), b"new\n");
+}
+
+/// Mtimes before 1970 (negative seconds) survive (local filesystems store them; NFSv3
+/// cannot, so this is not a shared scenario).
+#[test]
+fn negative_mtimes() {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("old", "old\n")
+        .file("d/older", "older\n")
+        .mtime("old", -1, 500)
+        .mtime("d/older", -86_400 * 365 * 30, 999_999_999)
+        .mtime("d", -12_345, 0);
+    nfsync()
+        .arg(slash(tree.root()))
+        .arg(s.join("dst"))
+        .assert()
+        .success();
+    assert_same(tree.root(), &s.join("dst"));
+    for rel in ["old", "d/older", "d"] {
+        let a = fs::symlink_metadata(tree.path(rel)).unwrap();
+        let b = fs::symlink_metadata(s.join("dst").join(rel)).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            (a.mtime(), a.mtime_nsec()),
+            (b.mtime(), b.mtime_nsec()),
+            "{rel}"
+        );
+    }
+}
+
+/// SRC and DEST arguments that are not UTF-8.
+#[test]
+fn non_utf8_arguments() {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join(support::bytes_path(b"src \xff\xfe")));
+    tree.file("f", "f\n")
+        .file(support::bytes_path(b"g\xe9"), "g\n");
+    let dst = s.join(support::bytes_path(b"dst \xe9\n"));
+    nfsync()
+        .arg(slash(tree.root()))
+        .arg(&dst)
+        .assert()
+        .success();
+    assert_same(tree.root(), &dst);
+    // Without the slash, the odd name itself is created inside DEST.
+    let dst2 = s.join("dst2");
+    nfsync().arg(tree.root()).arg(&dst2).assert().success();
+    assert_same(
+        tree.root(),
+        &dst2.join(support::bytes_path(b"src \xff\xfe")),
+    );
+}
