@@ -171,6 +171,11 @@ fn server_killed_mid_run_then_restarted() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "run across the crash: exit {:?} after {:.1} s\n{err}",
+        out.status.code(),
+        started.elapsed().as_secs_f64()
+    );
     assert!(!err.contains("panicked"), "{}", describe(&out));
     // Either it recovered, or it failed with a clear message and an NFS/I-O exit code.
     if !out.status.success() {
