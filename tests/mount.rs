@@ -92,21 +92,60 @@ fn source_with_leading_dash_after_double_dash() {
 
 /// Runs nfsync so that reading a mode-000 file really fails: as root, the copy runs as
 /// `nobody` through setpriv over a tree owned by nobody; otherwise, directly.
-fn run_unprivileged(s: &Scratch, args: &[&std::ffi::OsStr]) -> std::process::Output {
-    if is_root() {
-        // A copy of the binary that nobody can surely execute, wherever target/ is.
-        let bin = s.join("nfsync-bin");
-        fs::copy(support::bin(), &bin).unwrap();
-        fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
-        support::nfsync_via("setpriv")
+fn run_unprivileged(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    if !is_root() {
+        return nfsync().args(args).output().unwrap();
+    }
+    let bin = bin_for_nobody();
+    for _ in 0..50 {
+        let out = support::nfsync_via("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
             .arg(&bin)
             .args(args)
             .output()
-            .expect("run setpriv (util-linux)")
-    } else {
-        nfsync().args(args).output().unwrap()
+            .expect("run setpriv (util-linux)");
+        // A copied binary can be briefly "busy" while another test thread's child
+        // still holds the fd it was written through; try again.
+        if out.status.code() == Some(126) && String::from_utf8_lossy(&out.stderr).contains("busy") {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            continue;
+        }
+        return out;
     }
+    panic!("{} stayed busy", bin.display());
+}
+
+/// The nfsync binary at a path `nobody` can execute: in place if possible (target/
+/// may be under a private home), else a copy made once per test process.
+fn bin_for_nobody() -> std::path::PathBuf {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let bin = support::bin();
+        if nobody_can_run(&bin) {
+            return bin;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("nfsync-bin-")
+            .tempdir_in("/tmp")
+            .unwrap()
+            .keep();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        let copy = dir.join("nfsync");
+        fs::copy(&bin, &copy).unwrap();
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    })
+    .clone()
+}
+
+fn nobody_can_run(path: &Path) -> bool {
+    std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg("test")
+        .arg("-x")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Makes a scratch tree usable by `nobody` when root: everything owned by 65534.
@@ -146,7 +185,7 @@ fn unreadable_source_file() {
     tree.chmod("sub/secret", 0o000);
 
     let dst = s.join("dst");
-    let out = run_unprivileged(&s, &[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    let out = run_unprivileged(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -175,7 +214,7 @@ fn unreadable_source_dir() {
     tree.chmod("locked", 0o000);
 
     let dst = s.join("dst");
-    let out = run_unprivileged(&s, &[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    let out = run_unprivileged(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -200,14 +239,7 @@ fn all_tests_as_non_root() {
     let exe = std::env::current_exe().expect("test binary path");
     let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
     for path in [&exe, &support::bin()] {
-        let ok = std::process::Command::new("setpriv")
-            .args(drop)
-            .arg("test")
-            .arg("-x")
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
+        if !nobody_can_run(path) {
             eprintln!(
                 "all_tests_as_non_root: skipped, nobody cannot run {}",
                 path.display()
@@ -245,15 +277,17 @@ fn unreadable_source_dir_with_delete_keeps_dest() {
     let dst = s.join("dst");
     let args = [slash(tree.root()), dst.clone().into_os_string()];
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let out = run_unprivileged(&s, &args);
+    let out = run_unprivileged(&args);
     assert!(out.status.success(), "first run: {}", describe(&out));
 
     tree.chmod("locked", 0o000);
     tree.file("open/new.txt", "new\n");
     let mut with_delete: Vec<&std::ffi::OsStr> = vec!["--delete".as_ref()];
     with_delete.extend(&args);
-    let out = run_unprivileged(&s, &with_delete);
+    let out = run_unprivileged(&with_delete);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    // DEST's copy of `locked` may have taken the source's mode 000: open it up to look.
+    let _ = fs::set_permissions(dst.join("locked"), fs::Permissions::from_mode(0o755));
     assert_eq!(
         fs::read(dst.join("locked/inner")).ok().as_deref(),
         Some(&b"inner\n"[..]),
