@@ -212,6 +212,46 @@ fn server_killed_mid_run_then_restarted() {
 }
 
 #[test]
+fn server_gone_for_good_fails_in_bounded_time() {
+    let (dir, mut g) = own_server(false);
+    let src = dir.join("src");
+    many_files(&src, 20, 150);
+    let mut child = std::process::Command::new(support::bin())
+        .args(["--json", "--timeout", "5"])
+        .arg(slash(&src))
+        .arg(g.url("dst", ""))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while support::count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    g.kill();
+    let killed = Instant::now();
+    let out = loop {
+        if child.try_wait().unwrap().is_some() {
+            break child.wait_with_output().unwrap();
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(60),
+            "nfsync hangs without its server"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "server gone: exit {:?} {:.1} s after the kill\n{err}",
+        out.status.code(),
+        killed.elapsed().as_secs_f64()
+    );
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(!err.contains("panicked"), "{}", describe(&out));
+    assert!(err.contains("127.0.0.1"), "names the server: {err}");
+}
+
+#[test]
 fn privileged_export_refuses_noresvport_clearly() {
     let (dir, g) = own_server(true);
     let src = dir.join("src");

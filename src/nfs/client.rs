@@ -88,7 +88,11 @@ impl Nfs {
                         ambiguous = true;
                     }
                     if first_failure.get_or_insert_with(Instant::now).elapsed() > limit {
-                        return Err(error::transport(e));
+                        let e = error::transport(e);
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("NFS server gone for {} s ({e})", limit.as_secs()),
+                        ));
                     }
                 }
                 Err(e) => return Err(error::transport(e)),
