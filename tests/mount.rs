@@ -347,3 +347,67 @@ fn non_utf8_arguments() {
         &dst2.join(support::bytes_path(b"src \xff\xfe")),
     );
 }
+
+/// DEST inside SRC must not make the walk copy DEST into itself forever: nfsync either
+/// refuses (exit 3) or copies SRC as it was, like rsync (`SRC/DEST/DEST` never appears).
+#[test]
+fn dest_inside_source() {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("d/a", "a\n").file("b", "b\n");
+    let dst = tree.path("backup");
+    let out = nfsync().arg(slash(tree.root())).arg(&dst).output().unwrap();
+    match out.status.code() {
+        Some(3) => {}
+        Some(0) => {
+            assert!(!dst.join("backup").exists(), "DEST was copied into itself");
+            assert_eq!(fs::read(dst.join("d/a")).unwrap(), b"a\n");
+        }
+        _ => panic!("DEST inside SRC: {}", describe(&out)),
+    }
+}
+
+/// A source file deleted after the directory was listed but before it was copied:
+/// a warning naming it, exit 24, everything else copied. The deletion races the copy,
+/// so the test retries a few times and is satisfied by one clean observation.
+#[test]
+fn vanished_source_file() {
+    for attempt in 0..5 {
+        let s = Scratch::new();
+        let tree = Tree::new(s.join("src"));
+        for i in 0..6 {
+            tree.random_file(format!("a{i}_big"), 8 << 20, i);
+        }
+        tree.file("zz_vanish", "soon gone\n");
+        let dst = s.join("dst");
+        let child = std::process::Command::new(support::bin())
+            .args(["--jobs", "1"])
+            .arg(slash(tree.root()))
+            .arg(&dst)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while support::count_files(&dst) == 0
+            && start.elapsed() < std::time::Duration::from_secs(20)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        fs::remove_file(tree.path("zz_vanish")).unwrap();
+        let out = child.wait_with_output().unwrap();
+        if dst.join("zz_vanish").exists() {
+            eprintln!("vanished_source_file: attempt {attempt} copied the file before it vanished");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(24), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("zz_vanish"),
+            "stderr does not name the file: {err}"
+        );
+        assert_same(tree.root(), &dst);
+        return;
+    }
+    eprintln!("vanished_source_file: the file was always copied before it vanished");
+}
