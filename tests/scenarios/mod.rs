@@ -577,6 +577,8 @@ pub fn update_changed_files(t: &dyn Target) {
         .file("mtime_only", "same\n")
         .file("mode_only", "same\n")
         .file("untouched", "untouched\n")
+        .symlink("retarget", "old/target")
+        .file("dir_mode/x", "x\n")
         .age()
         .mtime("same_size", 1_500_000_000, 0)
         .mtime("mtime_only", 1_500_000_000, 0);
@@ -589,7 +591,10 @@ pub fn update_changed_files(t: &dyn Target) {
         .mtime("same_size", 1_600_000_000, 0)
         .mtime("mtime_only", 1_600_000_000, 0)
         .chmod("mode_only", 0o640)
+        .chmod("dir_mode", 0o750)
         .file("new/file", "new\n");
+    fs::remove_file(tree.path("retarget")).unwrap();
+    tree.symlink("retarget", "new/target");
     let stats = sync(t, &[], tree.root(), "dst");
     assert_target_same(t, tree.root(), "dst");
     assert_eq!(
@@ -644,6 +649,16 @@ pub fn compare_modes(t: &dyn Target) {
         stat(&st, "files_copied"),
         1,
         "quick check missed mtime: {st}"
+    );
+    assert_target_same(t, tree.root(), "dst");
+
+    // -c with equal contents but another mtime: no copy, but the mtime is fixed.
+    dtree.mtime("f", 1_000_000_000, 0);
+    let st = sync(t, &["-c"], tree.root(), "dst");
+    assert_eq!(
+        stat(&st, "files_copied"),
+        0,
+        "--checksum copied equal data: {st}"
     );
     assert_target_same(t, tree.root(), "dst");
 }
