@@ -707,9 +707,21 @@ pub fn delete_keeps_excluded(t: &dyn Target) {
     Tree::new(&dst)
         .file("old.log", "log\n")
         .file("sub/old.log", "log\n")
-        .file("stale.txt", "stale\n");
+        .file("stale.txt", "stale\n")
+        .file("cache/c1", "c\n")
+        .file("sub/cache/c2", "c\n");
 
-    sync(t, &["--delete", "--exclude", "*.log"], tree.root(), "dst");
+    sync(
+        t,
+        &["--delete", "--exclude", "*.log", "--exclude", "cache/"],
+        tree.root(),
+        "dst",
+    );
+    assert!(exists(&dst.join("cache/c1")), "excluded cache/ was deleted");
+    assert!(
+        exists(&dst.join("sub/cache/c2")),
+        "excluded sub/cache/ was deleted"
+    );
     assert!(exists(&dst.join("old.log")), "excluded old.log was deleted");
     assert!(
         exists(&dst.join("sub/old.log")),
@@ -1140,6 +1152,16 @@ pub fn specials(t: &dyn Target) {
     // SAFETY: valid path; makedev/mknod have no other preconditions.
     let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } == 0;
     if made {
+        // Without --devices: skipped, with a warning naming it.
+        let out = run(t, &["--specials"], tree.root(), "nodev");
+        assert!(out.status.success(), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("null_dev"),
+            "no warning naming the device: {err}"
+        );
+        assert!(!exists(&t.dest_path("nodev").join("null_dev")));
+
         let out = run(t, &["--specials", "--devices"], tree.root(), "dev");
         assert!(out.status.success(), "{}", describe(&out));
         let m = fs::symlink_metadata(t.dest_path("dev").join("null_dev")).unwrap();
@@ -1150,6 +1172,18 @@ pub fn specials(t: &dyn Target) {
         assert_eq!(m.rdev(), fs::symlink_metadata(&dev).unwrap().rdev());
         assert_target_same(t, tree.root(), "dev");
     }
+
+    // A unix socket is a special file too.
+    let sock = tree.path("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind unix socket");
+    tree.age();
+    let out = run(t, &["--specials"], tree.root(), "sock");
+    assert!(out.status.success(), "{}", describe(&out));
+    let m = fs::symlink_metadata(t.dest_path("sock").join("sock")).unwrap();
+    assert!(
+        m.file_type().is_socket(),
+        "socket not copied with --specials"
+    );
 }
 
 /// Owners and groups are kept when running as root (files, directories, symlinks).
