@@ -163,10 +163,19 @@ async fn getport(
     .await;
     match r {
         Ok(Ok(port)) => Ok(port),
-        Ok(Err(PortmapError::ProgramUnavailable)) => Err(Fatal::new(
-            CONNECT,
-            format!("{host} does not serve {name} over TCP{}", efs_hint(host)),
-        )),
+        Ok(Err(PortmapError::ProgramUnavailable)) => {
+            let hint = match efs_hint(host) {
+                "" => {
+                    " (NFSv4-only servers, such as AWS EFS, have no NFSv3 MOUNT service: \
+                       mount the export and use the mount path)"
+                }
+                h => h,
+            };
+            Err(Fatal::new(
+                CONNECT,
+                format!("{host} does not serve {name} over TCP{hint}"),
+            ))
+        }
         Ok(Err(e)) => Err(Fatal::new(CONNECT, format!("{what}: {e}"))),
         Err(_) => Err(Fatal::new(
             TIMEOUT,
