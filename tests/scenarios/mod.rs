@@ -697,6 +697,59 @@ pub fn delete(t: &dyn Target) {
     assert_rerun_is_noop(t, &["--delete"], tree.root(), "dst");
 }
 
+/// `--delete` with `SRC` (no slash) deletes only inside DEST/SRC's name: DEST's other
+/// entries are not part of the transfer and stay.
+pub fn delete_scope_without_slash(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("project"));
+    tree.file("a", "a\n").age();
+    let dst = t.dest_path("dst");
+    Tree::new(&dst)
+        .file("unrelated.txt", "keep me\n")
+        .file("other_dir/x", "keep me too\n")
+        .file("project/stale", "stale\n");
+    let out = nf(t)
+        .arg("--delete")
+        .arg(tree.root())
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(fs::read(dst.join("unrelated.txt")).unwrap(), b"keep me\n");
+    assert_eq!(fs::read(dst.join("other_dir/x")).unwrap(), b"keep me too\n");
+    assert!(
+        !exists(&dst.join("project/stale")),
+        "stale entry inside DEST/project kept"
+    );
+    assert_target_same(t, tree.root(), "dst/project");
+}
+
+/// -H with link sets only partly inside the transfer (other names outside SRC, or
+/// excluded): the names present are copied, linked to each other, nothing waits.
+pub fn hard_links_partial_sets(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a", "a\n")
+        .file("c", "c\n")
+        .hardlink("d", "c")
+        .file("e", "e\n");
+    tree.hardlink("f", "e").hardlink("g", "e");
+    fs::hard_link(tree.path("a"), s.join("outside_link")).unwrap();
+    tree.age();
+    sync(t, &["-H", "--exclude", "d"], tree.root(), "dst");
+    let dst = t.dest_path("dst");
+    assert_eq!(fs::read(dst.join("a")).unwrap(), b"a\n");
+    assert_eq!(fs::read(dst.join("c")).unwrap(), b"c\n");
+    assert!(!exists(&dst.join("d")));
+    assert_eq!(
+        fs::metadata(dst.join("f")).unwrap().ino(),
+        fs::metadata(dst.join("g")).unwrap().ino()
+    );
+    rsync_reference(tree.root(), &s.join("expected"), &["--exclude", "d"]);
+    let diff = rsync_diff(&s.join("expected"), &dst);
+    assert!(diff.is_empty(), "differs from rsync's result:\n{diff}");
+}
+
 /// --delete does not remove excluded destination files (rsync without
 /// --delete-excluded), and does remove the rest.
 pub fn delete_keeps_excluded(t: &dyn Target) {
@@ -1697,6 +1750,8 @@ define_scenarios!(
     compare_modes,
     delete,
     delete_keeps_excluded,
+    delete_scope_without_slash,
+    hard_links_partial_sets,
     dry_run,
     exclude_glob,
     exclude_anchored,
