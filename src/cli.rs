@@ -166,10 +166,6 @@ impl Cli {
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
         let mut paths = self.paths;
         let dest = paths.pop().expect("clap requires two paths");
-        let dest = dest
-            .into_os_string()
-            .into_string()
-            .unwrap_or_else(|d| d.to_string_lossy().into_owned());
         let mut filter = Filter::default();
         // rsync applies rules in command-line order; clap gives each option's values
         // separately, so interleave them by their original positions.

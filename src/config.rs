@@ -32,8 +32,8 @@ pub enum Jobs {
 pub struct Config {
     /// Sources as given; a trailing `/` means "the contents of".
     pub sources: Vec<PathBuf>,
-    /// DEST as given: a path, or an `nfs://` URL.
-    pub dest: String,
+    /// DEST as given: a path (any bytes), or an `nfs://` URL.
+    pub dest: PathBuf,
     /// `-n`: decide and report, change nothing.
     pub dry_run: bool,
     /// `--delete`: remove destination entries the source lacks.

@@ -1,12 +1,17 @@
-//! `--exclude` / `--include` rules with rsync's anchoring, compiled to globs.
+//! `--exclude` / `--include` rules with rsync's matching, compiled to regexes.
 //!
 //! rsync's rules, which users' scripts depend on:
 //! - rules are tried in order and the first match decides;
 //! - a pattern starting with `/` is anchored at the root of the transfer;
-//! - a pattern with no `/` (other than a trailing one) and no `**` matches the final
-//!   name component at any depth; one with a `/` matches the end of the path;
+//! - a pattern with no `/` (other than a trailing one) matches the final name
+//!   component at any depth; one with a `/` matches the end of the path;
 //! - a trailing `/` matches directories only;
-//! - `*` stops at `/`, `**` does not, `?` and `[...]` as in shell globs.
+//! - `*` and `?` stop at `/`, `**` does not (so `a/**/b` needs a directory between `a`
+//!   and `b`, unlike git's globs), `dir/***` matches `dir` and everything in it,
+//!   `[...]` is a character class, `\` escapes.
+//!
+//! Glob crates (globset included) give `**` git's meaning, so the patterns are
+//! translated to `regex` (the engine globset itself is built on) here instead.
 //!
 //! An excluded directory is not descended into, and `--delete` leaves excluded
 //! destination entries alone, as rsync does without `--delete-excluded`.
@@ -14,13 +19,79 @@
 use std::io::{self, BufRead};
 use std::path::Path;
 
-use globset::{GlobBuilder, GlobMatcher};
+use regex::bytes::Regex;
+
+/// Translates one rsync pattern body (without the anchoring `/` or the dirs-only `/`).
+fn translate(pat: &str) -> String {
+    let chars: Vec<char> = pat.chars().collect();
+    let mut re = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '/' if chars[i + 1..] == ['*', '*', '*'] => {
+                re.push_str("(?:/.*)?");
+                i += 4;
+                continue;
+            }
+            '*' if chars.get(i + 1) == Some(&'*') => {
+                re.push_str(".*");
+                while chars.get(i) == Some(&'*') {
+                    i += 1;
+                }
+                continue;
+            }
+            '*' => re.push_str("[^/]*"),
+            '?' => re.push_str("[^/]"),
+            '\\' if i + 1 < chars.len() => {
+                i += 1;
+                re.push_str(&regex::escape(&chars[i].to_string()));
+            }
+            '[' => {
+                // Find the closing bracket; a `]` right after `[`, `[!` or `[^` is literal.
+                let mut j = i + 1;
+                if matches!(chars.get(j), Some('!') | Some('^')) {
+                    j += 1;
+                }
+                if chars.get(j) == Some(&']') {
+                    j += 1;
+                }
+                while j < chars.len() && chars[j] != ']' {
+                    j += 1;
+                }
+                if j >= chars.len() {
+                    re.push_str("\\[");
+                } else {
+                    let mut class = String::from("[");
+                    let mut k = i + 1;
+                    if matches!(chars[k], '!' | '^') {
+                        class.push('^');
+                        k += 1;
+                    }
+                    for &ch in &chars[k..j] {
+                        if matches!(ch, '\\' | '[' | ']' | '&' | '~' | '^') {
+                            class.push('\\');
+                        }
+                        class.push(ch);
+                    }
+                    class.push(']');
+                    // A class never matches the separator.
+                    re.push_str(&format!("[{class}&&[^/]]"));
+                    i = j;
+                }
+            }
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+        i += 1;
+    }
+    re
+}
 
 #[derive(Clone, Debug)]
 struct Rule {
     include: bool,
     dir_only: bool,
-    matcher: GlobMatcher,
+    matcher: Regex,
 }
 
 /// An ordered list of include/exclude rules.
@@ -31,28 +102,22 @@ pub struct Filter {
 
 impl Filter {
     /// Adds a rule; `include` is false for `--exclude`.
-    pub fn add(&mut self, pattern: &str, include: bool) -> Result<(), globset::Error> {
-        let dir_only = pattern.len() > 1 && pattern.ends_with('/');
+    pub fn add(&mut self, pattern: &str, include: bool) -> Result<(), regex::Error> {
+        let dir_only = pattern.len() > 1 && pattern.ends_with('/') && !pattern.ends_with("\\/");
         let pat = if dir_only {
             &pattern[..pattern.len() - 1]
         } else {
             pattern
         };
-        let glob = if let Some(anchored) = pat.strip_prefix('/') {
-            anchored.to_string()
-        } else {
-            // Unanchored: matches at the end of the path (or the last component).
-            format!("{{{pat},**/{pat}}}")
+        let re = match pat.strip_prefix('/') {
+            Some(anchored) => format!("^{}$", translate(anchored)),
+            // Unanchored: matches the last components of the path.
+            None => format!("(?:^|/){}$", translate(pat)),
         };
-        let matcher = GlobBuilder::new(&glob)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()?
-            .compile_matcher();
         self.rules.push(Rule {
             include,
             dir_only,
-            matcher,
+            matcher: Regex::new(&re)?,
         });
         Ok(())
     }
@@ -91,7 +156,7 @@ impl Filter {
             if rule.dir_only && !is_dir {
                 continue;
             }
-            if rule.matcher.is_match(rel) {
+            if rule.matcher.is_match(rel.as_os_str().as_encoded_bytes()) {
                 return !rule.include;
             }
         }
@@ -155,6 +220,31 @@ mod tests {
         assert!(f.is_excluded(Path::new("pkg/lib/x.js"), false));
         assert!(f.is_excluded(Path::new("lib/x.js"), false));
         assert!(!f.is_excluded(Path::new("pkg/lib/sub/x.js"), false));
+    }
+
+    #[test]
+    fn double_star_needs_a_directory_between_and_triple_star_takes_the_dir() {
+        let f = filter(&[("gen/**/z.rs", false)]);
+        assert!(f.is_excluded(Path::new("gen/x/z.rs"), false));
+        assert!(f.is_excluded(Path::new("gen/x/y/z.rs"), false));
+        assert!(!f.is_excluded(Path::new("gen/z.rs"), false));
+        let f = filter(&[("/a/**.tmp", false)]);
+        assert!(f.is_excluded(Path::new("a/b/c/d.tmp"), false));
+        let f = filter(&[("/dir/***", false)]);
+        assert!(f.is_excluded(Path::new("dir"), true));
+        assert!(f.is_excluded(Path::new("dir/x/y"), false));
+        assert!(!f.is_excluded(Path::new("dirx"), true));
+    }
+
+    #[test]
+    fn classes_and_escapes() {
+        let f = filter(&[("f[12].ba?", false), ("[!a]x", false), ("lit\\*", false)]);
+        assert!(f.is_excluded(Path::new("sub/f2.bak"), false));
+        assert!(!f.is_excluded(Path::new("f3.bak"), false));
+        assert!(f.is_excluded(Path::new("bx"), false));
+        assert!(!f.is_excluded(Path::new("ax"), false));
+        assert!(f.is_excluded(Path::new("lit*"), false));
+        assert!(!f.is_excluded(Path::new("litx"), false));
     }
 
     #[test]

@@ -50,8 +50,8 @@ fn real_main() -> Result<i32, Fatal> {
         .into_config(&matches)
         .map_err(|e| Fatal::new(exit::USAGE, format!("{e:#}")))?;
 
-    if nfs::is_nfs_url(&cfg.dest) {
-        let dest = nfs::connect(&cfg.dest, &cfg)?;
+    if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
+        let dest = nfs::connect(url, &cfg)?;
         run(&cfg, &dest)
     } else {
         run(&cfg, &LocalDest::new(&cfg.dest, cfg.owners))

@@ -114,7 +114,7 @@ mod tests {
     fn cfg(compare: Compare) -> Config {
         Config {
             sources: vec![],
-            dest: String::new(),
+            dest: Default::default(),
             dry_run: false,
             delete: false,
             filter: Default::default(),

@@ -209,14 +209,16 @@ impl Destination for LocalDest {
 
     fn open_dir(&self, dir: &PathBuf, name: &OsStr) -> io::Result<(PathBuf, Meta)> {
         let path = dir.join(name);
-        let meta = Meta::from_std(&fs::symlink_metadata(&path)?);
+        let mut meta = Meta::from_std(&fs::symlink_metadata(&path)?);
         if meta.kind != Kind::Dir {
             return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
         }
-        // A read-only directory we must write into (when not root): make it ours to
-        // write until set_dir_attrs restores its mode.
+        // A read-only directory we may have to write into (when not root): make it ours
+        // to write; the mode we report is the one it now has, so the engine's final
+        // set_dir_attrs restores the source's.
         if self.euid != 0 && meta.mode & 0o300 != 0o300 {
-            rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(meta.mode | 0o700))?;
+            meta.mode |= 0o700;
+            rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(meta.mode))?;
         }
         Ok((path, meta))
     }
@@ -302,7 +304,7 @@ impl Destination for LocalDest {
     fn remove(&self, dir: &PathBuf, name: &OsStr, kind: Kind) -> io::Result<()> {
         let path = dir.join(name);
         if kind == Kind::Dir {
-            fs::remove_dir_all(path)
+            remove_tree(&path, self.euid == 0)
         } else {
             fs::remove_file(path)
         }
@@ -341,6 +343,32 @@ fn set_attrs_at(d: &LocalDest, path: &Path, meta: &Meta, what: AttrSet) -> io::R
     }
     if what.mtime {
         set_mtime(path, meta.mtime)?;
+    }
+    Ok(())
+}
+
+/// Removes a directory tree. Without root, a read-only directory's entries cannot be
+/// unlinked, so such directories are made writable first, as rsync does.
+fn remove_tree(path: &Path, root: bool) -> io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if !root && e.kind() == io::ErrorKind::PermissionDenied => {
+            make_writable(path)?;
+            fs::remove_dir_all(path)
+        }
+        r => r,
+    }
+}
+
+fn make_writable(dir: &Path) -> io::Result<()> {
+    let m = Meta::from_std(&fs::symlink_metadata(dir)?);
+    if m.mode & 0o700 != 0o700 {
+        rustix::fs::chmod(dir, rustix::fs::Mode::from_raw_mode(m.mode | 0o700))?;
+    }
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            make_writable(&e.path())?;
+        }
     }
     Ok(())
 }

@@ -30,12 +30,18 @@ fn has_trailing_slash(p: &Path) -> bool {
     p.as_os_str().as_encoded_bytes().ends_with(b"/")
 }
 
+/// rsync's rule: `SRC/`, `SRC/.` and `.` name the contents of SRC.
+fn names_contents(p: &Path) -> bool {
+    let b = p.as_os_str().as_encoded_bytes();
+    b.ends_with(b"/") || b.ends_with(b"/.") || b == b"."
+}
+
 impl<D: Destination> Engine<'_, D> {
     /// Resolves sources and DEST, then queues the first work.
     pub(super) fn plan_roots(&self) -> Result<(), Fatal> {
         let mut operands = Vec::new();
         for src in &self.cfg.sources {
-            let contents = has_trailing_slash(src);
+            let contents = names_contents(src);
             // `SRC/` names the directory a symlink points to; `SRC` the link itself.
             let m = if contents {
                 fs::metadata(src)
@@ -54,8 +60,8 @@ impl<D: Destination> Engine<'_, D> {
         let state = self
             .dest
             .root_state()
-            .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest)))?;
-        let dest_slash = self.cfg.dest.ends_with('/');
+            .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest.display())))?;
+        let dest_slash = has_trailing_slash(&self.cfg.dest);
 
         // One non-directory source onto a DEST that is not a directory: DEST is the
         // new name of that file, as with cp and rsync.
@@ -65,10 +71,9 @@ impl<D: Destination> Engine<'_, D> {
             && !dest_slash
         {
             let op = operands.pop().unwrap();
-            let (dir, name) = self
-                .dest
-                .root_parent()
-                .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest)))?;
+            let (dir, name) = self.dest.root_parent().map_err(|e| {
+                Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest.display()))
+            })?;
             let node = self.new_node(PathBuf::new(), Some(dir), None, None, None);
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
@@ -99,7 +104,7 @@ impl<D: Destination> Engine<'_, D> {
                 exit::SELECT,
                 format!(
                     "{}: destination exists and is not a directory",
-                    self.cfg.dest
+                    self.cfg.dest.display()
                 ),
             ));
         }
@@ -107,11 +112,9 @@ impl<D: Destination> Engine<'_, D> {
         let dir = if self.cfg.dry_run && fresh {
             None
         } else {
-            Some(
-                self.dest
-                    .root_dir()
-                    .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest)))?,
-            )
+            Some(self.dest.root_dir().map_err(|e| {
+                Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest.display()))
+            })?)
         };
         if fresh {
             Stats::bump(&self.stats.dirs_created);
@@ -124,6 +127,9 @@ impl<D: Destination> Engine<'_, D> {
             RootState::Exists(m) => Some(m),
             RootState::Missing => None,
         };
+        if let Ok(RootState::Exists(m)) = self.dest.root_state() {
+            let _ = self.dest_root_id.set((m.dev, m.ino));
+        }
         let node = self.new_node(PathBuf::new(), dir, root_meta, found, None);
 
         let mut entries = Vec::new();
@@ -244,6 +250,16 @@ impl<D: Destination> Engine<'_, D> {
             } else {
                 DestKnown::Unknown(None)
             };
+            if is_dir && self.dest_root_id.get() == Some(&(entry.meta.dev, entry.meta.ino)) {
+                self.out.verbose(
+                    1,
+                    format_args!(
+                        "{}: is DEST itself, not copied into itself",
+                        entry.path.display()
+                    ),
+                );
+                continue;
+            }
             if is_dir {
                 Stats::bump(&self.stats.dirs_scanned);
                 scans.push(ScanJob {

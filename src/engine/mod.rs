@@ -87,6 +87,8 @@ pub struct Engine<'a, D: Destination> {
     busy_us: AtomicU64,
     /// DEST as given, for messages.
     dest_display: PathBuf,
+    /// DEST's own (dev, ino), so a DEST inside a source is not copied into itself.
+    dest_root_id: std::sync::OnceLock<(u64, u64)>,
     /// Who new entries belong to, so `chown` is skipped where it would change nothing.
     euid: u32,
     egid: u32,
@@ -114,7 +116,8 @@ pub fn run<D: Destination>(
         fatal: Mutex::new(None),
         ops_done: AtomicU64::new(0),
         busy_us: AtomicU64::new(0),
-        dest_display: PathBuf::from(&cfg.dest),
+        dest_display: cfg.dest.clone(),
+        dest_root_id: std::sync::OnceLock::new(),
         euid: rustix::process::geteuid().as_raw(),
         egid: rustix::process::getegid().as_raw(),
     };
