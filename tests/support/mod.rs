@@ -75,6 +75,12 @@ pub trait Target {
     fn diff(&self, src: &Path, sub: &str) -> String {
         rsync_diff(src, &self.dest_path(sub))
     }
+
+    /// Whether the destination can store a symlink's own mtime. Scenarios check it to
+    /// the nanosecond only where it can; `diff` decides what rsync compares.
+    fn keeps_symlink_times(&self) -> bool {
+        true
+    }
 }
 
 /// A destination in a local temporary directory, reached through its path.
