@@ -21,6 +21,7 @@ use nfs3_client::nfs3_types::xdr_codec::Opaque;
 use nfs3_client::{MountClient, Nfs3Client};
 use nfs3_server::memfs::MemFs;
 use nfs3_server::tcp::{NFSTcp, NFSTcpListener};
+use nfs3_server::vfs::{FileHandleU64, NfsFileSystem, NfsReadFileSystem, ReadDirPlusIterator};
 use support::{Scratch, Tree, describe, json_stats, nfsync, slash, stat};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -36,13 +37,17 @@ impl MemServer {
     }
 
     fn start_with_export(export: Option<&str>) -> MemServer {
+        Self::start_fs(export, MemFs::default())
+    }
+
+    fn start_fs<F: NfsFileSystem + 'static>(export: Option<&str>, fs: F) -> MemServer {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
         let mut listener = rt
-            .block_on(NFSTcpListener::bind("127.0.0.1:0", MemFs::default()))
+            .block_on(NFSTcpListener::bind("127.0.0.1:0", fs))
             .unwrap();
         if let Some(e) = export {
             listener.with_export_name(e);
@@ -499,4 +504,194 @@ fn connections_cut_mid_run_are_survived() {
         describe(&out)
     );
     stop.store(true, Ordering::SeqCst);
+}
+
+/// memfs with injected failures: the first `jukebox` WRITEs answer NFS3ERR_JUKEBOX,
+/// CREATE of `full*` answers NOSPC and of `quota*` DQUOT, MKDIR of `ro*` ROFS.
+struct FaultyFs {
+    inner: MemFs,
+    jukebox: AtomicUsize,
+}
+
+fn name_starts(name: &filename3<'_>, prefix: &str) -> bool {
+    name.as_ref().starts_with(prefix.as_bytes())
+}
+
+impl NfsReadFileSystem for FaultyFs {
+    type Handle = FileHandleU64;
+
+    fn root_dir(&self) -> FileHandleU64 {
+        self.inner.root_dir()
+    }
+
+    async fn lookup(
+        &self,
+        dir: &FileHandleU64,
+        name: &filename3<'_>,
+    ) -> Result<FileHandleU64, v3::nfsstat3> {
+        self.inner.lookup(dir, name).await
+    }
+
+    async fn getattr(&self, id: &FileHandleU64) -> Result<v3::fattr3, v3::nfsstat3> {
+        self.inner.getattr(id).await
+    }
+
+    async fn read(
+        &self,
+        id: &FileHandleU64,
+        offset: u64,
+        count: u32,
+    ) -> Result<(Vec<u8>, bool), v3::nfsstat3> {
+        self.inner.read(id, offset, count).await
+    }
+
+    async fn readdirplus(
+        &self,
+        dir: &FileHandleU64,
+        cookie: u64,
+    ) -> Result<impl ReadDirPlusIterator<FileHandleU64>, v3::nfsstat3> {
+        self.inner.readdirplus(dir, cookie).await
+    }
+
+    async fn readlink(&self, id: &FileHandleU64) -> Result<v3::nfspath3<'_>, v3::nfsstat3> {
+        self.inner.readlink(id).await
+    }
+}
+
+impl NfsFileSystem for FaultyFs {
+    async fn setattr(&self, id: &FileHandleU64, s: v3::sattr3) -> Result<v3::fattr3, v3::nfsstat3> {
+        self.inner.setattr(id, s).await
+    }
+
+    async fn write(
+        &self,
+        id: &FileHandleU64,
+        offset: u64,
+        data: &[u8],
+        stable: v3::stable_how,
+    ) -> Result<(v3::fattr3, v3::stable_how), v3::nfsstat3> {
+        let left = self.jukebox.load(Ordering::SeqCst);
+        if left > 0
+            && self
+                .jukebox
+                .compare_exchange(left, left - 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            return Err(v3::nfsstat3::NFS3ERR_JUKEBOX);
+        }
+        self.inner.write(id, offset, data, stable).await
+    }
+
+    async fn create(
+        &self,
+        dir: &FileHandleU64,
+        name: &filename3<'_>,
+        attr: v3::sattr3,
+    ) -> Result<(FileHandleU64, v3::fattr3), v3::nfsstat3> {
+        if name_starts(name, "full") {
+            return Err(v3::nfsstat3::NFS3ERR_NOSPC);
+        }
+        if name_starts(name, "quota") {
+            return Err(v3::nfsstat3::NFS3ERR_DQUOT);
+        }
+        self.inner.create(dir, name, attr).await
+    }
+
+    async fn create_exclusive(
+        &self,
+        dir: &FileHandleU64,
+        name: &filename3<'_>,
+        verf: v3::createverf3,
+    ) -> Result<FileHandleU64, v3::nfsstat3> {
+        self.inner.create_exclusive(dir, name, verf).await
+    }
+
+    async fn mkdir(
+        &self,
+        dir: &FileHandleU64,
+        name: &filename3<'_>,
+    ) -> Result<(FileHandleU64, v3::fattr3), v3::nfsstat3> {
+        if name_starts(name, "ro") {
+            return Err(v3::nfsstat3::NFS3ERR_ROFS);
+        }
+        self.inner.mkdir(dir, name).await
+    }
+
+    async fn remove(&self, dir: &FileHandleU64, name: &filename3<'_>) -> Result<(), v3::nfsstat3> {
+        self.inner.remove(dir, name).await
+    }
+
+    async fn rename<'a>(
+        &self,
+        from: &FileHandleU64,
+        from_name: &filename3<'a>,
+        to: &FileHandleU64,
+        to_name: &filename3<'a>,
+    ) -> Result<(), v3::nfsstat3> {
+        self.inner.rename(from, from_name, to, to_name).await
+    }
+
+    async fn symlink<'a>(
+        &self,
+        dir: &FileHandleU64,
+        name: &filename3<'a>,
+        target: &v3::nfspath3<'a>,
+        attr: &v3::sattr3,
+    ) -> Result<(FileHandleU64, v3::fattr3), v3::nfsstat3> {
+        self.inner.symlink(dir, name, target, attr).await
+    }
+
+    async fn commit(
+        &self,
+        id: &FileHandleU64,
+        offset: u64,
+        count: u32,
+    ) -> Result<(), v3::nfsstat3> {
+        self.inner.commit(id, offset, count).await
+    }
+}
+
+#[test]
+fn server_errors_name_the_path_and_the_rest_is_copied() {
+    let server = MemServer::start_fs(
+        None,
+        FaultyFs {
+            inner: MemFs::default(),
+            jukebox: AtomicUsize::new(5),
+        },
+    );
+    let s = Scratch::new();
+    let src = s.join("src");
+    Tree::new(&src)
+        .file("ok1", "fine\n")
+        .random_file("ok_big", 3_000_000, 5)
+        .file("full_disk", "x")
+        .file("quota_hit", "y")
+        .file("ro_dir/inside", "z")
+        .file("sub/ok2", "fine too\n");
+    let out = nfsync()
+        .arg("--json")
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for (name, msg) in [
+        ("full_disk", "No space left on device"),
+        ("quota_hit", "quota exceeded"),
+        ("ro_dir", "Read-only file system"),
+    ] {
+        assert!(
+            err.lines().any(|l| l.contains(name) && l.contains(msg)),
+            "no line naming {name} with {msg:?}:\n{err}"
+        );
+    }
+    // The JUKEBOX answers were waited out; everything else arrived intact.
+    let got = server.snapshot("/d");
+    let want = local_snapshot(&src);
+    for name in ["ok1", "ok_big", "sub/ok2"] {
+        assert_eq!(got.get(name), want.get(name), "{name}");
+    }
+    assert!(!got.contains_key("full_disk") && !got.contains_key("ro_dir"));
 }
