@@ -31,10 +31,10 @@ struct Shared {
 static SHARED: OnceLock<Mutex<Option<Shared>>> = OnceLock::new();
 
 extern "C" fn stop_shared() {
-    if let Some(m) = SHARED.get() {
-        if let Ok(mut g) = m.lock() {
-            g.take();
-        }
+    if let Some(m) = SHARED.get()
+        && let Ok(mut g) = m.lock()
+    {
+        g.take();
     }
 }
 
