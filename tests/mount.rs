@@ -411,3 +411,27 @@ fn vanished_source_file() {
     }
     eprintln!("vanished_source_file: the file was always copied before it vanished");
 }
+
+/// DEST given as a symlink to a directory is followed (like rsync): the copy lands in
+/// the directory and the link stays a link.
+#[test]
+fn dest_is_symlink_to_dir() {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a", "a\n").file("d/b", "b\n").age();
+    fs::create_dir(s.join("real")).unwrap();
+    std::os::unix::fs::symlink("real", s.join("link")).unwrap();
+    nfsync()
+        .arg(slash(tree.root()))
+        .arg(s.join("link"))
+        .assert()
+        .success();
+    assert!(
+        fs::symlink_metadata(s.join("link"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "DEST symlink was replaced"
+    );
+    assert_same(tree.root(), &s.join("real"));
+}
