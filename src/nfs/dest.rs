@@ -70,25 +70,18 @@ pub async fn fsinfo(nfs: &Nfs, root: &nfs_fh3) -> Result<FsInfo, Fatal> {
     let ok = a
         .res
         .map_err(|s| Fatal::new(CONNECT, format!("FSINFO on the export root: {s}")))?;
-    let pick = |max: u32, pref: u32| {
-        let v = if pref > 0 {
-            pref.max(max.min(MAX_IO))
+    // As large as the server allows (fewer calls per file), within our own cap; a
+    // server that says 0 gets a conservative 64 KiB.
+    let size = |max: u32| {
+        if max == 0 {
+            64 << 10
         } else {
-            max
-        };
-        v.clamp(4096, MAX_IO)
+            max.min(MAX_IO)
+        }
     };
     Ok(FsInfo {
-        wsize: if ok.wtmax == 0 {
-            64 << 10
-        } else {
-            pick(ok.wtmax, ok.wtpref).min(ok.wtmax.max(4096))
-        },
-        rsize: if ok.rtmax == 0 {
-            64 << 10
-        } else {
-            pick(ok.rtmax, ok.rtpref).min(ok.rtmax.max(4096))
-        },
+        wsize: size(ok.wtmax),
+        rsize: size(ok.rtmax),
     })
 }
 
