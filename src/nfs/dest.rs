@@ -109,6 +109,28 @@ pub(super) type EntryKey = (Vec<u8>, Vec<u8>);
 /// Data in flight for all files together; with 1 MiB writes, 64 calls.
 const BUDGET: usize = 64 << 20;
 
+impl Drop for NfsDest {
+    /// `NFSYNC_RPC_STATS=1` prints how many calls of each procedure the run sent, to
+    /// check that nothing is looked up twice (benchmarks, debugging).
+    fn drop(&mut self) {
+        if std::env::var_os("NFSYNC_RPC_STATS").is_some() {
+            let counts: Vec<String> = self
+                .nfs
+                .rpc()
+                .sent_counts()
+                .into_iter()
+                .map(|(p, n)| {
+                    let name = P::try_from(p).map_or(format!("proc{p}"), |p| {
+                        p.to_string().trim_start_matches("NFSPROC3_").to_string()
+                    });
+                    format!("{name}={n}")
+                })
+                .collect();
+            eprintln!("nfsync: NFS calls: {}", counts.join(" "));
+        }
+    }
+}
+
 /// The `io::Result` of an answer, with the status as errno.
 pub(super) fn ok<T>(a: Answer<T>) -> io::Result<T> {
     a.res.map_err(error::status)

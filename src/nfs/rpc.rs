@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::io::{self, Cursor};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -180,6 +180,8 @@ pub struct RpcClient {
     cred: opaque_auth<'static>,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
     next_slot: AtomicUsize,
+    /// Calls sent, by procedure number (for `NFSYNC_RPC_STATS`).
+    sent: [AtomicU64; 32],
 }
 
 impl RpcClient {
@@ -189,6 +191,7 @@ impl RpcClient {
         RpcClient {
             slots: (0..n).map(|_| tokio::sync::Mutex::new(None)).collect(),
             next_slot: AtomicUsize::new(0),
+            sent: std::array::from_fn(|_| AtomicU64::new(0)),
             ep,
             cred,
         }
@@ -208,8 +211,20 @@ impl RpcClient {
         Ok(())
     }
 
+    /// Calls sent so far, by procedure number.
+    pub fn sent_counts(&self) -> Vec<(u32, u64)> {
+        (0u32..)
+            .zip(&self.sent)
+            .map(|(p, n)| (p, n.load(Ordering::Relaxed)))
+            .filter(|&(_, n)| n > 0)
+            .collect()
+    }
+
     /// Calls procedure `proc` with `args` and decodes the result as `R`.
     pub async fn call<A: Pack, R: Unpack>(&self, proc: u32, args: &A) -> Result<R, RpcError> {
+        if let Some(n) = self.sent.get(proc as usize) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
         let xid = next_xid();
         let record = self.encode(xid, proc, args)?;
         let bytes = self.call_record(xid, record).await?;
