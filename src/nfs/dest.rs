@@ -73,11 +73,7 @@ pub async fn fsinfo(nfs: &Nfs, root: &nfs_fh3) -> Result<FsInfo, Fatal> {
     // As large as the server allows (fewer calls per file), within our own cap; a
     // server that says 0 gets a conservative 64 KiB.
     let size = |max: u32| {
-        if max == 0 {
-            64 << 10
-        } else {
-            max.min(MAX_IO)
-        }
+        if max == 0 { 64 << 10 } else { max.min(MAX_IO) }
     };
     Ok(FsInfo {
         wsize: size(ok.wtmax),

@@ -295,7 +295,10 @@ pub async fn mount(
             Ok(Err(e)) => {
                 return Err(Fatal::new(
                     CONNECT,
-                    format!("{what}: MNT {export}: {e}{}", efs_hint(host)),
+                    format!(
+                        "{what}: MNT {export}: {e} (is {maddr} the MOUNT v3 service?){}",
+                        efs_hint(host)
+                    ),
                 ));
             }
             Err(_) => {
