@@ -1324,7 +1324,7 @@ pub fn type_changes(t: &dyn Target) {
         .file("dir_to_file/deep/old", "old\n")
         .symlink("link_to_file", "/etc/passwd")
         .file("file_to_link", "old file\n")
-        .dir("dir_to_link")
+        .file("dir_to_link/x/y", "old\n")
         .symlink("dir_link_to_dir", &outside);
 
     sync(t, &["--delete"], tree.root(), "dst");
@@ -1334,6 +1334,36 @@ pub fn type_changes(t: &dyn Target) {
         "wrote through a symlink in DEST into a directory outside it"
     );
     assert_target_same(t, tree.root(), "dst");
+}
+
+/// A DEST file that is hard-linked elsewhere (e.g. a `cp -al` snapshot) is replaced,
+/// not written through: the other name keeps the old contents, as with rsync.
+pub fn dest_hard_link_not_written_through(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("f", "new contents\n")
+        .file("g", "new too\n")
+        .age();
+    let dst = t.dest_path("dst");
+    Tree::new(&dst)
+        .file("f", "old contents\n")
+        .file("g", "old too\n");
+    let snap = Tree::new(t.dest_path("snapshot"));
+    snap.hardlink("f", dst.join("f"))
+        .hardlink("g", dst.join("g"));
+
+    sync(t, &[], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+    assert_eq!(
+        fs::read(snap.path("f")).unwrap(),
+        b"old contents\n",
+        "wrote through a link"
+    );
+    assert_eq!(
+        fs::read(snap.path("g")).unwrap(),
+        b"old too\n",
+        "wrote through a link"
+    );
 }
 
 /// A run killed with SIGKILL midway, then re-run, ends exact.
@@ -1784,6 +1814,7 @@ define_scenarios!(
     specials,
     owners,
     type_changes,
+    dest_hard_link_not_written_through,
     sigkill_then_rerun,
     large_directory,
     sigint_then_rerun,
