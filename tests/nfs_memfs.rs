@@ -695,3 +695,82 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
     }
     assert!(!got.contains_key("full_disk") && !got.contains_key("ro_dir"));
 }
+
+/// The transport keeps many calls in flight on one connection and matches replies that
+/// come back in reverse order, each split in two fragments, to their callers.
+#[test]
+fn transport_matches_out_of_order_fragmented_replies() {
+    use nfs3_client::nfs3_types::rpc::{
+        accept_stat_data, accepted_reply, msg_body, opaque_auth, reply_body, rpc_msg,
+    };
+    use nfs3_client::nfs3_types::xdr_codec::Pack;
+    use nfsync::nfs::rpc::{Endpoint, RpcClient, read_record};
+
+    const CALLS: u32 = 50;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            // Collect every call before answering any: a transport that waited for
+            // each reply before sending the next call would hang here.
+            let mut calls = Vec::new();
+            for _ in 0..CALLS {
+                let rec = read_record(&mut sock).await.unwrap();
+                let xid = u32::from_be_bytes(rec[0..4].try_into().unwrap());
+                let arg = u32::from_be_bytes(rec[rec.len() - 4..].try_into().unwrap());
+                calls.push((xid, arg));
+            }
+            for (xid, arg) in calls.into_iter().rev() {
+                let msg = rpc_msg {
+                    xid,
+                    body: msg_body::REPLY(reply_body::MSG_ACCEPTED(accepted_reply {
+                        verf: opaque_auth::default(),
+                        reply_data: accept_stat_data::SUCCESS,
+                    })),
+                };
+                let mut body = Vec::new();
+                msg.pack(&mut body).unwrap();
+                (arg * 2).pack(&mut body).unwrap();
+                let (a, b) = body.split_at(body.len() / 2);
+                let mut out = Vec::new();
+                out.extend_from_slice(&(a.len() as u32).to_be_bytes());
+                out.extend_from_slice(a);
+                out.extend_from_slice(&(0x8000_0000u32 | b.len() as u32).to_be_bytes());
+                out.extend_from_slice(b);
+                sock.write_all(&out).await.unwrap();
+            }
+            // Keep the socket open until the client is done.
+            let mut buf = [0u8; 16];
+            let _ = sock.read(&mut buf).await;
+        });
+        let client = Arc::new(RpcClient::new(
+            Endpoint {
+                addr,
+                prog: 400_000,
+                vers: 1,
+                resvport: false,
+                conns: 1,
+                window: 64,
+                timeout: Duration::from_secs(10),
+            },
+            opaque_auth::default(),
+        ));
+        let mut tasks = Vec::new();
+        for n in 0..CALLS {
+            let c = client.clone();
+            tasks.push(tokio::spawn(
+                async move { (n, c.call::<u32, u32>(1, &n).await) },
+            ));
+        }
+        for t in tasks {
+            let (n, r) = t.await.unwrap();
+            assert_eq!(r.unwrap(), n * 2, "call {n} got another call's reply");
+        }
+    });
+}
