@@ -1079,6 +1079,62 @@ pub fn exclude_from_prefixed_and_stdin(t: &dyn Target) {
     check("stdin");
 }
 
+/// Patterns match names that are not UTF-8 byte by byte (`?` is one byte, `*` any
+/// bytes), and patterns that are not UTF-8 work, on the command line and in a file.
+pub fn exclude_non_utf8(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file(bytes_path(b"x\xff.log"), "")
+        .file(bytes_path(b"caf\xe9"), "")
+        .file(bytes_path(b"sub/\xfe\xfd"), "")
+        .file(bytes_path(b"sub/n\xe8w"), "")
+        .file("keep", "")
+        .age();
+    fs::write(s.join("rules"), b"n\xe8w\n").unwrap();
+    let args: Vec<std::ffi::OsString> = vec![
+        "--exclude".into(),
+        "*.log".into(),
+        "--exclude".into(),
+        "caf?".into(),
+        "--exclude".into(),
+        bytes_path(b"\xfe*").into(),
+        "--exclude-from".into(),
+        s.join("rules").into(),
+    ];
+    let out = nf(t)
+        .args(&args)
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let dst = t.dest_path("dst");
+    assert!(exists(&dst.join("keep")));
+    for gone in [
+        &b"x\xff.log"[..],
+        b"caf\xe9",
+        b"sub/\xfe\xfd",
+        b"sub/n\xe8w",
+    ] {
+        assert!(
+            !exists(&dst.join(bytes_path(gone))),
+            "{:?} not excluded",
+            bytes_path(gone)
+        );
+    }
+    let expected = s.join("expected");
+    let status = std::process::Command::new("rsync")
+        .arg("-aH")
+        .args(&args)
+        .arg(slash(tree.root()))
+        .arg(&expected)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let diff = t.diff(&expected, "dst");
+    assert!(diff.is_empty(), "differs from rsync's result:\n{diff}");
+}
+
 /// `--exclude-from FILE` with comments and blank lines.
 pub fn exclude_from(t: &dyn Target) {
     let s = Scratch::new();
@@ -1805,6 +1861,7 @@ define_scenarios!(
     include_first_match,
     exclude_with_slash,
     exclude_from,
+    exclude_non_utf8,
     include_only_idiom,
     exclude_double_star,
     exclude_anchored_without_slash,
