@@ -435,3 +435,54 @@ fn dest_is_symlink_to_dir() {
     );
     assert_same(tree.root(), &s.join("real"));
 }
+
+/// Every option of the CLI contract is accepted (each run on its own, exit 0).
+#[test]
+fn contract_options_accepted() {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a", "a\n").age();
+    let rules = s.join("rules");
+    fs::write(&rules, "*.tmp\n").unwrap();
+    let rules = rules.to_str().unwrap();
+    let sets: &[&[&str]] = &[
+        &["-n"],
+        &["--dry-run"],
+        &["--delete"],
+        &["--exclude", "x"],
+        &["--include", "a", "--exclude", "*"],
+        &["--exclude-from", rules],
+        &["-c"],
+        &["--checksum"],
+        &["--size-only"],
+        &["--modify-window", "1"],
+        &["-j", "3"],
+        &["--jobs", "auto"],
+        &["--jobs=2"],
+        &["-H"],
+        &["--hard-links"],
+        &["--specials"],
+        &["--devices"],
+        &["--owner", "--group"],
+        &["--no-owner", "--no-group"],
+        &["--numeric-ids"],
+        &["-v"],
+        &["-vv"],
+        &["-q"],
+        &["--progress"],
+        &["--no-progress"],
+        &["--stats"],
+        &["-i"],
+        &["--itemize-changes"],
+        &["--json"],
+    ];
+    for (i, opts) in sets.iter().enumerate() {
+        let out = nfsync()
+            .args(*opts)
+            .arg(slash(tree.root()))
+            .arg(s.join(format!("dst{i}")))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{opts:?}: {}", describe(&out));
+    }
+}
