@@ -486,3 +486,23 @@ fn contract_options_accepted() {
         assert!(out.status.success(), "{opts:?}: {}", describe(&out));
     }
 }
+
+/// DEST that cannot be created (its parent is not writable): exit 3 naming it.
+#[test]
+fn dest_not_creatable() {
+    let s = scratch_for_nobody();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a", "a\n");
+    hand_to_nobody(tree.root());
+    let parent = s.join("readonly_parent");
+    fs::create_dir(&parent).unwrap();
+    fs::set_permissions(&parent, fs::Permissions::from_mode(0o555)).unwrap();
+    let dst = parent.join("cannot_create");
+    let out = run_unprivileged(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot_create"),
+        "stderr does not name DEST: {err}"
+    );
+}
