@@ -142,8 +142,11 @@ impl NfsDest {
                         continue;
                     };
                     if at.type_ == ftype3::NF3REG && at.nlink <= 1 {
+                        // Reused: truncated, and its old mtime replaced so that an
+                        // interrupted rewrite can never pass the quick check.
                         let mut s = attrs.clone();
                         s.size = v3::Nfs3Option::Some(if presize { m.size } else { 0 });
+                        s.mtime = v3::set_mtime::SET_TO_SERVER_TIME;
                         ok(self.nfs.setattr(&fh, s).await?)?;
                         return Ok((fh, None));
                     }
