@@ -35,6 +35,13 @@ pub const DEFAULT_WINDOW: usize = 64;
 
 /// Parses an `nfs://` URL, mounts the export and checks the NFS service answers.
 ///
+/// `nfs://server[:nfsport]/export/dir[?opts]`: the export is the longest leading part
+/// of the path the server exports; `dir` below it is created if missing. Options:
+/// `nfsport=N`, `mountport=N` (skip the portmapper), `uid=N`, `gid=N` (AUTH_SYS
+/// identity; default: the caller's uid, gid and groups), `conns=N` TCP connections
+/// (default 4), `window=N` calls in flight per connection (default 64), `resvport` /
+/// `noresvport` (source port below 1024; default: when running as root), `version=3`.
+///
 /// Every step is bounded by `config.timeout`; failures are [`Fatal`] with exit code
 /// CONNECT (unreachable, refused, wrong port, garbage) or TIMEOUT.
 pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
