@@ -209,12 +209,13 @@ impl NfsDest {
     fn send_data(&self, fh: &nfs_fh3, file: &File, size: u64) -> Result<(), CopyError> {
         let wsize = u64::from(self.info.wsize);
         if size <= wsize {
-            let mut buf = vec![0u8; size as usize];
-            read_full(file, &mut buf, 0)?;
+            // The budget first: it is what bounds the bytes held in memory.
             let permit = self
                 .rt
                 .block_on(self.budget.clone().acquire_many_owned(size as u32))
                 .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
+            let mut buf = vec![0u8; size as usize];
+            read_full(file, &mut buf, 0)?;
             let r = self.rt.block_on(write_chunk(
                 self.nfs.clone(),
                 fh.clone(),
