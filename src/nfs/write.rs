@@ -21,6 +21,7 @@ use nfs3_types::nfs3::{
     self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, stable_how, writeverf3,
 };
 use nfs3_types::xdr_codec::Opaque;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
 use super::client::{Nfs, dirop, post_fh, post_op};
@@ -31,6 +32,14 @@ use crate::meta::Meta;
 
 /// WRITEs of one file in flight at once (the connection windows bound the total).
 const PER_FILE_INFLIGHT: usize = 16;
+
+/// A READ for `--checksum`: offset, length, its memory budget, the call.
+type PendingRead = (
+    u64,
+    usize,
+    OwnedSemaphorePermit,
+    JoinHandle<io::Result<Vec<u8>>>,
+);
 
 /// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
 type ChunkResult = io::Result<(Option<writeverf3>, bool)>;
@@ -332,35 +341,44 @@ impl NfsDest {
             return Ok(false);
         }
         let rsize = u64::from(self.info.rsize);
-        let mut reads: VecDeque<(u64, JoinHandle<io::Result<Vec<u8>>>)> = VecDeque::new();
+        // (offset, length, budget permit, READ task), compared in order.
+        let mut reads: VecDeque<PendingRead> = VecDeque::new();
         let mut next = 0u64;
-        let mut checked = 0u64;
-        while checked < size {
+        while next < size || !reads.is_empty() {
             while next < size && reads.len() < 8 {
                 let len = rsize.min(size - next) as u32;
+                // Never wait for budget while holding some: that could deadlock with
+                // other workers doing the same. With reads pending, compare first.
+                let permit = match self.budget.clone().try_acquire_many_owned(len) {
+                    Ok(p) => p,
+                    Err(_) if !reads.is_empty() => break,
+                    Err(_) => self
+                        .rt
+                        .block_on(self.budget.clone().acquire_many_owned(len))
+                        .map_err(io::Error::other)?,
+                };
                 let nfs = self.nfs.clone();
                 let fh = fh.clone();
                 let off = next;
-                reads.push_back((
-                    off,
-                    self.rt
-                        .spawn(async move { read_exact(&nfs, &fh, off, len).await }),
-                ));
+                let task = self
+                    .rt
+                    .spawn(async move { read_exact(&nfs, &fh, off, len).await });
+                reads.push_back((off, len as usize, permit, task));
                 next += u64::from(len);
             }
-            let Some((off, h)) = reads.pop_front() else {
+            let Some((off, len, permit, h)) = reads.pop_front() else {
                 break;
             };
             let remote = self.rt.block_on(h).map_err(io::Error::other)??;
-            let mut local = vec![0u8; remote.len()];
+            let mut local = vec![0u8; len];
             file.read_exact_at(&mut local, off)?;
+            drop(permit);
             if local != remote {
-                for (_, h) in reads {
+                for (_, _, _, h) in reads {
                     h.abort();
                 }
                 return Ok(false);
             }
-            checked += remote.len() as u64;
         }
         Ok(true)
     }
