@@ -31,6 +31,7 @@ struct Shared {
 static SHARED: OnceLock<Mutex<Option<Shared>>> = OnceLock::new();
 
 extern "C" fn stop_shared() {
+    let _ = std::fs::remove_file(nobody_bin());
     if let Some(m) = SHARED.get()
         && let Ok(mut g) = m.lock()
     {
@@ -270,6 +271,15 @@ fn privileged_export_refuses_noresvport_clearly() {
         err.contains("PrivilegedPort") && err.contains("root"),
         "{err}"
     );
+    // Not root: an unprivileged port, refused with the same advice.
+    if let Some(out) = as_nobody(&src, &g.url("dst_nobody", "")) {
+        assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("PrivilegedPort") && err.contains("root"),
+            "{err}"
+        );
+    }
     // As root, the default binds a privileged port and is let in.
     let out = nfsync()
         .arg(slash(&src))
@@ -355,4 +365,75 @@ fn two_thousand_files_throughput() {
         2000.0 / secs
     );
     assert!(rsync_diff(&src, &export.join("perf2000")).is_empty());
+}
+
+/// Where the copy of the binary that `nobody` runs lives (removed at exit).
+fn nobody_bin() -> PathBuf {
+    std::env::temp_dir().join(format!("nfsync-nobody-{}", std::process::id()))
+}
+
+/// Runs `nfsync SRC/ URL` as `nobody` (uid 65534) when we are root and `setpriv`
+/// exists, with SRC handed to nobody first; `None` when that is not possible.
+fn as_nobody(src: &Path, url: &str) -> Option<std::process::Output> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "-h", "65534:65534"])
+        .arg(src)
+        .status()
+        .ok()?;
+    assert!(chown.success());
+    // Every directory above SRC must be searchable by nobody.
+    let mut p = src.parent();
+    while let Some(d) = p {
+        let _ = std::process::Command::new("chmod")
+            .arg("o+x")
+            .arg(d)
+            .status();
+        p = d.parent();
+    }
+    let bin = nobody_bin();
+    if !bin.exists() {
+        std::fs::copy(support::bin(), &bin).ok()?;
+    }
+    let _ = std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&bin)
+        .status();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&bin)
+        .args(["--timeout", "10"])
+        .arg(slash(src))
+        .arg(url)
+        .output()
+        .ok();
+    out
+}
+
+#[test]
+fn unprivileged_user_copies_through_an_insecure_export() {
+    let (export, nfs_port, mnt_port) = shared();
+    let s = Scratch::new();
+    let src = s.join("src");
+    Tree::new(&src).file("a", "as nobody\n").file("d/b", "b\n");
+    let dst = export.join("nobody_dst");
+    std::fs::create_dir_all(&dst).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("777")
+        .arg(&dst)
+        .status();
+    let url = format!(
+        "nfs://127.0.0.1{}/nobody_dst/x?nfsport={nfs_port}&mountport={mnt_port}",
+        export.display()
+    );
+    let Some(out) = as_nobody(&src, &url) else {
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    };
+    assert!(out.status.success(), "{}", describe(&out));
+    let diff = rsync_diff(&src, &dst.join("x"));
+    assert!(diff.is_empty(), "{diff}");
 }

@@ -54,7 +54,21 @@ impl Ganesha {
 
     /// Starts a server exporting `export`, with its state in `state`.
     /// `privileged`: refuse clients whose source port is 1024 or above.
+    /// Several servers starting at once can race for the free ports ganesha.sh picks,
+    /// so a failed start is tried again.
     pub fn start(export: &Path, state: &Path, privileged: bool) -> Result<Ganesha, String> {
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Self::start_once(export, state, privileged) {
+                Ok(g) => return Ok(g),
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        Err(last)
+    }
+
+    fn start_once(export: &Path, state: &Path, privileged: bool) -> Result<Ganesha, String> {
         std::fs::create_dir_all(export).map_err(|e| e.to_string())?;
         let out = Command::new("bash")
             .arg(script())
