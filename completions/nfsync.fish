@@ -8,6 +8,8 @@ complete -c nfsync -l generate -d 'Write a completion script or the man page to 
 zsh\t'zsh completion script'
 fish\t'fish completion script'
 man\t'The man page (roff)'"
+complete -c nfsync -s a -l archive -d 'Accepted for rsync compatibility: nfsync always works like rsync -a'
+complete -c nfsync -s r -l recursive -d 'Accepted for rsync compatibility: nfsync always recurses'
 complete -c nfsync -s n -l dry-run -d 'Show what would change; change nothing'
 complete -c nfsync -l delete -d 'Delete destination entries the source lacks (in each directory after its copy)'
 complete -c nfsync -s c -l checksum -d 'Compare file contents, not size and mtime, to decide what is up to date'

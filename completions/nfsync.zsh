@@ -26,6 +26,10 @@ _nfsync() {
 zsh\:"zsh completion script"
 fish\:"fish completion script"
 man\:"The man page (roff)"))' \
+'-a[Accepted for rsync compatibility\: nfsync always works like rsync -a]' \
+'--archive[Accepted for rsync compatibility\: nfsync always works like rsync -a]' \
+'-r[Accepted for rsync compatibility\: nfsync always recurses]' \
+'--recursive[Accepted for rsync compatibility\: nfsync always recurses]' \
 '-n[Show what would change; change nothing]' \
 '--dry-run[Show what would change; change nothing]' \
 '--delete[Delete destination entries the source lacks (in each directory after its copy)]' \

@@ -3,8 +3,10 @@
 //! Options use rsync's spelling wherever rsync has the same idea, so existing
 //! scripts port by changing the command name.
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::BufReader;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -55,6 +57,14 @@ pub struct Cli {
     #[arg(value_name = "SRC... DEST", required_unless_present = "generate", num_args = 2.., value_parser = clap::value_parser!(PathBuf))]
     pub paths: Vec<PathBuf>,
 
+    /// Accepted for rsync compatibility: nfsync always works like rsync -a.
+    #[arg(short = 'a', long)]
+    pub archive: bool,
+
+    /// Accepted for rsync compatibility: nfsync always recurses.
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+
     /// Show what would change; change nothing.
     #[arg(short = 'n', long)]
     pub dry_run: bool,
@@ -64,12 +74,12 @@ pub struct Cli {
     pub delete: bool,
 
     /// Exclude paths matching PATTERN (rsync rules: leading / anchors, trailing / = dirs only).
-    #[arg(long, value_name = "PATTERN")]
-    pub exclude: Vec<String>,
+    #[arg(long, value_name = "PATTERN", value_parser = clap::value_parser!(OsString))]
+    pub exclude: Vec<OsString>,
 
     /// Don't exclude paths matching PATTERN (rules apply in order; the first match wins).
-    #[arg(long, value_name = "PATTERN")]
-    pub include: Vec<String>,
+    #[arg(long, value_name = "PATTERN", value_parser = clap::value_parser!(OsString))]
+    pub include: Vec<OsString>,
 
     /// Read exclude patterns from FILE ('-' for stdin; '+ PAT' includes, '- PAT' excludes).
     #[arg(long, value_name = "FILE")]
@@ -176,7 +186,7 @@ impl Cli {
                 .unwrap_or_default()
         };
         let (ex_pos, in_pos) = (positions("exclude"), positions("include"));
-        let mut rules: Vec<(usize, bool, String)> = Vec::new();
+        let mut rules: Vec<(usize, bool, OsString)> = Vec::new();
         for (i, p) in self.exclude.into_iter().enumerate() {
             rules.push((ex_pos.get(i).copied().unwrap_or(usize::MAX), false, p));
         }
@@ -186,7 +196,7 @@ impl Cli {
         rules.sort_by_key(|r| r.0);
         for (_, include, p) in rules {
             filter
-                .add(&p, include)
+                .add(p.as_bytes(), include)
                 .map_err(|e| anyhow::anyhow!("bad pattern {p:?}: {e}"))?;
         }
         for f in self.exclude_from {

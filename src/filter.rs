@@ -17,62 +17,71 @@
 //! destination entries alone, as rsync does without `--delete-excluded`.
 
 use std::io::{self, BufRead};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use regex::bytes::Regex;
 
+/// Writes byte `b` as a regex literal (names are bytes, not necessarily UTF-8).
+fn push_literal(re: &mut String, b: u8) {
+    if b.is_ascii_alphanumeric() || b == b'_' {
+        re.push(b as char);
+    } else {
+        re.push_str(&format!("\\x{b:02x}"));
+    }
+}
+
 /// Translates one rsync pattern body (without the anchoring `/` or the dirs-only `/`).
-fn translate(pat: &str) -> String {
-    let chars: Vec<char> = pat.chars().collect();
+fn translate(pat: &[u8]) -> String {
     let mut re = String::new();
     let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '/' if chars[i + 1..] == ['*', '*', '*'] => {
+    while i < pat.len() {
+        match pat[i] {
+            b'/' if &pat[i + 1..] == b"***" => {
                 re.push_str("(?:/.*)?");
                 i += 4;
                 continue;
             }
-            '*' if chars.get(i + 1) == Some(&'*') => {
+            b'*' if pat.get(i + 1) == Some(&b'*') => {
                 re.push_str(".*");
-                while chars.get(i) == Some(&'*') {
+                while pat.get(i) == Some(&b'*') {
                     i += 1;
                 }
                 continue;
             }
-            '*' => re.push_str("[^/]*"),
-            '?' => re.push_str("[^/]"),
-            '\\' if i + 1 < chars.len() => {
+            b'*' => re.push_str("[^/]*"),
+            b'?' => re.push_str("[^/]"),
+            b'\\' if i + 1 < pat.len() => {
                 i += 1;
-                re.push_str(&regex::escape(&chars[i].to_string()));
+                push_literal(&mut re, pat[i]);
             }
-            '[' => {
+            b'[' => {
                 // Find the closing bracket; a `]` right after `[`, `[!` or `[^` is literal.
                 let mut j = i + 1;
-                if matches!(chars.get(j), Some('!') | Some('^')) {
+                if matches!(pat.get(j), Some(b'!' | b'^')) {
                     j += 1;
                 }
-                if chars.get(j) == Some(&']') {
+                if pat.get(j) == Some(&b']') {
                     j += 1;
                 }
-                while j < chars.len() && chars[j] != ']' {
+                while j < pat.len() && pat[j] != b']' {
                     j += 1;
                 }
-                if j >= chars.len() {
-                    re.push_str("\\[");
+                if j >= pat.len() {
+                    push_literal(&mut re, b'[');
                 } else {
-                    let mut class = String::from("[");
                     let mut k = i + 1;
-                    if matches!(chars[k], '!' | '^') {
+                    let mut class = String::from("[");
+                    if matches!(pat[k], b'!' | b'^') {
                         class.push('^');
                         k += 1;
                     }
-                    for &ch in &chars[k..j] {
-                        if matches!(ch, '\\' | '[' | ']' | '&' | '~' | '^') {
-                            class.push('\\');
+                    for &b in &pat[k..j] {
+                        if b == b'-' {
+                            class.push('-');
+                        } else {
+                            push_literal(&mut class, b);
                         }
-                        class.push(ch);
                     }
                     class.push(']');
                     // A class never matches the separator.
@@ -80,7 +89,7 @@ fn translate(pat: &str) -> String {
                     i = j;
                 }
             }
-            c => re.push_str(&regex::escape(&c.to_string())),
+            b => push_literal(&mut re, b),
         }
         i += 1;
     }
@@ -101,18 +110,21 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Adds a rule; `include` is false for `--exclude`.
-    pub fn add(&mut self, pattern: &str, include: bool) -> Result<(), regex::Error> {
-        let dir_only = pattern.len() > 1 && pattern.ends_with('/') && !pattern.ends_with("\\/");
+    /// Adds a rule; `include` is false for `--exclude`. Patterns are bytes, like the
+    /// names they match.
+    pub fn add(&mut self, pattern: impl AsRef<[u8]>, include: bool) -> Result<(), regex::Error> {
+        let pattern = pattern.as_ref();
+        let dir_only = pattern.len() > 1 && pattern.ends_with(b"/") && !pattern.ends_with(b"\\/");
         let pat = if dir_only {
             &pattern[..pattern.len() - 1]
         } else {
             pattern
         };
-        let re = match pat.strip_prefix('/') {
-            Some(anchored) => format!("^{}$", translate(anchored)),
+        // Bytes, not Unicode; `.` must match a newline in a name too.
+        let re = match pat.strip_prefix(b"/") {
+            Some(anchored) => format!("(?s-u)^{}$", translate(anchored)),
             // Unanchored: matches the last components of the path.
-            None => format!("(?:^|/){}$", translate(pat)),
+            None => format!("(?s-u)(?:^|/){}$", translate(pat)),
         };
         self.rules.push(Rule {
             include,
@@ -125,24 +137,30 @@ impl Filter {
     /// Reads `--exclude-from FILE` (`-` for stdin): one pattern per line; blank lines and
     /// lines starting with `#` or `;` are ignored; `+ PAT` and `- PAT` set the rule type
     /// as in rsync's filter files.
-    pub fn add_from_reader(&mut self, r: impl BufRead) -> io::Result<()> {
-        for line in r.lines() {
-            let line = line?;
-            let line = line.trim_end_matches('\r');
-            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+    pub fn add_from_reader(&mut self, mut r: impl BufRead) -> io::Result<()> {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if r.read_until(b'\n', &mut line)? == 0 {
+                return Ok(());
+            }
+            let mut l = line.as_slice();
+            while let Some(rest) = l.strip_suffix(b"\n").or_else(|| l.strip_suffix(b"\r")) {
+                l = rest;
+            }
+            if l.is_empty() || l.starts_with(b"#") || l.starts_with(b";") {
                 continue;
             }
-            let (include, pat) = if let Some(p) = line.strip_prefix("+ ") {
+            let (include, pat) = if let Some(p) = l.strip_prefix(b"+ ") {
                 (true, p)
-            } else if let Some(p) = line.strip_prefix("- ") {
+            } else if let Some(p) = l.strip_prefix(b"- ") {
                 (false, p)
             } else {
-                (false, line)
+                (false, l)
             };
             self.add(pat, include)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         }
-        Ok(())
     }
 
     /// True when there are no rules (the common case: skip matching entirely).
@@ -152,11 +170,12 @@ impl Filter {
 
     /// Whether `rel` (relative to the transfer root) is excluded.
     pub fn is_excluded(&self, rel: &Path, is_dir: bool) -> bool {
+        let rel = rel.as_os_str().as_bytes();
         for rule in &self.rules {
             if rule.dir_only && !is_dir {
                 continue;
             }
-            if rule.matcher.is_match(rel.as_os_str().as_encoded_bytes()) {
+            if rule.matcher.is_match(rel) {
                 return !rule.include;
             }
         }
@@ -245,6 +264,22 @@ mod tests {
         assert!(!f.is_excluded(Path::new("ax"), false));
         assert!(f.is_excluded(Path::new("lit*"), false));
         assert!(!f.is_excluded(Path::new("litx"), false));
+    }
+
+    #[test]
+    fn non_utf8_names_and_patterns_match_bytewise() {
+        use std::ffi::OsStr;
+        let name = |b: &[u8]| Path::new(OsStr::from_bytes(b)).to_path_buf();
+        let f = filter(&[("*.log", false)]);
+        assert!(f.is_excluded(&name(b"x\xff.log"), false));
+        let mut f = Filter::default();
+        f.add(b"caf\xe9", false).unwrap();
+        assert!(f.is_excluded(&name(b"d/caf\xe9"), false));
+        assert!(!f.is_excluded(&name(b"cafe"), false));
+        let f = filter(&[("caf?", false)]);
+        assert!(f.is_excluded(&name(b"caf\xe9"), false));
+        let f = filter(&[("a*b", false)]);
+        assert!(f.is_excluded(&name(b"a\nb"), false));
     }
 
     #[test]

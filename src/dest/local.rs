@@ -155,7 +155,12 @@ impl Destination for LocalDest {
 
     fn root_dir(&self) -> io::Result<PathBuf> {
         match fs::metadata(&self.root) {
-            Ok(m) if m.is_dir() => Ok(self.root.clone()),
+            // DEST may be a symlink to a directory: work on the directory itself, so its
+            // attributes (set without following links) land on it, as with rsync.
+            Ok(m) if m.is_dir() => match fs::symlink_metadata(&self.root) {
+                Ok(l) if l.file_type().is_symlink() => fs::canonicalize(&self.root),
+                _ => Ok(self.root.clone()),
+            },
             Ok(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 fs::DirBuilder::new()
