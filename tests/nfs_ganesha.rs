@@ -31,7 +31,6 @@ struct Shared {
 static SHARED: OnceLock<Mutex<Option<Shared>>> = OnceLock::new();
 
 extern "C" fn stop_shared() {
-    let _ = std::fs::remove_file(nobody_bin());
     if let Some(m) = SHARED.get()
         && let Ok(mut g) = m.lock()
     {
@@ -367,11 +366,6 @@ fn two_thousand_files_throughput() {
     assert!(rsync_diff(&src, &export.join("perf2000")).is_empty());
 }
 
-/// Where the copy of the binary that `nobody` runs lives (removed at exit).
-fn nobody_bin() -> PathBuf {
-    std::env::temp_dir().join(format!("nfsync-nobody-{}", std::process::id()))
-}
-
 /// Runs `nfsync SRC/ URL` as `nobody` (uid 65534) when we are root and `setpriv`
 /// exists, with SRC handed to nobody first; `None` when that is not possible.
 fn as_nobody(src: &Path, url: &str) -> Option<std::process::Output> {
@@ -394,7 +388,8 @@ fn as_nobody(src: &Path, url: &str) -> Option<std::process::Output> {
             .status();
         p = d.parent();
     }
-    let bin = nobody_bin();
+    // A copy nobody can execute, next to SRC (removed with it).
+    let bin = src.with_file_name("nfsync-for-nobody");
     if !bin.exists() {
         std::fs::copy(support::bin(), &bin).ok()?;
     }
@@ -402,15 +397,23 @@ fn as_nobody(src: &Path, url: &str) -> Option<std::process::Output> {
         .arg("755")
         .arg(&bin)
         .status();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(&bin)
-        .args(["--timeout", "10"])
-        .arg(slash(src))
-        .arg(url)
-        .output()
-        .ok();
-    out
+    for _ in 0..50 {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(&bin)
+            .args(["--timeout", "10"])
+            .arg(slash(src))
+            .arg(url)
+            .output()
+            .ok()?;
+        // Another test thread's child may briefly hold the copy open for writing.
+        if out.status.code() == Some(126) && String::from_utf8_lossy(&out.stderr).contains("busy") {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        return Some(out);
+    }
+    None
 }
 
 #[test]
