@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
@@ -131,8 +130,9 @@ async fn serve(client: TcpStream, server: TcpStream, o: &ProxyOpts) {
         reset: Notify::new(),
         fds: [client.as_raw_fd(), server.as_raw_fd()],
     });
-    let (cr, cw) = client.into_split();
-    let (sr, sw) = server.into_split();
+    let (Ok((cr, cw)), Ok((sr, sw))) = (dup_split(client), dup_split(server)) else {
+        return;
+    };
     let up = pipe(cr, sw, o.delay, Arc::clone(&conn));
     let down = pipe(sr, cw, o.delay, Arc::clone(&conn));
     tokio::select! {
@@ -141,8 +141,17 @@ async fn serve(client: TcpStream, server: TcpStream, o: &ProxyOpts) {
     }
 }
 
+/// Two handles on one socket (dup'ed fds). Unlike tokio's `into_split`,
+/// dropping the write handle does not send a FIN, so an aborted connection
+/// ends with a bare RST; a normal end is forwarded by an explicit shutdown.
+fn dup_split(s: TcpStream) -> std::io::Result<(TcpStream, TcpStream)> {
+    let std = s.into_std()?;
+    let w = std.try_clone()?;
+    Ok((TcpStream::from_std(std)?, TcpStream::from_std(w)?))
+}
+
 /// One direction: read → timestamp → queue → release at t + delay → write.
-async fn pipe(mut r: OwnedReadHalf, mut w: OwnedWriteHalf, delay: Duration, conn: Arc<Conn>) {
+async fn pipe(mut r: TcpStream, mut w: TcpStream, delay: Duration, conn: Arc<Conn>) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let reader = async {
         let mut buf = vec![0u8; 256 * 1024];

@@ -80,21 +80,40 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// FUSE ops of complete runs, per (corpus, tool): what a capped run of the
+/// same tool would have needed in total.
+type FullOps = BTreeMap<(String, String), f64>;
+
+fn full_ops(runs: &[Run]) -> FullOps {
+    let mut per: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.status != "cap" && r.ops > 0.0) {
+        per.entry((r.corpus.clone(), r.tool.clone()))
+            .or_default()
+            .push(r.ops);
+    }
+    per.into_iter().map(|(k, v)| (k, median(v))).collect()
+}
+
 /// Effective wall time of a run: measured, or extrapolated when capped.
-fn effective_wall(r: &Run) -> f64 {
-    if r.status == "cap" {
-        if r.done > 0.0 {
-            r.wall * r.files / r.done
-        } else {
-            f64::INFINITY
-        }
-    } else {
-        r.wall
+/// A serial copy's time is proportional to its round trips, so a capped run
+/// is extrapolated by FUSE ops (ops a complete run of the same tool needed,
+/// at another preset, ÷ ops done within the cap); by files copied when no
+/// complete run exists. Files-based extrapolation is pessimistic for tools
+/// that create all directories first (rsync).
+fn effective_wall(r: &Run, full: &FullOps) -> f64 {
+    if r.status != "cap" {
+        return r.wall;
+    }
+    match full.get(&(r.corpus.clone(), r.tool.clone())) {
+        Some(&total) if r.ops > 0.0 => r.wall * total.max(r.ops) / r.ops,
+        _ if r.done > 0.0 => r.wall * r.files / r.done,
+        _ => f64::INFINITY,
     }
 }
 
 pub fn rows(text: &str) -> Vec<Row> {
     let runs = parse(text);
+    let full = full_ops(&runs);
     // (corpus, preset, tool) -> n -> runs; BTreeMap keeps output stable.
     let mut groups: BTreeMap<(String, String, String), BTreeMap<u32, Vec<Run>>> = BTreeMap::new();
     let mut order: Vec<(String, String, String)> = Vec::new();
@@ -113,7 +132,7 @@ pub fn rows(text: &str) -> Vec<Row> {
     let mut out = Vec::new();
     for key in order {
         let by_n = &groups[&key];
-        let med = |rs: &Vec<Run>| median(rs.iter().map(effective_wall).collect());
+        let med = |rs: &Vec<Run>| median(rs.iter().map(|r| effective_wall(r, &full)).collect());
         // The runner repeats only the sweep winner, so the N with the most
         // runs is the winner; ties (no reps) go to the fastest.
         let (&best_n, best) = by_n
@@ -146,12 +165,18 @@ pub fn rows(text: &str) -> Vec<Row> {
         } else {
             String::new()
         };
-        let ops = median(
-            best.iter()
-                .filter(|r| r.ops > 0.0)
-                .map(|r| r.ops / r.files.max(1.0))
-                .collect(),
-        );
+        // Capped runs did not finish: show the complete runs' ops per file.
+        let ops = if capped {
+            full.get(&(key.0.clone(), key.2.clone()))
+                .map_or(f64::NAN, |t| t / first.files.max(1.0))
+        } else {
+            median(
+                best.iter()
+                    .filter(|r| r.ops > 0.0)
+                    .map(|r| r.ops / r.files.max(1.0))
+                    .collect(),
+            )
+        };
         out.push(Row {
             corpus: key.0,
             preset: key.1,
@@ -185,8 +210,10 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
         s,
         "Destination: the latency FUSE mount (`rig mount --delay PRESET`, every FUSE request delayed; \
          lan 0.3 ms, efs 1.5 ms, wan 10 ms). Source: local disk. Wall = median of the reps at the best \
-         N of the sweep. `>` marks runs killed at the time cap: their files/s is measured up to the \
-         cap and the wall time is extrapolated. vs nfsync = tool wall / nfsync wall (how many times \
+         N of the sweep. `>` marks runs killed at the time cap; their wall time is extrapolated \
+         from the FUSE ops done within the cap vs the ops a complete run of the same tool needed \
+         at another preset (serial copies take time in proportion to round trips), and their \
+         files/s and ratio (marked ~) follow from that estimate. vs nfsync = tool wall / nfsync wall (how many times \
          longer than nfsync). ops/file = FUSE requests per file (all kinds). Check = \
          `rsync -anciH --delete SRC/ DEST/` on the backing dir printing nothing.\n"
     );
