@@ -1,0 +1,130 @@
+//! Runs interrupted by SIGKILL or SIGINT, then re-run.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::support::{Scratch, Target, Tree, assert_target_same, count_files, describe, nf, slash};
+
+/// A run killed with SIGKILL midway, then re-run, ends exact.
+pub fn sigkill_then_rerun(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    let mut n = 0;
+    for d in 0..40 {
+        for f in 0..50 {
+            tree.random_file(format!("d{d:02}/f{f:02}"), 4096 + (f * 331) as u64, n);
+            n += 1;
+        }
+    }
+    for i in 0..4 {
+        tree.random_file(format!("big{i}"), 4 << 20, 10_000 + i);
+    }
+    tree.age();
+    let total = count_files(tree.root());
+    let dst = t.dest_path("dst");
+
+    let mut child = t
+        .command()
+        .args(["--jobs", "4"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn nfsync");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "nfsync finished ({status}) before it could be killed; {} of {total} files \
+                 in DEST after {:?}: make the tree bigger",
+                count_files(&dst),
+                start.elapsed()
+            );
+        }
+        if count_files(&dst) >= 20 || start.elapsed() > Duration::from_secs(20) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().expect("SIGKILL nfsync");
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "not killed: {status}");
+    let copied = count_files(&dst);
+    assert!(
+        copied < total,
+        "kill landed after the copy ended ({copied} of {total})"
+    );
+
+    let out = nf(t)
+        .args(["--jobs", "4", "--json"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "re-run after SIGKILL: {}",
+        describe(&out)
+    );
+    assert_target_same(t, tree.root(), "dst");
+}
+
+/// SIGINT midway: exit 20 after stopping cleanly, and a re-run ends exact.
+pub fn sigint_then_rerun(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    let mut n = 0;
+    for d in 0..30 {
+        for f in 0..50 {
+            tree.random_file(format!("d{d:02}/f{f:02}"), 2048 + (f * 97) as u64, n);
+            n += 1;
+        }
+    }
+    tree.random_file("big", 8 << 20, 77).age();
+    let total = count_files(tree.root());
+    let dst = t.dest_path("dst");
+
+    let child = t
+        .command()
+        .args(["--jobs", "4"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn nfsync");
+    let start = Instant::now();
+    while count_files(&dst) < 20 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(rc, 0, "kill -INT: {}", std::io::Error::last_os_error());
+    let out = child.wait_with_output().unwrap();
+    let copied = count_files(&dst);
+    assert!(
+        copied < total,
+        "SIGINT landed after the copy ended ({copied} of {total})"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(20),
+        "after SIGINT: {}",
+        describe(&out)
+    );
+
+    let out = nf(t)
+        .args(["--jobs", "4"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "re-run after SIGINT: {}",
+        describe(&out)
+    );
+    assert_target_same(t, tree.root(), "dst");
+}

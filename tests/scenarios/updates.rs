@@ -1,0 +1,228 @@
+//! Runs over an existing DEST: re-runs, updates, comparison modes, --dry-run, output options.
+
+use std::fs;
+
+use super::{assert_rerun_is_noop, exists, mixed_tree, sync};
+use crate::support::{
+    Scratch, Target, Tree, assert_snapshots_eq, assert_target_same, describe, json_stats, nf,
+    slash, snapshot, stat,
+};
+
+/// A second run over an unchanged tree copies nothing and touches nothing.
+pub fn rerun_copies_nothing(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = mixed_tree(&s.join("src"));
+    tree.hardlink("a/hl", "a/one.bin").age();
+    let first = sync(t, &["-H"], tree.root(), "dst");
+    assert!(stat(&first, "files_copied") >= 5, "first run: {first}");
+    assert_target_same(t, tree.root(), "dst");
+    assert_rerun_is_noop(t, &["-H"], tree.root(), "dst");
+    // Also without -H and with a different job count.
+    assert_rerun_is_noop(t, &["-H", "--jobs", "1"], tree.root(), "dst");
+}
+
+/// Changed sources are updated: growing, shrinking, same size with new mtime, mtime
+/// only, mode only, new files.
+pub fn update_changed_files(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.random_file("grow", 1000, 1)
+        .random_file("shrink", 1 << 20, 2)
+        .file("same_size", "aaaa\n")
+        .file("mtime_only", "same\n")
+        .file("mode_only", "same\n")
+        .file("untouched", "untouched\n")
+        .symlink("retarget", "old/target")
+        .file("dir_mode/x", "x\n")
+        .age()
+        .mtime("same_size", 1_500_000_000, 0)
+        .mtime("mtime_only", 1_500_000_000, 0);
+    sync(t, &[], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+
+    tree.random_file("grow", 300_000, 11)
+        .file("shrink", "tiny\n")
+        .file("same_size", "bbbb\n")
+        .mtime("same_size", 1_600_000_000, 0)
+        .mtime("mtime_only", 1_600_000_000, 0)
+        .chmod("mode_only", 0o640)
+        .chmod("dir_mode", 0o750)
+        .file("new/file", "new\n");
+    fs::remove_file(tree.path("retarget")).unwrap();
+    tree.symlink("retarget", "new/target");
+    let stats = sync(t, &[], tree.root(), "dst");
+    assert_target_same(t, tree.root(), "dst");
+    assert_eq!(
+        stat(&stats, "files_copied"),
+        5,
+        "expected grow, shrink, same_size, mtime_only, new/file to be copied: {stats}"
+    );
+}
+
+/// Quick check (size+mtime), --checksum, --size-only and --modify-window decide what
+/// is up to date the way rsync does.
+pub fn compare_modes(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("f", "source!\n").mtime("f", 1_500_000_000, 0);
+    let dst = t.dest_path("dst");
+    let dtree = Tree::new(&dst);
+    let stale = |secs: i64| {
+        dtree.file("f", "stale!!\n").mtime("f", secs, 0);
+    };
+
+    // Same size and mtime, different bytes: quick check trusts it.
+    stale(1_500_000_000);
+    let st = sync(t, &[], tree.root(), "dst");
+    assert_eq!(stat(&st, "files_copied"), 0, "quick check copied: {st}");
+    assert_eq!(fs::read(dst.join("f")).unwrap(), b"stale!!\n");
+
+    // -c compares contents.
+    let st = sync(t, &["-c"], tree.root(), "dst");
+    assert_eq!(
+        stat(&st, "files_copied"),
+        1,
+        "--checksum did not copy: {st}"
+    );
+    assert_target_same(t, tree.root(), "dst");
+
+    // --size-only: a different mtime with the same size is up to date.
+    stale(1_400_000_000);
+    let st = sync(t, &["--size-only"], tree.root(), "dst");
+    assert_eq!(stat(&st, "files_copied"), 0, "--size-only copied: {st}");
+    assert_eq!(fs::read(dst.join("f")).unwrap(), b"stale!!\n");
+
+    // --modify-window 2: one second apart counts as the same time.
+    stale(1_500_000_001);
+    let st = sync(t, &["--modify-window", "2"], tree.root(), "dst");
+    assert_eq!(stat(&st, "files_copied"), 0, "--modify-window copied: {st}");
+    assert_eq!(fs::read(dst.join("f")).unwrap(), b"stale!!\n");
+
+    // Default: a different mtime means copy.
+    let st = sync(t, &[], tree.root(), "dst");
+    assert_eq!(
+        stat(&st, "files_copied"),
+        1,
+        "quick check missed mtime: {st}"
+    );
+    assert_target_same(t, tree.root(), "dst");
+
+    // -c with equal contents but another mtime: no copy, but the mtime is fixed.
+    dtree.mtime("f", 1_000_000_000, 0);
+    let st = sync(t, &["-c"], tree.root(), "dst");
+    assert_eq!(
+        stat(&st, "files_copied"),
+        0,
+        "--checksum copied equal data: {st}"
+    );
+    assert_target_same(t, tree.root(), "dst");
+}
+
+/// --dry-run changes nothing: not an existing DEST, not a missing one.
+pub fn dry_run(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = mixed_tree(&s.join("src"));
+    let dst = t.dest_path("dst");
+    Tree::new(&dst)
+        .file("extra.txt", "extra\n")
+        .file("top.txt", "different\n")
+        .file("a/b/two.bin", "short\n")
+        .dir("gone/deep");
+    let before = snapshot(&dst);
+    for flags in [
+        &["-n"][..],
+        &["--dry-run", "--delete", "-H", "-c"],
+        &["-n", "-i", "-v"],
+    ] {
+        let out = nf(t)
+            .args(flags)
+            .arg(slash(tree.root()))
+            .arg(t.dest_arg("dst"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{flags:?}: {}", describe(&out));
+        assert_snapshots_eq(&before, &snapshot(&dst), &format!("{flags:?} changed DEST"));
+    }
+
+    // A dry run into a missing DEST creates nothing and reports what a real run copies.
+    let dry = sync(t, &["-n"], tree.root(), "missing");
+    assert!(!exists(&t.dest_path("missing")), "dry run created DEST");
+    let real = sync(t, &[], tree.root(), "missing");
+    for key in ["files_copied", "bytes_copied", "dirs_created"] {
+        assert_eq!(
+            stat(&dry, key),
+            stat(&real, key),
+            "{key}: dry {dry} vs real {real}"
+        );
+    }
+}
+
+/// Verbosity options keep stdout machine-friendly: -q prints nothing on success, -i
+/// names changed files and nothing when nothing changed.
+pub fn output_options(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = mixed_tree(&s.join("src"));
+
+    let out = nf(t)
+        .arg("-q")
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("q"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "-q printed on stdout: {}",
+        describe(&out)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "-q printed on stderr: {}",
+        describe(&out)
+    );
+
+    let out = nf(t)
+        .arg("-i")
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("i"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("top.txt"), "-i did not list top.txt: {text}");
+    let out = nf(t)
+        .arg("-i")
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("i"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("top.txt"),
+        "-i listed an unchanged file: {text}"
+    );
+
+    // Whatever else is asked for, --json keeps stdout to one JSON object.
+    let out = nf(t)
+        .args(["--json", "--stats", "--progress", "-v", "-i"])
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("j"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    json_stats(&out);
+
+    let out = nf(t)
+        .arg("--stats")
+        .arg(slash(tree.root()))
+        .arg(t.dest_arg("s"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        !out.stdout.is_empty() || !out.stderr.is_empty(),
+        "--stats printed nothing"
+    );
+    assert_target_same(t, tree.root(), "s");
+}
