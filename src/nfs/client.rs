@@ -169,6 +169,19 @@ impl Nfs {
 
     /// SETATTR without a guard.
     pub async fn setattr(&self, fh: &nfs_fh3, attrs: sattr3) -> io::Result<Answer<()>> {
+        let a = self.setattr_wcc(fh, attrs).await?;
+        Ok(Answer {
+            res: a.res.map(|_| ()),
+            ambiguous: a.ambiguous,
+        })
+    }
+
+    /// SETATTR without a guard, returning the attributes after it (when sent).
+    pub async fn setattr_wcc(
+        &self,
+        fh: &nfs_fh3,
+        attrs: sattr3,
+    ) -> io::Result<Answer<Option<fattr3>>> {
         let args = v3::SETATTR3args {
             object: fh.clone(),
             new_attributes: attrs,
@@ -181,7 +194,7 @@ impl Nfs {
             )
             .await?;
         Ok(Answer {
-            res: a.res.map(|_| ()),
+            res: a.res.map(|ok| post_op(ok.obj_wcc.after)),
             ambiguous: a.ambiguous,
         })
     }

@@ -91,6 +91,8 @@ pub struct NfsDest {
     pub(super) info: FsInfo,
     pub(super) owners: OwnerPolicy,
     pub(super) as_root: bool,
+    /// `-q`: no warnings.
+    pub(super) quiet: bool,
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
     pub(super) budget: Arc<Semaphore>,
     /// Directory handles from the last listings, by (parent handle, name).
@@ -139,7 +141,7 @@ impl NfsDest {
         m: Mounted,
         info: FsInfo,
         label: String,
-        owners: OwnerPolicy,
+        config: &crate::config::Config,
         as_root: bool,
     ) -> NfsDest {
         NfsDest {
@@ -149,8 +151,9 @@ impl NfsDest {
             subpath: m.subpath,
             label,
             info,
-            owners,
+            owners: config.owners,
             as_root,
+            quiet: config.quiet,
             budget: Arc::new(Semaphore::new(BUDGET)),
             dir_cache: Mutex::new(HashMap::new()),
             link_cache: Mutex::new(HashMap::new()),
@@ -555,7 +558,11 @@ impl Destination for NfsDest {
             if what.mtime {
                 s.mtime = mtime_only(m.mtime).mtime;
             }
-            ok(self.nfs.setattr(&fh, s).await?)
+            let after = ok(self.nfs.setattr_wcc(&fh, s).await?)?;
+            if what.mtime && have.type_ == ftype3::NF3LNK {
+                self.check_symlink_time(after.as_ref(), m);
+            }
+            Ok(())
         })
     }
 

@@ -98,7 +98,7 @@ pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
         m,
         info,
         label,
-        config.owners,
+        config,
         uid == 0,
     ))
 }
