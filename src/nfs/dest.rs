@@ -104,6 +104,9 @@ pub struct NfsDest {
 /// (directory handle, entry name): how the handle caches are keyed.
 pub(super) type EntryKey = (Vec<u8>, Vec<u8>);
 
+/// More entries than any real directory holds: a listing past this is a broken server.
+const MAX_DIR_ENTRIES: usize = 100_000_000;
+
 /// Data in flight for all files together; with 1 MiB writes, 64 calls.
 const BUDGET: usize = 64 << 20;
 
@@ -326,6 +329,7 @@ impl NfsDest {
                 };
                 let entries = page.reply.entries.into_inner();
                 let empty = entries.is_empty();
+                let before = cookie;
                 if let Some(last) = entries.last() {
                     cookie = last.cookie;
                 }
@@ -341,10 +345,11 @@ impl NfsDest {
                         ambiguous: false,
                     });
                 }
-                if empty {
+                // A server that never gets anywhere must not keep us listing forever.
+                if empty || cookie == before || out.len() > MAX_DIR_ENTRIES {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
-                        "server sent an empty READDIRPLUS page without eof",
+                        "server's READDIRPLUS pages make no progress",
                     ));
                 }
             }
