@@ -102,10 +102,15 @@ impl Target for GaneshaTarget {
         self.export.join(&self.prefix).join(sub)
     }
 
-    /// nfs-ganesha 4.3's VFS answers SETATTR on a symlink with OK but leaves its times
-    /// alone, so symlink mtimes cannot be stored: compare everything else.
+    /// nfs-ganesha's VFS backend answers SETATTR of a symlink's times with OK and
+    /// changes nothing ("Setting time on symlinks is illegal", FSAL_VFS/file.c), so
+    /// symlink mtimes cannot be stored there: compare everything else.
     fn diff(&self, src: &Path, sub: &str) -> String {
         rsync_diff_with(src, &self.dest_path(sub), &["--omit-link-times"])
+    }
+
+    fn keeps_symlink_times(&self) -> bool {
+        false
     }
 }
 
