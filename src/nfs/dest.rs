@@ -20,7 +20,7 @@ use nfs3_types::nfs3::{
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 
-use super::client::{self, Answer, Nfs, dirop, meta, mtime_only, nfs_time, post_fh, post_op};
+use super::client::{Answer, Nfs, dirop, meta, mtime_only, nfs_time, post_fh, post_op};
 use super::error;
 use super::mount::Mounted;
 use crate::dest::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
@@ -592,6 +592,3 @@ impl Destination for NfsDest {
         self.same_content_impl(dir, name.as_bytes(), src)
     }
 }
-
-/// Re-exported for tests that talk to a server directly.
-pub use client::meta as meta_of;
