@@ -90,7 +90,6 @@ pub struct NfsDest {
     label: String,
     pub(super) info: FsInfo,
     pub(super) owners: OwnerPolicy,
-    pub(super) as_root: bool,
     /// `-q`: no warnings.
     pub(super) quiet: bool,
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
@@ -145,7 +144,6 @@ impl NfsDest {
         info: FsInfo,
         label: String,
         config: &crate::config::Config,
-        as_root: bool,
     ) -> NfsDest {
         NfsDest {
             rt,
@@ -155,7 +153,6 @@ impl NfsDest {
             label,
             info,
             owners: config.owners,
-            as_root,
             quiet: config.quiet,
             budget: Arc::new(Semaphore::new(BUDGET)),
             dir_cache: Mutex::new(HashMap::new()),

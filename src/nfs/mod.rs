@@ -90,17 +90,7 @@ pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
     });
     let (m, nfs, info) = setup?;
     let label = format!("nfs://{}{}", parsed.host, m.export);
-    // SAFETY: getuid has no preconditions.
-    let uid = parsed.uid.unwrap_or(unsafe { libc::getuid() });
-    Ok(NfsDest::new(
-        rt,
-        Arc::new(nfs),
-        m,
-        info,
-        label,
-        config,
-        uid == 0,
-    ))
+    Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config))
 }
 
 const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfsync as root (it \

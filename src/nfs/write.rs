@@ -110,9 +110,10 @@ impl NfsDest {
         name: &[u8],
         m: &Meta,
     ) -> io::Result<(nfs_fh3, Option<fattr3>)> {
-        // Non-root may not be able to write a read-only file it created; the final
-        // SETATTR restores the exact mode.
-        let mode = if self.as_root { m.mode } else { m.mode | 0o600 };
+        // We must be able to write what we create even when the source is read-only
+        // (and root may be squashed to nobody); the final SETATTR, which is sent
+        // anyway, then restores the exact mode.
+        let mode = m.mode | 0o600;
         let mut attrs = self.create_attrs(m, Some(mode));
         let presize = m.size > u64::from(self.info.wsize);
         if presize {
