@@ -12,15 +12,14 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use nfs3_types::nfs3::{
-    self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3, set_mtime,
-};
+use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3};
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 
-use super::client::{Answer, Nfs, dirop, meta, mtime_only, nfs_time, post_fh, post_op};
+use super::client::{Answer, Nfs, dirop, meta, mtime_only, post_fh, post_op};
 use super::error;
 use super::mount::Mounted;
 use crate::dest::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
@@ -92,6 +91,8 @@ pub struct NfsDest {
     pub(super) owners: OwnerPolicy,
     /// `-q`: no warnings.
     pub(super) quiet: bool,
+    /// The server refused or ignored an owner change: stop asking (see `attrs`).
+    pub(super) owners_refused: AtomicBool,
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
     pub(super) budget: Arc<Semaphore>,
     /// Directory handles from the last listings, by (parent handle, name).
@@ -154,6 +155,7 @@ impl NfsDest {
             info,
             owners: config.owners,
             quiet: config.quiet,
+            owners_refused: AtomicBool::new(false),
             budget: Arc::new(Semaphore::new(BUDGET)),
             dir_cache: Mutex::new(HashMap::new()),
             link_cache: Mutex::new(HashMap::new()),
@@ -170,43 +172,6 @@ impl NfsDest {
             fh: self.root.clone(),
             path: Arc::new(Vec::new()),
         }
-    }
-
-    /// Attributes CREATE/MKDIR/SYMLINK/MKNOD should set: mode and the owners we keep.
-    pub(super) fn create_attrs(&self, m: &Meta, mode: Option<u32>) -> sattr3 {
-        sattr3 {
-            mode: mode.map_or(v3::Nfs3Option::None, v3::Nfs3Option::Some),
-            uid: if self.owners.owner {
-                v3::Nfs3Option::Some(m.uid)
-            } else {
-                v3::Nfs3Option::None
-            },
-            gid: if self.owners.group {
-                v3::Nfs3Option::Some(m.gid)
-            } else {
-                v3::Nfs3Option::None
-            },
-            ..Default::default()
-        }
-    }
-
-    /// The SETATTR that finishes an object: mtime, plus whatever `have` (the server's
-    /// attributes after creation) shows is still missing.
-    pub(super) fn finish_attrs(&self, m: &Meta, have: Option<&fattr3>, mode: bool) -> sattr3 {
-        let mut s = sattr3 {
-            mtime: set_mtime::SET_TO_CLIENT_TIME(nfs_time(m.mtime)),
-            ..Default::default()
-        };
-        if mode && have.is_none_or(|a| a.mode & 0o7777 != m.mode || m.mode & 0o6000 != 0) {
-            s.mode = v3::Nfs3Option::Some(m.mode);
-        }
-        if self.owners.owner && have.is_none_or(|a| a.uid != m.uid) {
-            s.uid = v3::Nfs3Option::Some(m.uid);
-        }
-        if self.owners.group && have.is_none_or(|a| a.gid != m.gid) {
-            s.gid = v3::Nfs3Option::Some(m.gid);
-        }
-        s
     }
 
     /// Finds a directory again from the export root (after NFS3ERR_STALE).
@@ -249,27 +214,35 @@ impl NfsDest {
 
     /// MKDIR, where EXIST with a directory counts as made (a retried MKDIR of ours, or
     /// a concurrent creator).
-    async fn mkdir_fh(&self, dir: &NfsDir, name: &[u8], attrs: sattr3) -> io::Result<nfs_fh3> {
-        let a = self
-            .in_dir(dir, |fh| {
-                let args = v3::MKDIR3args {
-                    where_: dirop(&fh, name),
-                    attributes: attrs.clone(),
-                };
-                async move {
-                    self.nfs
-                        .call::<_, v3::MKDIR3resok, v3::MKDIR3resfail>(P::NFSPROC3_MKDIR, &args)
-                        .await
+    async fn mkdir_fh(&self, dir: &NfsDir, name: &[u8], mut attrs: sattr3) -> io::Result<nfs_fh3> {
+        loop {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::MKDIR3args {
+                        where_: dirop(&fh, name),
+                        attributes: attrs.clone(),
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::MKDIR3resok, v3::MKDIR3resfail>(P::NFSPROC3_MKDIR, &args)
+                            .await
+                    }
+                })
+                .await?;
+            return match a.res {
+                Ok(r) => match post_fh(r.obj) {
+                    Some(fh) => Ok(fh),
+                    None => self.lookup_dir(dir, name).await,
+                },
+                Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
+                // Owners refused (root squashed): again without them, once.
+                Err(stat) if self.owners_refused_by(&attrs, stat) => {
+                    attrs.uid = v3::Nfs3Option::None;
+                    attrs.gid = v3::Nfs3Option::None;
+                    continue;
                 }
-            })
-            .await?;
-        match a.res {
-            Ok(r) => match post_fh(r.obj) {
-                Some(fh) => Ok(fh),
-                None => self.lookup_dir(dir, name).await,
-            },
-            Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
-            Err(s) => Err(error::status(s)),
+                Err(s) => Err(error::status(s)),
+            };
         }
     }
 
@@ -550,17 +523,15 @@ impl Destination for NfsDest {
                 s.mode = v3::Nfs3Option::Some(m.mode);
             }
             if what.owner {
-                if self.owners.owner {
-                    s.uid = v3::Nfs3Option::Some(m.uid);
-                }
-                if self.owners.group {
-                    s.gid = v3::Nfs3Option::Some(m.gid);
-                }
+                self.set_owners(&mut s, m, None);
             }
             if what.mtime {
                 s.mtime = mtime_only(m.mtime).mtime;
             }
-            let after = ok(self.nfs.setattr_wcc(&fh, s).await?)?;
+            if s.mode.is_none() && s.uid.is_none() && s.gid.is_none() && !what.mtime {
+                return Ok(()); // only owners were asked for, and the server keeps none
+            }
+            let after = ok(self.apply(&fh, s).await?)?;
             if what.mtime && have.type_ == ftype3::NF3LNK {
                 self.check_symlink_time(after.as_ref(), m);
             }
@@ -579,9 +550,9 @@ impl Destination for NfsDest {
         self.rt.block_on(async {
             let a = self.in_dir(dir, |fh| {
                 let s = s.clone();
-                async move { self.nfs.setattr(&fh, s).await }
+                async move { self.apply(&fh, s).await }
             });
-            ok(a.await?)
+            ok(a.await?).map(|_| ())
         })
     }
 

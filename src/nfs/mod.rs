@@ -10,6 +10,7 @@
 //! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
 //! `write` and links, nodes and removal in `objects`.
 
+mod attrs;
 pub mod client;
 pub mod dest;
 pub mod error;

@@ -10,36 +10,16 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3};
+use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3};
 use nfs3_types::xdr_codec::Opaque;
 
-use super::client::{Answer, Nfs, dirop, nfs_time, post_fh, post_op};
+use super::client::{Answer, Nfs, dirop, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use crate::meta::{Kind, Meta};
 
-/// The unstored-symlink-times warning is printed once per run.
-static SYMLINK_TIMES_WARNED: AtomicBool = AtomicBool::new(false);
-
 impl NfsDest {
-    /// nfs-ganesha 4.3's VFS answers a symlink's SETATTR with OK but keeps its times:
-    /// say so once, since every run will find those mtimes different again.
-    pub(super) fn check_symlink_time(&self, after: Option<&fattr3>, m: &Meta) {
-        if let Some(a) = after
-            && !self.quiet
-            && a.mtime != nfs_time(m.mtime)
-            && !SYMLINK_TIMES_WARNED.swap(true, Ordering::Relaxed)
-        {
-            eprintln!(
-                "nfsync: warning: {} does not store symlink modification times; \
-                 symlinks keep the server's time",
-                self.label()
-            );
-        }
-    }
-
     pub(super) fn symlink_impl(
         &self,
         dir: &NfsDir,
@@ -87,8 +67,7 @@ impl NfsDest {
                 Err(s) => return Err(error::status(s)),
             };
             let after = ok(self
-                .nfs
-                .setattr_wcc(&fh, self.finish_attrs(m, have.as_ref(), false))
+                .apply(&fh, self.finish_attrs(m, have.as_ref(), false))
                 .await?)?;
             self.check_symlink_time(after.as_ref(), m);
             Ok(())
@@ -200,9 +179,9 @@ impl NfsDest {
                 Err(s) => return Err(error::status(s)),
             };
             ok(self
-                .nfs
-                .setattr(&fh, self.finish_attrs(m, have.as_ref(), true))
+                .apply(&fh, self.finish_attrs(m, have.as_ref(), true))
                 .await?)
+            .map(|_| ())
         })
     }
 

@@ -119,7 +119,8 @@ impl NfsDest {
         if presize {
             attrs.size = v3::Nfs3Option::Some(m.size);
         }
-        for attempt in 0..2 {
+        let mut removed = false;
+        for _ in 0..3 {
             let a = self
                 .in_dir(dir, |fh| {
                     let args = v3::CREATE3args {
@@ -157,10 +158,11 @@ impl NfsDest {
                         let mut s = attrs.clone();
                         s.size = v3::Nfs3Option::Some(if presize { m.size } else { 0 });
                         s.mtime = v3::set_mtime::SET_TO_SERVER_TIME;
-                        ok(self.nfs.setattr(&fh, s).await?)?;
+                        ok(self.apply(&fh, s).await?)?;
                         return Ok((fh, None));
                     }
-                    if attempt == 0 {
+                    if !removed {
+                        removed = true;
                         let is_dir = at.type_ == ftype3::NF3DIR;
                         let args = v3::REMOVE3args {
                             object: dirop(&dir.fh, name),
@@ -180,6 +182,10 @@ impl NfsDest {
                             Err(s) => return Err(error::status(s)),
                         }
                     }
+                }
+                Err(stat) if self.owners_refused_by(&attrs, stat) => {
+                    attrs.uid = v3::Nfs3Option::None;
+                    attrs.gid = v3::Nfs3Option::None;
                 }
                 Err(s) => return Err(error::status(s)),
             }
@@ -205,7 +211,7 @@ impl NfsDest {
         src.verify_unchanged()?;
         let s = self.finish_attrs(m, have.as_ref(), true);
         self.rt
-            .block_on(self.nfs.setattr(&fh, s))
+            .block_on(self.apply(&fh, s))
             .and_then(ok)
             .map_err(CopyError::Dest)?;
         if m.nlink > 1
