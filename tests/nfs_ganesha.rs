@@ -445,3 +445,42 @@ fn unprivileged_user_copies_through_an_insecure_export() {
     let diff = rsync_diff(&src, &dst.join("x"));
     assert!(diff.is_empty(), "{diff}");
 }
+
+/// A root-squashed export cannot take owners: the copy still delivers content, modes
+/// and mtimes, warns once, and a re-run copies nothing.
+#[test]
+fn root_squashed_export_warns_once_and_copies_the_rest() {
+    let (dir, mut g) = own_server(false);
+    g.reconfigure("Squash = No_Root_Squash;", "Squash = Root_Squash;")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::process::Command::new("chmod")
+        .arg("777")
+        .arg(&g.export)
+        .status();
+    let src = dir.join("src");
+    let t = Tree::new(&src);
+    t.file("a", "a\n")
+        .file("d/b", "b\n")
+        .chmod("d/b", 0o640)
+        .mtime("a", 1_500_000_000, 5);
+    let url = g.url("dst", "");
+    let out = nfsync().arg(slash(&src)).arg(&url).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("root squashed").count(), 1, "{err}");
+    let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--no-owner", "--no-group"]);
+    assert!(diff.is_empty(), "{diff}");
+    let out = nfsync()
+        .arg("--json")
+        .arg(slash(&src))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        stat(&json_stats(&out), "files_copied"),
+        0,
+        "{}",
+        describe(&out)
+    );
+}

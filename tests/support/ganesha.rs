@@ -105,6 +105,19 @@ impl Ganesha {
         Ok(g)
     }
 
+    /// Replaces `from` by `to` in the server's configuration and restarts it on the same
+    /// ports (e.g. `Squash = No_Root_Squash;` → `Squash = Root_Squash;`).
+    pub fn reconfigure(&mut self, from: &str, to: &str) -> Result<(), String> {
+        let conf = self.state.join("ganesha.conf");
+        let text = std::fs::read_to_string(&conf).map_err(|e| e.to_string())?;
+        if !text.contains(from) {
+            return Err(format!("{from:?} is not in {}", conf.display()));
+        }
+        std::fs::write(&conf, text.replace(from, to)).map_err(|e| e.to_string())?;
+        self.kill();
+        self.restart()
+    }
+
     /// Tests change the exported tree behind the server's back (to set up a prior
     /// destination state, or to read it back); ganesha would serve attributes cached for
     /// up to 60 s, so turn its attribute cache off and restart on the same ports.
