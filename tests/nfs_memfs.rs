@@ -511,6 +511,8 @@ fn connections_cut_mid_run_are_survived() {
 struct FaultyFs {
     inner: MemFs,
     jukebox: AtomicUsize,
+    /// How long each COMMIT takes.
+    slow_commit: Duration,
 }
 
 fn name_starts(name: &filename3<'_>, prefix: &str) -> bool {
@@ -647,6 +649,7 @@ impl NfsFileSystem for FaultyFs {
         offset: u64,
         count: u32,
     ) -> Result<(), v3::nfsstat3> {
+        tokio::time::sleep(self.slow_commit).await;
         self.inner.commit(id, offset, count).await
     }
 }
@@ -658,6 +661,7 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         FaultyFs {
             inner: MemFs::default(),
             jukebox: AtomicUsize::new(5),
+            slow_commit: Duration::ZERO,
         },
     );
     let s = Scratch::new();
@@ -773,4 +777,31 @@ fn transport_matches_out_of_order_fragmented_replies() {
             assert_eq!(r.unwrap(), n * 2, "call {n} got another call's reply");
         }
     });
+}
+
+/// A COMMIT that takes longer than --timeout is waited for while the server still
+/// answers NULL: slow is not gone.
+#[test]
+fn slow_commit_is_not_a_timeout() {
+    let server = MemServer::start_fs(
+        None,
+        FaultyFs {
+            inner: MemFs::default(),
+            jukebox: AtomicUsize::new(0),
+            slow_commit: Duration::from_secs(5),
+        },
+    );
+    let s = Scratch::new();
+    let src = s.join("src");
+    Tree::new(&src).random_file("big", 3_000_000, 9);
+    let start = Instant::now();
+    let out = nfsync()
+        .args(["--json", "--timeout", "2"])
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(start.elapsed() >= Duration::from_secs(5));
+    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
 }

@@ -118,6 +118,9 @@ pub struct Endpoint {
     pub timeout: Duration,
 }
 
+/// How many timeouts one call may take while the server keeps answering NULL.
+const SLOW_CALL_LIMIT: u32 = 20;
+
 /// Transaction ids are unique per process, never reused for a new call.
 static NEXT_XID: AtomicU32 = AtomicU32::new(0);
 static XID_SEEDED: AtomicBool = AtomicBool::new(false);
@@ -264,41 +267,59 @@ impl RpcClient {
         let slot_idx = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let slot = &self.slots[slot_idx];
         let conn = self.conn_in(slot).await?;
-        let permit: OwnedSemaphorePermit =
-            tokio::time::timeout(self.ep.timeout, conn.window.clone().acquire_owned())
-                .await
-                .map_err(|_| RpcError::Timeout {
-                    addr,
-                    secs: self.ep.timeout.as_secs(),
-                })?
-                .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
-        let (wtx, wrx) = oneshot::channel();
-        {
-            let mut p = conn
-                .shared
-                .pending
-                .lock()
-                .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
-            if conn.shared.dead.load(Ordering::SeqCst) {
-                return Err(RpcError::Disconnected { addr, sent: false });
+        // No timeout of its own: every call holding a permit ends within its own bound
+        // (or fails with the connection) and releases it.
+        let permit: OwnedSemaphorePermit = conn
+            .window
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+        let mut wrx = start(&conn, addr, xid, record)?;
+        // A call may legitimately take long (a COMMIT of a big file on a slow disk):
+        // while the server still answers a NULL on the same connection, keep waiting,
+        // up to SLOW_CALL_LIMIT timeouts. A silent server is given up on after about
+        // one timeout (half waiting, half for the NULL).
+        let half = self.ep.timeout / 2;
+        let started = std::time::Instant::now();
+        let res = loop {
+            match tokio::time::timeout(half, &mut wrx).await {
+                Ok(r) => break Some(r),
+                Err(_)
+                    if started.elapsed() < self.ep.timeout * SLOW_CALL_LIMIT
+                        && self.answers_null(&conn, half).await => {}
+                Err(_) => break None,
             }
-            p.insert(xid, wtx);
-        }
-        if conn.tx.send(record).is_err() {
-            remove_waiter(&conn.shared, xid);
-            return Err(RpcError::Disconnected { addr, sent: false });
-        }
-        let res = tokio::time::timeout(self.ep.timeout, wrx).await;
+        };
         drop(permit);
         match res {
-            Ok(Ok(Ok(bytes))) => Ok(bytes),
-            Ok(_) => Err(RpcError::Disconnected { addr, sent: true }),
-            Err(_) => {
+            Some(Ok(Ok(bytes))) => Ok(bytes),
+            Some(_) => Err(RpcError::Disconnected { addr, sent: true }),
+            None => {
                 remove_waiter(&conn.shared, xid);
                 Err(RpcError::Timeout {
                     addr,
                     secs: self.ep.timeout.as_secs(),
                 })
+            }
+        }
+    }
+
+    /// Whether the server answers a NULL call on `conn` within `wait`.
+    async fn answers_null(&self, conn: &Conn, wait: Duration) -> bool {
+        let xid = next_xid();
+        let Ok(record) = self.encode(xid, 0, &nfs3_types::xdr_codec::Void) else {
+            return false;
+        };
+        let Ok(rx) = start(conn, self.ep.addr, xid, record) else {
+            return false;
+        };
+        match tokio::time::timeout(wait, rx).await {
+            Ok(Ok(Ok(_))) => true,
+            Ok(_) => false,
+            Err(_) => {
+                remove_waiter(&conn.shared, xid);
+                false
             }
         }
     }
@@ -330,6 +351,32 @@ impl RpcClient {
         *guard = Some(conn.clone());
         Ok(conn)
     }
+}
+
+/// Registers a waiter for `xid` and queues the record on `conn`.
+fn start(
+    conn: &Conn,
+    addr: SocketAddr,
+    xid: u32,
+    record: Vec<u8>,
+) -> Result<oneshot::Receiver<Result<Vec<u8>, ()>>, RpcError> {
+    let (wtx, wrx) = oneshot::channel();
+    {
+        let mut p = conn
+            .shared
+            .pending
+            .lock()
+            .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+        if conn.shared.dead.load(Ordering::SeqCst) {
+            return Err(RpcError::Disconnected { addr, sent: false });
+        }
+        p.insert(xid, wtx);
+    }
+    if conn.tx.send(record).is_err() {
+        remove_waiter(&conn.shared, xid);
+        return Err(RpcError::Disconnected { addr, sent: false });
+    }
+    Ok(wrx)
 }
 
 fn remove_waiter(shared: &Shared, xid: u32) {
