@@ -8,7 +8,11 @@
 //! Layers, bottom up: [`url`] parses DEST; [`rpc`] is the multiplexed RPC transport;
 //! [`mount`] does portmapper + MOUNT via `nfs3_client`; [`client`] adds NFS retry rules;
 //! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
-//! `write` and links, nodes and removal in `objects`.
+//! `write`, links, nodes and removal in `objects`, and attribute policy in `attrs`.
+//!
+//! `NFSYNC_RPC_STATS=1` prints the calls sent per procedure at the end of a run: a new
+//! file costs CREATE + WRITE + SETATTR, a new directory MKDIR + SETATTR, and a re-run
+//! one READDIRPLUS per directory page.
 
 mod attrs;
 pub mod client;
