@@ -484,3 +484,86 @@ fn root_squashed_export_warns_once_and_copies_the_rest() {
         describe(&out)
     );
 }
+
+/// A proxy to 127.0.0.1:`target` that cuts every connection after `budget` bytes of
+/// replies; returns its port and a counter of cuts. Runs until the process ends.
+fn cutting_proxy(target: u16, budget: usize) -> (u16, std::sync::Arc<AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let cuts = std::sync::Arc::new(AtomicUsize::new(0));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let counter = cuts.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(client) = c else { break };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                break;
+            };
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c2, &mut s2);
+                let _ = s2.shutdown(Shutdown::Both);
+            });
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let (mut client, mut server) = (client, server);
+                let mut left = budget;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = server.read(&mut buf) {
+                    let n = n.min(left);
+                    if n == 0 || client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    left -= n;
+                    if left == 0 {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        break;
+                    }
+                }
+                let _ = client.shutdown(Shutdown::Both);
+                let _ = server.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    (port, cuts)
+}
+
+/// Connections cut mid-call (replies lost after the server acted): retries resolve the
+/// ambiguous answers (CREATE → EXIST, REMOVE → NOENT) and the tree ends exact.
+#[test]
+fn connections_cut_mid_run_end_exact() {
+    let (dir, g) = own_server(false);
+    let src = dir.join("src");
+    many_files(&src, 10, 100);
+    Tree::new(&src)
+        .symlink("link", "d1/f1")
+        .hardlink("hard", "d2/f2");
+    let (proxy, cuts) = cutting_proxy(g.nfs_port, 30_000);
+    let url = format!(
+        "nfs://127.0.0.1{}/dst?nfsport={proxy}&mountport={}",
+        g.export.display(),
+        g.mnt_port
+    );
+    let out = nfsync()
+        .args(["-H", "--timeout", "20"])
+        .arg(slash(&src))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(cuts.load(Ordering::SeqCst) > 5, "the proxy cut too little");
+    let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
+    assert!(diff.is_empty(), "{diff}");
+    // --delete through the same cuts.
+    std::fs::remove_dir_all(src.join("d3")).unwrap();
+    let out = nfsync()
+        .args(["-H", "--delete", "--timeout", "20"])
+        .arg(slash(&src))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
+    assert!(diff.is_empty(), "{diff}");
+}
