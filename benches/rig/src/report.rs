@@ -159,7 +159,10 @@ pub fn rows(text: &str) -> Vec<Row> {
         };
         let sweep = if by_n.len() > 1 {
             by_n.iter()
-                .map(|(n, rs)| format!("{n}:{:.1}s", med(rs)))
+                .map(|(n, rs)| {
+                    let capped = rs.iter().any(|r| r.status == "cap");
+                    format!("{n}:{}{:.1}s", if capped { "~" } else { "" }, med(rs))
+                })
                 .collect::<Vec<_>>()
                 .join(" ")
         } else {
@@ -215,7 +218,10 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
          at another preset (serial copies take time in proportion to round trips), and their \
          files/s and ratio (marked ~) follow from that estimate. vs nfsync = tool wall / nfsync wall (how many times \
          longer than nfsync). ops/file = FUSE requests per file (all kinds). Check = \
-         `rsync -anciH --delete SRC/ DEST/` on the backing dir printing nothing.\n"
+         `rsync -anciH --delete SRC/ DEST/` on the backing dir printing nothing. In the sweep \
+         column `~` marks an N whose run hit the cap (extrapolated). Tables named `nfs-PRESET` \
+         are the NFS-wire mode instead: NFSv3 to a local nfs-ganesha through `rig proxy` with \
+         RTT = the preset's delay (benches/run-nfs); no FUSE ops there.\n"
     );
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
@@ -329,7 +335,13 @@ pub fn svg(rows: &[Row], title: &str) -> String {
                 "#1f77b4"
             };
             let w = (x(r.files_s) - label_w).max(1.0);
-            let mark = if r.capped { " (capped)" } else { "" };
+            let mark = if r.capped {
+                " (capped, extrapolated)"
+            } else if r.check.starts_with("FAIL") {
+                " (check FAIL)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 body,
                 "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text>\
