@@ -107,7 +107,8 @@ pub(super) type EntryKey = (Vec<u8>, Vec<u8>);
 /// More entries than any real directory holds: a listing past this is a broken server.
 const MAX_DIR_ENTRIES: usize = 100_000_000;
 
-/// Data in flight for all files together; with 1 MiB writes, 64 calls.
+/// Memory for file data in flight, all files together (see `write::held`): with
+/// 1 MiB writes, 32 calls.
 const BUDGET: usize = 64 << 20;
 
 impl Drop for NfsDest {

@@ -44,6 +44,12 @@ type PendingRead = (
 /// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
 type ChunkResult = io::Result<(Option<writeverf3>, bool)>;
 
+/// Bytes of memory a chunk of `len` data bytes holds while in flight: the data read
+/// from the source, plus its encoded call (or, for `--checksum`, the local copy).
+fn held(len: u32) -> u32 {
+    len.saturating_mul(2)
+}
+
 /// Reads exactly `buf.len()` bytes at `off`; a short file means it changed.
 fn read_full(file: &File, buf: &mut [u8], off: u64) -> Result<(), CopyError> {
     let mut done = 0;
@@ -228,7 +234,7 @@ impl NfsDest {
             // The budget first: it is what bounds the bytes held in memory.
             let permit = self
                 .rt
-                .block_on(self.budget.clone().acquire_many_owned(size as u32))
+                .block_on(self.budget.clone().acquire_many_owned(held(size as u32)))
                 .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
             let mut buf = vec![0u8; size as usize];
             read_full(file, &mut buf, 0)?;
@@ -299,7 +305,7 @@ impl NfsDest {
             let len = wsize.min(size - off) as usize;
             let permit = self
                 .rt
-                .block_on(self.budget.clone().acquire_many_owned(len as u32))
+                .block_on(self.budget.clone().acquire_many_owned(held(len as u32)))
                 .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
             let mut buf = vec![0u8; len];
             if let Err(e) = read_full(file, &mut buf, off) {
@@ -356,12 +362,12 @@ impl NfsDest {
                 let len = rsize.min(size - next) as u32;
                 // Never wait for budget while holding some: that could deadlock with
                 // other workers doing the same. With reads pending, compare first.
-                let permit = match self.budget.clone().try_acquire_many_owned(len) {
+                let permit = match self.budget.clone().try_acquire_many_owned(held(len)) {
                     Ok(p) => p,
                     Err(_) if !reads.is_empty() => break,
                     Err(_) => self
                         .rt
-                        .block_on(self.budget.clone().acquire_many_owned(len))
+                        .block_on(self.budget.clone().acquire_many_owned(held(len)))
                         .map_err(io::Error::other)?,
                 };
                 let nfs = self.nfs.clone();
