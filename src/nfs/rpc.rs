@@ -260,8 +260,9 @@ impl RpcClient {
         Ok(buf)
     }
 
-    /// Sends one encoded record and waits for the reply with the same xid. A record
-    /// that never left this process is resent once on a fresh connection.
+    /// Sends one encoded record and waits for the reply with the same xid. Failures
+    /// say whether the record may have reached the server (`Disconnected::sent`); the
+    /// caller retries with a new xid and treats the answer accordingly.
     async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
         let slot_idx = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
@@ -296,7 +297,10 @@ impl RpcClient {
             Some(Ok(Ok(bytes))) => Ok(bytes),
             Some(_) => Err(RpcError::Disconnected { addr, sent: true }),
             None => {
+                // A connection that stopped answering is not used again: the calls
+                // still waiting on it are retried elsewhere or fail the same way.
                 remove_waiter(&conn.shared, xid);
+                conn.shared.kill();
                 Err(RpcError::Timeout {
                     addr,
                     secs: self.ep.timeout.as_secs(),
