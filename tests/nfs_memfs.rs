@@ -805,3 +805,30 @@ fn slow_commit_is_not_a_timeout() {
     assert!(start.elapsed() >= Duration::from_secs(5));
     assert_eq!(server.snapshot("/d"), local_snapshot(&src));
 }
+
+/// MOUNT answers but the NFS port never does: a timeout (exit 30) in bounded time.
+#[test]
+fn silent_nfs_port_times_out() {
+    let server = MemServer::start();
+    let silent = fake_server(None);
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    let start = Instant::now();
+    let out = nfsync()
+        .args(["--timeout", "2"])
+        .arg(slash(&s.join("src")))
+        .arg(format!(
+            "nfs://127.0.0.1/d?nfsport={silent}&mountport={}",
+            server.port
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(30), "{}", describe(&out));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        start.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&silent.to_string()), "{err}");
+}
