@@ -567,3 +567,32 @@ fn connections_cut_mid_run_end_exact() {
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
     assert!(diff.is_empty(), "{diff}");
 }
+
+/// `?uid=&gid=` in the URL are the AUTH_SYS identity the server creates files as.
+#[test]
+fn url_uid_and_gid_are_the_identity_used() {
+    use std::os::unix::fs::MetadataExt;
+    let (export, nfs_port, mnt_port) = shared();
+    let s = Scratch::new();
+    let src = s.join("src");
+    Tree::new(&src).file("a", "a\n");
+    let dst = export.join("as_1234");
+    std::fs::create_dir_all(&dst).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("777")
+        .arg(&dst)
+        .status();
+    let url = format!(
+        "nfs://127.0.0.1{}/as_1234/x?nfsport={nfs_port}&mountport={mnt_port}&uid=1234&gid=5678",
+        export.display()
+    );
+    let out = nfsync()
+        .args(["--no-owner", "--no-group"])
+        .arg(slash(&src))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let m = std::fs::metadata(dst.join("x/a")).unwrap();
+    assert_eq!((m.uid(), m.gid()), (1234, 5678));
+}
