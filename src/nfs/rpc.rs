@@ -185,6 +185,8 @@ pub struct RpcClient {
     next_slot: AtomicUsize,
     /// Calls sent, by procedure number (for `NFSYNC_RPC_STATS`).
     sent: [AtomicU64; 32],
+    /// Calls whose connection broke after they were sent (see [`RpcClient::lost`]).
+    lost: AtomicU64,
 }
 
 impl RpcClient {
@@ -195,6 +197,7 @@ impl RpcClient {
             slots: (0..n).map(|_| tokio::sync::Mutex::new(None)).collect(),
             next_slot: AtomicUsize::new(0),
             sent: std::array::from_fn(|_| AtomicU64::new(0)),
+            lost: AtomicU64::new(0),
             ep,
             cred,
         }
@@ -212,6 +215,13 @@ impl RpcClient {
             self.conn_in(slot).await?;
         }
         Ok(())
+    }
+
+    /// How many calls so far were sent on a connection that then broke. Such a call may
+    /// still be executed by the server later, after its retry: a caller that must be
+    /// last (the mtime SETATTR) checks this to know whether to look again.
+    pub fn lost(&self) -> u64 {
+        self.lost.load(Ordering::SeqCst)
     }
 
     /// Calls sent so far, by procedure number.
@@ -295,12 +305,16 @@ impl RpcClient {
         drop(permit);
         match res {
             Some(Ok(Ok(bytes))) => Ok(bytes),
-            Some(_) => Err(RpcError::Disconnected { addr, sent: true }),
+            Some(_) => {
+                self.lost.fetch_add(1, Ordering::SeqCst);
+                Err(RpcError::Disconnected { addr, sent: true })
+            }
             None => {
                 // A connection that stopped answering is not used again: the calls
                 // still waiting on it are retried elsewhere or fail the same way.
                 remove_waiter(&conn.shared, xid);
                 conn.shared.kill();
+                self.lost.fetch_add(1, Ordering::SeqCst);
                 Err(RpcError::Timeout {
                     addr,
                     secs: self.ep.timeout.as_secs(),

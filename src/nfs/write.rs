@@ -24,7 +24,7 @@ use nfs3_types::xdr_codec::Opaque;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
-use super::client::{Nfs, dirop, post_fh, post_op};
+use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use crate::dest::{CopyError, SourceFile};
@@ -199,6 +199,34 @@ impl NfsDest {
         Err(io::Error::from_raw_os_error(libc::EEXIST))
     }
 
+    /// A call whose connection broke was sent again; the server may still run the first
+    /// copy later. A late WRITE only bumps the mtime (same data): set it again. A late
+    /// truncation would lose data: then the file is reported and left without the
+    /// source's mtime, so the next run copies it. Looked at a few times over a second.
+    async fn settle_mtime(&self, fh: &nfs_fh3, s: v3::sattr3, m: &Meta) -> io::Result<()> {
+        for wait_ms in [50, 200, 1000] {
+            tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
+            let now = ok(self.nfs.getattr(fh).await?)?;
+            if now.size != m.size {
+                // A delayed truncation (the reuse SETATTR) ran after our data: the file
+                // is wrong, so it must not keep the source's mtime.
+                let stale = v3::sattr3 {
+                    mtime: v3::set_mtime::SET_TO_SERVER_TIME,
+                    ..Default::default()
+                };
+                ok(self.nfs.setattr(fh, stale).await?)?;
+                return Err(io::Error::other(
+                    "the file changed on the server after it was written (a request \
+                     delayed by a lost connection); it will be copied again",
+                ));
+            }
+            if now.mtime != nfs_time(m.mtime) {
+                ok(self.apply(fh, s.clone()).await?)?;
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn write_file_impl(
         &self,
         dir: &NfsDir,
@@ -206,6 +234,7 @@ impl NfsDest {
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
         let m = src.meta;
+        let lost_before = self.nfs.rpc().lost();
         let (fh, have) = self
             .rt
             .block_on(self.create_file(dir, name, m))
@@ -217,9 +246,14 @@ impl NfsDest {
         src.verify_unchanged()?;
         let s = self.finish_attrs(m, have.as_ref(), true);
         self.rt
-            .block_on(self.apply(&fh, s))
+            .block_on(self.apply(&fh, s.clone()))
             .and_then(ok)
             .map_err(CopyError::Dest)?;
+        if self.nfs.rpc().lost() != lost_before {
+            self.rt
+                .block_on(self.settle_mtime(&fh, s, m))
+                .map_err(CopyError::Dest)?;
+        }
         if m.nlink > 1
             && let Ok(mut c) = self.link_cache.lock()
         {
