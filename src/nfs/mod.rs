@@ -5,8 +5,9 @@
 //! the waits the protocol requires, and all workers share a few multiplexed TCP
 //! connections, so hundreds of calls are in flight at once.
 //!
-//! Layers, bottom up: [`url`] parses DEST; [`rpc`] is the multiplexed RPC transport;
-//! [`mount`] does portmapper + MOUNT via `nfs3_client`; [`client`] adds NFS retry rules;
+//! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records; [`rpc`]
+//! is the multiplexed RPC transport; [`mount`] does portmapper + MOUNT via
+//! `nfs3_client`; [`client`] adds NFS retry rules;
 //! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
 //! `write`, links, nodes and removal in `objects`, and attribute policy in `attrs`.
 //!
@@ -22,6 +23,7 @@ pub mod mount;
 mod objects;
 pub mod rpc;
 pub mod url;
+pub mod wire;
 mod write;
 
 use std::sync::Arc;
