@@ -116,7 +116,7 @@ pub fn run<D: Destination>(
         fatal: Mutex::new(None),
         ops_done: AtomicU64::new(0),
         busy_us: AtomicU64::new(0),
-        dest_display: cfg.dest.clone(),
+        dest_display: display_dest(&cfg.dest),
         dest_root_id: std::sync::OnceLock::new(),
         euid: rustix::process::geteuid().as_raw(),
         egid: rustix::process::getegid().as_raw(),
@@ -226,7 +226,6 @@ impl<'a, D: Destination> Engine<'a, D> {
     /// server that stopped answering) end the run.
     fn dest_error(&self, rel: &Path, e: &io::Error) {
         Stats::bump(&self.stats.errors);
-        self.out.error(&self.dest_path(rel), e);
         let code = match e.kind() {
             io::ErrorKind::TimedOut => Some(exit::TIMEOUT),
             io::ErrorKind::NotConnected
@@ -234,17 +233,22 @@ impl<'a, D: Destination> Engine<'a, D> {
             | io::ErrorKind::ConnectionRefused => Some(exit::CONNECT),
             _ => None,
         };
-        if let Some(code) = code {
-            let mut f = self.fatal.lock().unwrap();
-            if f.is_none() {
-                *f = Some(Fatal::new(
-                    code,
-                    format!("{}: {e}", self.dest_path(rel).display()),
-                ));
-            }
-            self.stop.store(true, Ordering::Relaxed);
-            self.sched.wake_all();
+        let Some(code) = code else {
+            self.out.error(&self.dest_path(rel), e);
+            return;
+        };
+        // The destination is gone: the first such error ends the run and is the one
+        // reported; the other workers' copies of it would only bury it.
+        let mut f = self.fatal.lock().unwrap();
+        if f.is_none() {
+            *f = Some(Fatal::new(
+                code,
+                format!("{}: {e}", self.dest_path(rel).display()),
+            ));
         }
+        drop(f);
+        self.stop.store(true, Ordering::Relaxed);
+        self.sched.wake_all();
     }
 
     /// Reports a source error (or a vanished source).
@@ -272,6 +276,18 @@ impl<'a, D: Destination> Engine<'a, D> {
                 None => return,
             }
         }
+    }
+}
+
+/// DEST as messages show it: an `nfs://` URL loses its `?query`, so entry paths read
+/// `nfs://server/export/dir/file`.
+fn display_dest(dest: &Path) -> PathBuf {
+    let bytes = dest.as_os_str().as_encoded_bytes();
+    match bytes.iter().position(|&b| b == b'?') {
+        Some(q) if bytes.starts_with(b"nfs://") => {
+            PathBuf::from(String::from_utf8_lossy(&bytes[..q]).into_owned())
+        }
+        _ => dest.to_path_buf(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Runs interrupted by SIGKILL or SIGINT, then re-run.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -73,52 +74,67 @@ pub fn sigkill_then_rerun(t: &dyn Target) {
 
 /// SIGINT midway: exit 20 after stopping cleanly, and a re-run ends exact.
 pub fn sigint_then_rerun(t: &dyn Target) {
+    // The signal must land mid-copy; on a fast or a loaded machine a small tree may be
+    // done before it arrives, so the tree grows until one attempt is interrupted.
     let s = Scratch::new();
     let tree = Tree::new(s.join("src"));
     let mut n = 0;
-    for d in 0..30 {
-        for f in 0..50 {
-            tree.random_file(format!("d{d:02}/f{f:02}"), 2048 + (f * 97) as u64, n);
-            n += 1;
+    let mut dirs = 0;
+    for attempt in 0..3 {
+        let more = [30, 90, 240][attempt];
+        for d in dirs..dirs + more {
+            for f in 0..50 {
+                tree.random_file(format!("d{d:03}/f{f:02}"), 2048 + (f * 97) as u64, n);
+                n += 1;
+            }
         }
-    }
-    tree.random_file("big", 8 << 20, 77).age();
-    let total = count_files(tree.root());
-    let dst = t.dest_path("dst");
+        dirs += more;
+        tree.random_file("big", 8 << 20, 77).age();
+        let total = count_files(tree.root());
+        let sub = format!("dst{attempt}");
+        let dst = t.dest_path(&sub);
 
-    let child = t
-        .command()
-        .args(["--jobs", "4"])
-        .arg(slash(tree.root()))
-        .arg(t.dest_arg("dst"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn nfsync");
-    let start = Instant::now();
-    while count_files(&dst) < 20 && start.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(2));
+        let child = t
+            .command()
+            .args(["--jobs", "4"])
+            .arg(slash(tree.root()))
+            .arg(t.dest_arg(&sub))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn nfsync");
+        let start = Instant::now();
+        while count_files(&dst) < 20 && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(rc, 0, "kill -INT: {}", std::io::Error::last_os_error());
+        let out = child.wait_with_output().unwrap();
+        let copied = count_files(&dst);
+        if copied == total && out.status.code() == Some(0) && attempt < 2 {
+            continue; // finished before the signal: try a bigger tree
+        }
+        assert!(
+            copied < total,
+            "SIGINT landed after the copy ended ({copied} of {total})"
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(20),
+            "after SIGINT: {}",
+            describe(&out)
+        );
+        rerun_after_sigint(t, tree.root(), &sub);
+        return;
     }
-    // SAFETY: kill(2) on our own child's pid.
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(rc, 0, "kill -INT: {}", std::io::Error::last_os_error());
-    let out = child.wait_with_output().unwrap();
-    let copied = count_files(&dst);
-    assert!(
-        copied < total,
-        "SIGINT landed after the copy ended ({copied} of {total})"
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(20),
-        "after SIGINT: {}",
-        describe(&out)
-    );
+}
 
+fn rerun_after_sigint(t: &dyn Target, src: &Path, sub: &str) {
     let out = nf(t)
         .args(["--jobs", "4"])
-        .arg(slash(tree.root()))
-        .arg(t.dest_arg("dst"))
+        .arg(slash(src))
+        .arg(t.dest_arg(sub))
         .output()
         .unwrap();
     assert!(
@@ -126,5 +142,5 @@ pub fn sigint_then_rerun(t: &dyn Target) {
         "re-run after SIGINT: {}",
         describe(&out)
     );
-    assert_target_same(t, tree.root(), "dst");
+    assert_target_same(t, src, sub);
 }
