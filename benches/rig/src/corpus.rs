@@ -337,3 +337,33 @@ pub fn large(out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
     w.stamp(&dir)?;
     Ok(w.sum)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_the_histogram() {
+        let mut rng = Rng::new(7);
+        let n = 200_000;
+        let sizes: Vec<u64> = (0..n).map(|_| file_size(&mut rng)).collect();
+        let share = |hi: u64| sizes.iter().filter(|&&s| s <= hi).count() as f64 / n as f64;
+        assert!((share(184) - 0.376).abs() < 0.01);
+        assert!((share(1_471) - (0.376 + 0.121 + 0.153 + 0.149)).abs() < 0.01);
+        assert!(share(94_207) > 0.99 && share(94_207) < 0.999);
+    }
+
+    #[test]
+    fn same_seed_same_tree() {
+        let base = std::env::temp_dir().join(format!("rig-corpus-test-{}", std::process::id()));
+        let (a, b) = (base.join("a"), base.join("b"));
+        fs::create_dir_all(&a).unwrap();
+        fs::create_dir_all(&b).unwrap();
+        let sa = node_modules(&a, 0.01, 3).unwrap();
+        let sb = node_modules(&b, 0.01, 3).unwrap();
+        assert_eq!((sa.files, sa.dirs, sa.bytes), (sb.files, sb.dirs, sb.bytes));
+        assert_eq!(sa.files, 404);
+        assert_eq!(sa.dirs, 36);
+        fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -176,3 +176,18 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_delay;
+    use std::time::Duration;
+
+    #[test]
+    fn delay_presets() {
+        assert_eq!(parse_delay("lan"), Ok(Duration::from_micros(300)));
+        assert_eq!(parse_delay("efs"), Ok(Duration::from_micros(1500)));
+        assert_eq!(parse_delay("wan"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_delay("2.5ms"), Ok(Duration::from_micros(2500)));
+        assert!(parse_delay("fast").is_err());
+    }
+}

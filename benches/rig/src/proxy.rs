@@ -195,3 +195,13 @@ async fn pipe(mut r: TcpStream, mut w: TcpStream, delay: Duration, conn: Arc<Con
     };
     tokio::join!(reader, writer);
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn forwards_parse() {
+        assert_eq!(super::parse_forward("2049"), Ok((0, 2049)));
+        assert_eq!(super::parse_forward("12049=2049"), Ok((12049, 2049)));
+        assert!(super::parse_forward("x=1").is_err());
+    }
+}

@@ -416,3 +416,40 @@ pub fn write(
     print!("{md}");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RAW: &str = "corpus\tpreset\ttool\tsetting\tn\trep\twall_s\tstatus\tfiles\tbytes\tdone_files\tops\tdiffs
+c\tlan\tcp\tcp -a\t0\t1\t10\tok\t100\t1000\t0\t800\t0
+c\twan\tcp\tcp -a\t0\t1\t30\tcap\t100\t1000\t20\t200\t0
+c\twan\tx\tx -j {N}\t8\t1\t9\tok\t100\t1000\t0\t900\t0
+c\twan\tx\tx -j {N}\t32\t1\t5\tok\t100\t1000\t0\t900\t0
+c\twan\tx\tx -j {N}\t32\t2\t7\tfail\t100\t1000\t0\t900\t3
+c\twan\tx\tx -j {N}\t32\t3\t6\tok\t100\t1000\t0\t900\t0
+";
+
+    #[test]
+    fn capped_runs_extrapolate_by_ops() {
+        let rows = rows(RAW);
+        let cp = rows
+            .iter()
+            .find(|r| r.preset == "wan" && r.tool == "cp")
+            .unwrap();
+        assert!(cp.capped);
+        // 200 of the 800 ops a complete run needs took 30 s.
+        assert!((cp.wall - 120.0).abs() < 1e-9);
+        assert_eq!(cp.cap, 30.0);
+    }
+
+    #[test]
+    fn sweep_winner_is_the_repeated_n() {
+        let rows = rows(RAW);
+        let x = rows.iter().find(|r| r.tool == "x").unwrap();
+        assert_eq!(x.setting, "x -j 32");
+        assert_eq!(x.wall, 6.0);
+        assert_eq!(x.reps, 3);
+        assert!(x.check.starts_with("FAIL (3"));
+    }
+}
