@@ -62,8 +62,9 @@ enum Cmd {
         /// lan (0.3 ms), efs (1.5 ms), wan (10 ms) or a number of milliseconds.
         #[arg(long, default_value = "efs")]
         delay: String,
-        /// Requests served concurrently (like nfsd threads).
-        #[arg(long, default_value_t = 256)]
+        /// Requests served concurrently (like nfsd threads); above what any
+        /// tool keeps in flight, so the mount is not the bottleneck.
+        #[arg(long, default_value_t = 1024)]
         threads: usize,
         /// Kernel attribute cache TTL in seconds (like NFS actimeo).
         #[arg(long, default_value_t = 1.0)]

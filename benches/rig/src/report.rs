@@ -24,6 +24,8 @@ struct Run {
     done: f64,
     ops: f64,
     diffs: u64,
+    /// Most FUSE requests queued or running at once (0 = unknown).
+    inflight: f64,
 }
 
 /// One table row: a tool at its best setting on one corpus and preset.
@@ -40,6 +42,7 @@ pub struct Row {
     pub files_s: f64,
     pub mb_s: f64,
     pub ops_per_file: f64,
+    pub inflight: f64,
     pub check: String,
     pub sweep: String,
     pub reps: usize,
@@ -66,6 +69,7 @@ fn parse(text: &str) -> Vec<Run> {
             done: num(f[10]),
             ops: num(f[11]),
             diffs: f[12].parse().unwrap_or(0),
+            inflight: f.get(13).map_or(0.0, |s| num(s)),
         });
     }
     out
@@ -199,6 +203,7 @@ pub fn rows(text: &str) -> Vec<Row> {
             files_s: first.files / wall,
             mb_s: first.bytes / wall / 1e6,
             ops_per_file: ops,
+            inflight: median(best.iter().map(|r| r.inflight).collect()),
             check,
             sweep,
             reps: best.len(),
@@ -221,7 +226,8 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
          from the FUSE ops done within the cap vs the ops a complete run of the same tool needed \
          at another preset (serial copies take time in proportion to round trips), and their \
          files/s and ratio (marked ~) follow from that estimate. vs nfsync = tool wall / nfsync wall (how many times \
-         longer than nfsync). ops/file = FUSE requests per file (all kinds). Check = \
+         longer than nfsync). ops/file = FUSE requests per file (all kinds); in flight = most FUSE requests queued or \
+         being served at once (median over the reps), i.e. how much latency the tool overlaps. Check = \
          `rsync -anciH --delete SRC/ DEST/` on the backing dir printing nothing. In the sweep \
          column `~` marks an N whose run hit the cap (extrapolated). Tables named `nfs-PRESET` \
          are the NFS-wire mode instead: NFSv3 to a local nfs-ganesha through `rig proxy` with \
@@ -244,9 +250,9 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
         let _ = writeln!(s, "## {corpus} @ {preset}\n");
         let _ = writeln!(
             s,
-            "| tool | settings | wall s | files/s | MB/s | vs nfsync | ops/file | check | reps | sweep (N:wall) |"
+            "| tool | settings | wall s | files/s | MB/s | vs nfsync | ops/file | in flight | check | reps | sweep (N:wall) |"
         );
-        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---|---:|---|");
+        let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|");
         for r in group {
             let wall = if r.capped {
                 format!("> {:.0} (≈{:.0} extrap.)", r.cap, r.wall)
@@ -263,9 +269,14 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
             } else {
                 "n/a".into()
             };
+            let inflight = if r.inflight > 0.0 {
+                format!("{:.0}", r.inflight)
+            } else {
+                "n/a".into()
+            };
             let _ = writeln!(
                 s,
-                "| {} | `{}` | {} | {tilde}{:.0} | {tilde}{:.1} | {} | {} | {} | {} | {} |",
+                "| {} | `{}` | {} | {tilde}{:.0} | {tilde}{:.1} | {} | {} | {} | {} | {} | {} |",
                 r.tool,
                 r.setting.replace('|', "\\|"),
                 wall,
@@ -273,6 +284,7 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
                 r.mb_s,
                 ratio,
                 ops,
+                inflight,
                 r.check,
                 r.reps,
                 r.sweep
