@@ -14,7 +14,9 @@
 //! 1. **Slow start.** Start at [`AUTO_START`] and double every epoch while the
 //!    throughput gain is at least half of a linear gain (AzCopy's rule: doubling the
 //!    jobs must bring ≥ 1.5× the throughput). The first doubling that does not pays for
-//!    itself ends slow start at the better of the last two values.
+//!    itself ends slow start at the better of the last two values; if that is the
+//!    doubled one (it still brought ≥ 10 %), the first probe up (below) starts at once,
+//!    so a run of a few seconds does not wait a probe period to climb further.
 //! 2. **Steady state with probes.** Every probe period the controller tries, in turn,
 //!    1.5× the jobs (kept only if throughput rose ≥ 10 %) and 2/3 of them (kept if
 //!    throughput stays within 5 % of the value before the cut and 10 % of the best seen
@@ -25,7 +27,9 @@
 //! 3. **Latency guard** (in the spirit of TCP Vegas and Netflix's Gradient limiter):
 //!    when the mean latency is over twice its recent floor, jobs are queueing rather
 //!    than working; the controller tries 2/3 of the jobs and keeps the cut if
-//!    throughput stays within 5 %.
+//!    throughput stays within 5 %. A cut that loses throughput shows the latency is
+//!    the price of the throughput (a busy CPU, say): the floor restarts from it, so
+//!    the guard does not try the same losing cut again every other epoch.
 //! 4. **Workload shift.** When steady throughput moves by more than a third, probing
 //!    restarts at the short period.
 //!
@@ -83,10 +87,11 @@ enum Phase {
         prev: Option<Sample>,
     },
     Steady,
-    /// Trying `trial` jobs against `base`.
+    /// Trying `trial` jobs against `base`; `guard` when the latency guard cut.
     Probe {
         base: Sample,
         up: bool,
+        guard: bool,
     },
 }
 
@@ -208,9 +213,15 @@ impl Controller {
                     // NaN (no throughput at all) counts as no gain.
                     if gain.is_nan() || gain < 0.5 {
                         // The last doubling did not pay: settle on the better of the two.
-                        let keep = if s.tput > p.tput * 1.1 { s } else { p };
-                        self.settle(now, keep);
-                        return keep.jobs;
+                        if s.tput > p.tput * 1.1 {
+                            // It still paid, only less than linearly: go on at once in
+                            // smaller steps (a kept probe is followed by another).
+                            self.settle(now, s);
+                            self.probe_up_next = false;
+                            return self.start_probe(s, true, false);
+                        }
+                        self.settle(now, p);
+                        return p.jobs;
                     }
                 }
                 if s.jobs >= MAX_JOBS {
@@ -220,7 +231,7 @@ impl Controller {
                 self.phase = Phase::SlowStart { prev: Some(s) };
                 s.jobs * 2
             }
-            Phase::Probe { base, up } => {
+            Phase::Probe { base, up, guard } => {
                 let kept = if up {
                     s.tput >= base.tput * 1.10
                 } else {
@@ -233,9 +244,16 @@ impl Controller {
                     // Keep moving the same way while it pays.
                     self.probe_every = PROBE_MIN;
                     self.next_probe = now + self.probe_every;
-                    self.start_probe(s, up)
+                    self.start_probe(s, up, false)
                 } else {
                     self.phase = Phase::Steady;
+                    if guard {
+                        // The latency bought throughput: it is the price of these jobs,
+                        // not queueing. Measure the floor from here, or the guard would
+                        // try the same losing cut every other epoch.
+                        self.recent_lat.clear();
+                        self.recent_lat.push(base.lat);
+                    }
                     if up || !self.probe_up_next {
                         self.probe_every = (self.probe_every * 2).min(PROBE_MAX);
                     }
@@ -255,12 +273,12 @@ impl Controller {
                 self.base = Some(s);
                 self.best = self.best.max(s.tput);
                 if s.jobs > 1 && s.lat > 2.0 * self.floor() {
-                    return self.start_probe(s, false);
+                    return self.start_probe(s, false, true);
                 }
                 if now >= self.next_probe {
                     let up = self.probe_up_next;
                     self.probe_up_next = !up;
-                    return self.start_probe(s, up);
+                    return self.start_probe(s, up, false);
                 }
                 s.jobs
             }
@@ -275,7 +293,7 @@ impl Controller {
         self.next_probe = now + PROBE_MIN;
     }
 
-    fn start_probe(&mut self, base: Sample, up: bool) -> usize {
+    fn start_probe(&mut self, base: Sample, up: bool, guard: bool) -> usize {
         let trial = if up {
             (base.jobs * 3).div_ceil(2).max(base.jobs + 1).min(MAX_JOBS)
         } else {
@@ -284,7 +302,7 @@ impl Controller {
         if trial == base.jobs {
             return base.jobs;
         }
-        self.phase = Phase::Probe { base, up };
+        self.phase = Phase::Probe { base, up, guard };
         trial
     }
 
@@ -322,11 +340,18 @@ mod tests {
         rate: f64,
     }
 
+    /// (operations per second, mean latency) with `n` in flight.
+    trait Model {
+        fn serve(&self, n: usize) -> (f64, f64);
+    }
+
     impl Server {
         fn optimum(&self) -> f64 {
             self.rate * self.latency
         }
-        /// (operations per second, mean latency) with `n` in flight.
+    }
+
+    impl Model for Server {
         fn serve(&self, n: usize) -> (f64, f64) {
             let n = n as f64;
             (
@@ -336,9 +361,25 @@ mod tests {
         }
     }
 
+    /// A client or server that slows down gradually as jobs are added (a busy CPU, say):
+    /// each job adds `1 / capacity` to everyone's latency, so throughput
+    /// `n / (latency + n / capacity)` keeps rising, ever more slowly, while latency
+    /// grows linearly: more jobs pay less and less but never hurt.
+    struct Saturating {
+        latency: f64,
+        capacity: f64,
+    }
+
+    impl Model for Saturating {
+        fn serve(&self, n: usize) -> (f64, f64) {
+            let lat = self.latency + n as f64 / self.capacity;
+            (n as f64 / lat, lat)
+        }
+    }
+
     /// Drives the controller for `secs` seconds in 200 ms intervals from `t0`, with a
     /// deterministic ±5 % noise. Returns the time reached and the operations completed.
-    fn drive(c: &mut Controller, s: &Server, t0: f64, secs: f64, seed: &mut u64) -> (f64, f64) {
+    fn drive(c: &mut Controller, s: &impl Model, t0: f64, secs: f64, seed: &mut u64) -> (f64, f64) {
         let dt = 0.2;
         let mut t = t0;
         let mut total = 0.0;
@@ -449,6 +490,35 @@ mod tests {
                 "slow phase: {eff:.2} at jobs {} ({h:?})",
                 c.jobs()
             );
+        }
+    }
+
+    #[test]
+    fn latency_that_buys_throughput_is_not_cut_again_and_again() {
+        // Past the knee (100 jobs) every job still adds throughput but latency doubles:
+        // the latency guard tries a cut, loses throughput, and must then leave the
+        // value alone instead of trying the same cut every other epoch.
+        let s = Saturating {
+            latency: 0.01,
+            capacity: 10_000.0,
+        };
+        for mut seed in 1..=5u64 {
+            let mut c = Controller::new(Jobs::Auto);
+            drive(&mut c, &s, 0.0, 12.0, &mut seed);
+            let h = c.report().history;
+            // a -> b < a -> a: a cut tried and undone. Scheduled probes come at least
+            // PROBE_MIN apart; a guard that does not learn retries every other epoch.
+            let undone: Vec<f64> = h
+                .windows(3)
+                .filter(|x| x[1].1 < x[0].1 && x[2].1 == x[0].1)
+                .map(|x| x[1].0)
+                .collect();
+            assert!(
+                undone.windows(2).all(|u| u[1] - u[0] >= 1.5),
+                "the same cut again and again at {undone:?}: {h:?}"
+            );
+            let (tput, _) = s.serve(c.jobs());
+            assert!(tput >= 0.7 * s.capacity, "stopped low: {h:?}");
         }
     }
 
