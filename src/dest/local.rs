@@ -99,12 +99,29 @@ fn close_checked(f: File) -> io::Result<()> {
 /// Copies all of `src` into `dst`, telling source failures from destination failures.
 fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, CopyError> {
     if size <= SMALL_FILE {
-        let mut buf = Vec::with_capacity(size as usize + 1);
-        src.take(SMALL_FILE + 1)
-            .read_to_end(&mut buf)
-            .map_err(CopyError::Source)?;
-        dst.write_all(&buf).map_err(CopyError::Dest)?;
-        return Ok(buf.len() as u64);
+        // One read of size + 1 bytes: a full answer of `size` bytes is the whole file
+        // (a file that grew returns more and fails the later size check), so the usual
+        // extra read to see EOF is saved.
+        let mut buf = vec![0u8; size as usize + 1];
+        let mut n = 0;
+        loop {
+            match (&*src).read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(CopyError::Source(e)),
+            }
+            if n == size as usize || n == buf.len() {
+                break;
+            }
+        }
+        if n != size as usize {
+            return Err(CopyError::SourceChanged);
+        }
+        if n > 0 {
+            dst.write_all(&buf[..n]).map_err(CopyError::Dest)?;
+        }
+        return Ok(n as u64);
     }
     // Large files: let the kernel move the bytes (copy_file_range, or sendfile across
     // filesystems), falling back to a bounded buffer where neither is offered.
