@@ -273,30 +273,41 @@ impl<D: Destination> Engine<'_, D> {
         match plan::decide_symlink(&job.entry.meta, dst.as_ref(), same_target, self.cfg) {
             Decision::UpToDate => Stats::bump(&self.stats.files_skipped),
             Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, 'L'),
-            _ => {
-                if let Some(d) = &dst
-                    && !self.make_way(job, rel, d)
-                {
-                    return;
-                }
-                job.parent.changed.store(true, Ordering::Relaxed);
-                if !self.cfg.dry_run {
-                    let dir = job
-                        .parent
-                        .dir
-                        .as_ref()
-                        .expect("non-dry runs have directories");
-                    if let Err(e) =
-                        self.dest
-                            .symlink(dir, &job.entry.name, &target, &job.entry.meta)
-                    {
-                        return self.dest_error(rel, &e);
-                    }
-                }
-                Stats::bump(&self.stats.links_created);
-                self.out.change("cL+++++++++", rel);
+            _ => self.create_link_like(job, rel, dst.as_ref(), "cL+++++++++", |dir| {
+                self.dest
+                    .symlink(dir, &job.entry.name, &target, &job.entry.meta)
+            }),
+        }
+    }
+
+    /// Creates a symlink or special file in place of whatever `dst` is, counting it and
+    /// itemizing it with `code`.
+    fn create_link_like(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        dst: Option<&Meta>,
+        code: &str,
+        create: impl FnOnce(&D::Dir) -> io::Result<()>,
+    ) {
+        if let Some(d) = dst
+            && !self.make_way(job, rel, d)
+        {
+            return;
+        }
+        job.parent.changed.store(true, Ordering::Relaxed);
+        if !self.cfg.dry_run {
+            let dir = job
+                .parent
+                .dir
+                .as_ref()
+                .expect("non-dry runs have directories");
+            if let Err(e) = create(dir) {
+                return self.dest_error(rel, &e);
             }
         }
+        Stats::bump(&self.stats.links_created);
+        self.out.change(code, rel);
     }
 
     fn special(&self, job: &EntryJob<D>, rel: &Path) {
@@ -316,31 +327,14 @@ impl<D: Destination> Engine<'_, D> {
             Decision::UpToDate => Stats::bump(&self.stats.files_skipped),
             Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, 'S'),
             _ => {
-                if let Some(d) = &dst
-                    && !self.make_way(job, rel, d)
-                {
-                    return;
-                }
-                job.parent.changed.store(true, Ordering::Relaxed);
-                if !self.cfg.dry_run {
-                    let dir = job
-                        .parent
-                        .dir
-                        .as_ref()
-                        .expect("non-dry runs have directories");
-                    if let Err(e) = self.dest.mknod(dir, &job.entry.name, &job.entry.meta) {
-                        return self.dest_error(rel, &e);
-                    }
-                }
-                Stats::bump(&self.stats.links_created);
-                self.out.change(
-                    if kind.is_device() {
-                        "cD+++++++++"
-                    } else {
-                        "cS+++++++++"
-                    },
-                    rel,
-                );
+                let code = if kind.is_device() {
+                    "cD+++++++++"
+                } else {
+                    "cS+++++++++"
+                };
+                self.create_link_like(job, rel, dst.as_ref(), code, |dir| {
+                    self.dest.mknod(dir, &job.entry.name, &job.entry.meta)
+                })
             }
         }
     }
