@@ -25,7 +25,8 @@
 //!    direction, so a change of regime is followed quickly; a rejected probe doubles
 //!    the probe period (2 s up to 16 s), so a settled run is disturbed rarely.
 //! 3. **Latency guard** (in the spirit of TCP Vegas and Netflix's Gradient limiter):
-//!    when the mean latency is over twice its recent floor, jobs are queueing rather
+//!    when the mean latency is over twice its recent floor (which starts, when slow
+//!    start ends, from the latency of the highest value it tried), jobs are queueing rather
 //!    than working; the controller tries 2/3 of the jobs and keeps the cut if
 //!    throughput stays within 5 %. A cut that loses throughput shows the latency is
 //!    the price of the throughput (a busy CPU, say): the floor restarts from it, so
@@ -216,16 +217,16 @@ impl Controller {
                         if s.tput > p.tput * 1.1 {
                             // It still paid, only less than linearly: go on at once in
                             // smaller steps (a kept probe is followed by another).
-                            self.settle(now, s);
+                            self.settle(now, s, s);
                             self.probe_up_next = false;
                             return self.start_probe(s, true, false);
                         }
-                        self.settle(now, p);
+                        self.settle(now, p, s);
                         return p.jobs;
                     }
                 }
                 if s.jobs >= MAX_JOBS {
-                    self.settle(now, s);
+                    self.settle(now, s, s);
                     return s.jobs;
                 }
                 self.phase = Phase::SlowStart { prev: Some(s) };
@@ -285,7 +286,14 @@ impl Controller {
         }
     }
 
-    fn settle(&mut self, now: Duration, at: Sample) {
+    /// Ends slow start at `at`; `last` is the epoch just measured (the higher jobs).
+    fn settle(&mut self, now: Duration, at: Sample, last: Sample) {
+        // Slow start raised the latency with the jobs (and its first epoch, with the
+        // pipeline still filling, is unusually fast): the guard's floor starts from the
+        // latency of the highest value tried, so it only reacts to queueing that builds
+        // up later, not to the price of the jobs slow start chose.
+        self.recent_lat.clear();
+        self.recent_lat.push(last.lat);
         self.base = Some(at);
         self.best = at.tput;
         self.phase = Phase::Steady;
