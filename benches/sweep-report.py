@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Markdown report of benches/sweep: RAW.tsv MACHINE.txt CMDLINE -> stdout."""
+"""Markdown report of benches/sweep: RAW.tsv MACHINE.txt CMDLINE [NOTES.md] -> stdout."""
 import csv
 import statistics
 import sys
 
 raw, machine, cmdline = sys.argv[1], sys.argv[2], sys.argv[3]
+notes = open(sys.argv[4]).read().strip() if len(sys.argv) > 4 else ""
 rows = list(csv.DictReader(open(raw), delimiter="\t"))
 PRESET_MS = {"lan": 0.3, "efs": 1.5, "wan": 10}
 
@@ -43,8 +44,8 @@ out.append(f"Command: `{cmdline}`\n")
 out.append("Machine and run:\n\n```\n" + open(machine).read().rstrip() + "\n```\n")
 out.append(
     "Method: for each path × preset × corpus, `nfsync --json --jobs N` once for every N "
-    "of the sweep (highest N first; a run is killed at 2 × the best sweep time so far and "
-    "marked `> cap`; after two capped runs in a row lower N are not run), then the two "
+    "of the sweep (highest N first; a run is killed at 2 × the second-best sweep time so "
+    "far and marked `> cap`; after two capped runs in a row lower N are not run), then the two "
     "best N and `--jobs auto` are run again `reps` times each, interleaved, and compared "
     "by their median. files/s = regular files in the corpus / wall time of the nfsync "
     "process (process start to exit, connection set-up included). Every run writes a "
@@ -110,6 +111,10 @@ out.append(
     + (": " + ", ".join(f"{p}/{q}/{c} ({x:.2f})" for p, q, c, x, _ in fails) + " fall short." if fails else ".")
     + "\n"
 )
+
+if notes:
+    out.append("## Notes\n")
+    out.append(notes + "\n")
 
 out.append("## Sweep (files/s of the single sweep run per N; `< x` = killed at the cap, `–` = not run)\n")
 ns = []
