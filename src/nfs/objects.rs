@@ -20,6 +20,19 @@ use super::error;
 use crate::meta::{Kind, Meta};
 
 impl NfsDest {
+    /// Finds an object this run just created when the reply did not carry its handle
+    /// (or was lost and the retry answered EXIST): it must be there.
+    async fn made_by_us(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+    ) -> io::Result<(nfs_fh3, Option<v3::fattr3>)> {
+        self.lookup(dir, name)
+            .await?
+            .map(|(f, a)| (f, Some(a)))
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+    }
+
     pub(super) fn symlink_impl(
         &self,
         dir: &NfsDir,
@@ -52,18 +65,10 @@ impl NfsDest {
             let (fh, have) = match a.res {
                 Ok(r) => match post_fh(r.obj) {
                     Some(fh) => (fh, post_op(r.obj_attributes)),
-                    None => self
-                        .lookup(dir, name)
-                        .await?
-                        .map(|(f, a)| (f, Some(a)))
-                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                    None => self.made_by_us(dir, name).await?,
                 },
                 // Our own earlier attempt went through.
-                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self
-                    .lookup(dir, name)
-                    .await?
-                    .map(|(f, a)| (f, Some(a)))
-                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self.made_by_us(dir, name).await?,
                 Err(s) => return Err(error::status(s)),
             };
             let after = ok(self
@@ -165,17 +170,9 @@ impl NfsDest {
             let (fh, have) = match a.res {
                 Ok(r) => match post_fh(r.obj) {
                     Some(fh) => (fh, post_op(r.obj_attributes)),
-                    None => self
-                        .lookup(dir, name)
-                        .await?
-                        .map(|(f, a)| (f, Some(a)))
-                        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                    None => self.made_by_us(dir, name).await?,
                 },
-                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self
-                    .lookup(dir, name)
-                    .await?
-                    .map(|(f, a)| (f, Some(a)))
-                    .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?,
+                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self.made_by_us(dir, name).await?,
                 Err(s) => return Err(error::status(s)),
             };
             ok(self
