@@ -133,7 +133,7 @@ pub struct Cli {
     #[arg(long)]
     pub numeric_ids: bool,
 
-    /// Print each changed path (-vv: also the job controller's decisions).
+    /// Print each changed path and each change --jobs auto makes.
     #[arg(short, long, action = ArgAction::Count)]
     pub verbose: u8,
 

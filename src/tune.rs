@@ -11,19 +11,22 @@
 //! latency as the mean time a job took. Each measurement *epoch* lasts at least
 //! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]).
 //!
-//! 1. **Slow start.** Start at [`AUTO_START`] and double every epoch while the
-//!    throughput gain is at least half of a linear gain (AzCopy's rule: doubling the
-//!    jobs must bring ≥ 1.5× the throughput). The first doubling that does not pays for
-//!    itself ends slow start at the better of the last two values; if that is the
-//!    doubled one (it still brought ≥ 10 %), the first probe up (below) starts at once,
-//!    so a run of a few seconds does not wait a probe period to climb further.
+//! 1. **Slow start.** Start at [`AUTO_START`] and double every epoch while doubling
+//!    pays: throughput rose by at least [`SLOW_START_GAIN`] (20 %). AzCopy keeps a
+//!    doubling only for ≥ 1.5×; we keep going for less, because a sublinear gain is what
+//!    a high-latency link shows once the client's CPU starts to count (the nfs:// path
+//!    at 10 ms went 64 → 128 → 256 for +30 % and then +23 %), and on the NFS path a job
+//!    in flight costs only memory. A doubling that gained less than that ends slow start
+//!    at the better of the last two values (the doubled one if it still brought ≥ 10 %).
 //! 2. **Steady state with probes.** Every probe period the controller tries, in turn,
 //!    1.5× the jobs (kept only if throughput rose ≥ 10 %) and 2/3 of them (kept if
 //!    throughput stays within 5 % of the value before the cut and 10 % of the best seen
 //!    since the last workload shift, so needless jobs are shed without drifting away
 //!    from the best). A kept probe is followed at once by another in the same
-//!    direction, so a change of regime is followed quickly; a rejected probe doubles
-//!    the probe period (2 s up to 16 s), so a settled run is disturbed rarely.
+//!    direction, so a change of regime is followed quickly. Once a probe in each
+//!    direction has been rejected in a row the value is settled and the probe period
+//!    doubles (2 s up to 16 s), so a settled run is disturbed rarely; one rejected probe
+//!    alone does not, so a noisy epoch early in a run does not postpone the next try.
 //! 3. **Latency guard** (in the spirit of TCP Vegas and Netflix's Gradient limiter):
 //!    when the mean latency is over twice its recent floor (which starts, when slow
 //!    start ends, from the latency of the highest value it tried), jobs are queueing rather
@@ -54,6 +57,33 @@ pub struct TuneReport {
     pub history: Vec<(f64, usize)>,
 }
 
+/// A change of the target and the measurement behind it, for `-v`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Change {
+    /// The new target.
+    pub jobs: usize,
+    /// The epoch that decided it: work units per second (a unit is a finished job or
+    /// 256 KiB written)…
+    pub per_sec: f64,
+    /// …and mean seconds per job.
+    pub latency: f64,
+    /// Which rule moved it.
+    pub why: &'static str,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "jobs -> {} ({}: {:.0} units/s at {:.2} ms per job)",
+            self.jobs,
+            self.why,
+            self.per_sec,
+            self.latency * 1000.0
+        )
+    }
+}
+
 /// Where `--jobs auto` starts: enough to hide a millisecond of latency from the first
 /// second, few enough not to swamp a small server.
 pub const AUTO_START: usize = 64;
@@ -67,6 +97,8 @@ pub const EPOCH_MAX: Duration = Duration::from_secs(3);
 pub const EPOCH_OPS: u64 = 40;
 /// History entries kept for the report.
 pub const HISTORY_MAX: usize = 64;
+/// The throughput gain (as a fraction) a doubling must bring for slow start to go on.
+pub const SLOW_START_GAIN: f64 = 0.2;
 /// Bytes that count as one unit of work.
 const BYTES_PER_UNIT: f64 = 256.0 * 1024.0;
 
@@ -115,6 +147,10 @@ pub struct Controller {
     best: f64,
     /// Direction of the next scheduled probe (they alternate).
     probe_up_next: bool,
+    /// Scheduled probes rejected in a row; two (one each way) mean "settled".
+    rejected: u8,
+    /// Why the last decision moved the target.
+    why: &'static str,
     probe_every: Duration,
     next_probe: Duration,
     report: TuneReport,
@@ -139,6 +175,8 @@ impl Controller {
             base: None,
             best: 0.0,
             probe_up_next: true,
+            rejected: 0,
+            why: "",
             probe_every: PROBE_MIN,
             next_probe: Duration::ZERO,
             report: TuneReport {
@@ -162,14 +200,14 @@ impl Controller {
 
     /// One measurement interval ended at `now` (time since the run started): `completed`
     /// jobs finished, writing `bytes`, and their latencies summed to `busy`.
-    /// Returns the new target if it changed.
+    /// Returns the new target, and why, if it changed.
     pub fn on_interval(
         &mut self,
         now: Duration,
         completed: u64,
         bytes: u64,
         busy: Duration,
-    ) -> Option<usize> {
+    ) -> Option<Change> {
         if !self.auto {
             return None;
         }
@@ -196,7 +234,13 @@ impl Controller {
             self.recent_lat.remove(0);
         }
         let next = self.decide(now, sample);
-        self.set(now, next)
+        let why = self.why;
+        self.set(now, next).map(|jobs| Change {
+            jobs,
+            per_sec: sample.tput,
+            latency: sample.lat,
+            why,
+        })
     }
 
     fn floor(&self) -> f64 {
@@ -210,19 +254,14 @@ impl Controller {
         match self.phase {
             Phase::SlowStart { prev } => {
                 if let Some(p) = prev {
-                    let gain = (s.tput / p.tput - 1.0) / (s.jobs as f64 / p.jobs as f64 - 1.0);
                     // NaN (no throughput at all) counts as no gain.
-                    if gain.is_nan() || gain < 0.5 {
+                    let paid = s.tput >= p.tput * (1.0 + SLOW_START_GAIN);
+                    if !paid {
                         // The last doubling did not pay: settle on the better of the two.
-                        if s.tput > p.tput * 1.1 {
-                            // It still paid, only less than linearly: go on at once in
-                            // smaller steps (a kept probe is followed by another).
-                            self.settle(now, s, s);
-                            self.probe_up_next = false;
-                            return self.start_probe(s, true, false);
-                        }
-                        self.settle(now, p, s);
-                        return p.jobs;
+                        let at = if s.tput > p.tput * 1.1 { s } else { p };
+                        self.settle(now, at, s);
+                        self.why = "slow start ends";
+                        return at.jobs;
                     }
                 }
                 if s.jobs >= MAX_JOBS {
@@ -230,6 +269,7 @@ impl Controller {
                     return s.jobs;
                 }
                 self.phase = Phase::SlowStart { prev: Some(s) };
+                self.why = "slow start";
                 s.jobs * 2
             }
             Phase::Probe { base, up, guard } => {
@@ -242,9 +282,11 @@ impl Controller {
                     self.base = Some(s);
                     self.best = self.best.max(s.tput);
                     self.phase = Phase::Steady;
+                    self.rejected = 0;
                     // Keep moving the same way while it pays.
                     self.probe_every = PROBE_MIN;
                     self.next_probe = now + self.probe_every;
+                    self.why = "probe kept";
                     self.start_probe(s, up, false)
                 } else {
                     self.phase = Phase::Steady;
@@ -254,11 +296,14 @@ impl Controller {
                         // try the same losing cut every other epoch.
                         self.recent_lat.clear();
                         self.recent_lat.push(base.lat);
-                    }
-                    if up || !self.probe_up_next {
-                        self.probe_every = (self.probe_every * 2).min(PROBE_MAX);
+                    } else {
+                        self.rejected += 1;
+                        if self.rejected >= 2 {
+                            self.probe_every = (self.probe_every * 2).min(PROBE_MAX);
+                        }
                     }
                     self.next_probe = now + self.probe_every;
+                    self.why = "probe undone";
                     base.jobs
                 }
             }
@@ -269,16 +314,19 @@ impl Controller {
                     self.probe_every = PROBE_MIN;
                     self.next_probe = now;
                     self.probe_up_next = true;
+                    self.rejected = 0;
                     self.best = 0.0;
                 }
                 self.base = Some(s);
                 self.best = self.best.max(s.tput);
                 if s.jobs > 1 && s.lat > 2.0 * self.floor() {
+                    self.why = "latency guard";
                     return self.start_probe(s, false, true);
                 }
                 if now >= self.next_probe {
                     let up = self.probe_up_next;
                     self.probe_up_next = !up;
+                    self.why = if up { "probe up" } else { "probe down" };
                     return self.start_probe(s, up, false);
                 }
                 s.jobs
@@ -297,6 +345,7 @@ impl Controller {
         self.base = Some(at);
         self.best = at.tput;
         self.phase = Phase::Steady;
+        self.rejected = 0;
         self.probe_every = PROBE_MIN;
         self.next_probe = now + PROBE_MIN;
     }
@@ -385,10 +434,32 @@ mod tests {
         }
     }
 
-    /// Drives the controller for `secs` seconds in 200 ms intervals from `t0`, with a
+    /// Throughput measured at a few job counts (interpolated on log2 of the jobs),
+    /// latency by Little's law: what the rig showed, for shapes the two models above
+    /// do not have.
+    struct Measured(&'static [(usize, f64)]);
+
+    impl Model for Measured {
+        fn serve(&self, n: usize) -> (f64, f64) {
+            let x = (n as f64).log2();
+            let pts = self.0;
+            let tput = match pts.iter().position(|p| p.0 >= n) {
+                Some(0) => pts[0].1 * n as f64 / pts[0].0 as f64,
+                None => pts[pts.len() - 1].1,
+                Some(i) => {
+                    let (a, b) = (pts[i - 1], pts[i]);
+                    let (xa, xb) = ((a.0 as f64).log2(), (b.0 as f64).log2());
+                    a.1 + (b.1 - a.1) * (x - xa) / (xb - xa)
+                }
+            };
+            (tput, n as f64 / tput)
+        }
+    }
+
+    /// Drives the controller for `secs` seconds in 100 ms intervals (the engine's tick) from `t0`, with a
     /// deterministic ±5 % noise. Returns the time reached and the operations completed.
     fn drive(c: &mut Controller, s: &impl Model, t0: f64, secs: f64, seed: &mut u64) -> (f64, f64) {
-        let dt = 0.2;
+        let dt = 0.1;
         let mut t = t0;
         let mut total = 0.0;
         while t < t0 + secs - 1e-9 {
@@ -527,6 +598,26 @@ mod tests {
             );
             let (tput, _) = s.serve(c.jobs());
             assert!(tput >= 0.7 * s.capacity, "stopped low: {h:?}");
+        }
+    }
+
+    #[test]
+    fn sublinear_gains_still_climb_in_slow_start() {
+        // nfs:// at a 10 ms RTT on a busy two-core box (benches/results/sweep-latest.md):
+        // each doubling up to 256 paid +30 % and +23 %, well short of AzCopy's 1.5×,
+        // then nothing. Runs there last a few seconds, so slow start must get there,
+        // not leave it to probes seconds apart.
+        let s = Measured(&[(64, 1250.0), (128, 1640.0), (256, 2020.0), (512, 2000.0)]);
+        for mut seed in 1..=5u64 {
+            let mut c = Controller::new(Jobs::Auto);
+            let (_, done) = drive(&mut c, &s, 0.0, 3.0, &mut seed);
+            let h = c.report().history;
+            assert!(c.jobs() >= 256, "stopped at {}: {h:?}", c.jobs());
+            assert!(
+                done >= 0.85 * 2020.0 * 3.0,
+                "{:.2} of the best in the first 3 s: {h:?}",
+                done / (2020.0 * 3.0)
+            );
         }
     }
 

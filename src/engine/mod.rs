@@ -136,7 +136,7 @@ pub fn run<D: Destination>(
         spawn(spawned);
         // The controller's loop: measure each interval, adjust the cap, spawn more
         // workers when the cap grows past those running.
-        let tick = Duration::from_millis(200);
+        let tick = Duration::from_millis(100);
         let (mut last_ops, mut last_busy, mut last_bytes) = (0, 0, 0);
         let mut last_tick = Instant::now();
         while !engine.sched.wait_quiescent(&engine.stop, tick) {
@@ -158,16 +158,11 @@ pub fn run<D: Destination>(
                 bytes - last_bytes,
                 Duration::from_micros(busy - last_busy),
             );
-            if let Some(n) = changed {
-                engine.out.verbose(
-                    2,
-                    format_args!(
-                        "jobs -> {n} at {:.1}s ({:.0} jobs/s, {:.2} ms per job)",
-                        now.as_secs_f64(),
-                        (ops - last_ops) as f64 / tick.as_secs_f64(),
-                        (busy - last_busy) as f64 / 1000.0 / (ops - last_ops).max(1) as f64
-                    ),
-                );
+            if let Some(change) = changed {
+                let n = change.jobs;
+                engine
+                    .out
+                    .verbose(1, format_args!("{change} at {:.1}s", now.as_secs_f64()));
                 engine.sched.set_limit(n);
                 if n > spawned {
                     spawn(n - spawned);
