@@ -45,8 +45,8 @@ man\:"The man page (roff)"))' \
 '--group[Preserve groups (default when run as root)]' \
 '--no-group[Don'\''t preserve groups]' \
 '--numeric-ids[Don'\''t map uid/gid by name (ids are always numeric on nfsync'\''s paths)]' \
-'*-v[Print each changed path (-vv\: also the job controller'\''s decisions)]' \
-'*--verbose[Print each changed path (-vv\: also the job controller'\''s decisions)]' \
+'*-v[Print each changed path and each change --jobs auto makes]' \
+'*--verbose[Print each changed path and each change --jobs auto makes]' \
 '-q[Print errors and warnings only]' \
 '--quiet[Print errors and warnings only]' \
 '--progress[Show a progress bar on a terminal (the default)]' \
