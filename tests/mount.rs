@@ -202,6 +202,102 @@ fn unreadable_source_file() {
     assert!(diff.is_empty(), "trees differ:\n{diff}");
 }
 
+/// An update whose new source cannot be read keeps the old copy (the source is opened
+/// before anything at the destination is touched).
+#[test]
+fn unreadable_update_keeps_the_old_copy() {
+    let s = scratch_for_nobody();
+    let tree = Tree::new(s.join("src"));
+    tree.file("doc", "version 1\n").file("other", "o\n");
+    hand_to_nobody(tree.root());
+    let dst = s.join("dst");
+    let args = [slash(tree.root()), dst.clone().into_os_string()];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let first = run_unprivileged(&args);
+    assert!(first.status.success(), "{}", describe(&first));
+
+    tree.file("doc", "version 2, longer\n");
+    hand_to_nobody(tree.root());
+    tree.chmod("doc", 0o000);
+    let out = run_unprivileged(&args);
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    assert_eq!(fs::read(dst.join("doc")).unwrap(), b"version 1\n");
+    let names: Vec<_> = fs::read_dir(&dst)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "left behind: {names:?}");
+}
+
+/// A destination that fills up: an update that does not fit keeps the old copy whole,
+/// a new file that does not fit leaves nothing, each is named with its cause (exit 23),
+/// and what fits is copied. Needs root (a 1 MiB tmpfs).
+#[test]
+fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
+    if !is_root() {
+        eprintln!(
+            "a_full_disk_keeps_old_copies_and_leaves_no_partial_files: skipped, needs root to mount a tmpfs"
+        );
+        return;
+    }
+    let s = Scratch::new();
+    let dst = s.join("dst");
+    fs::create_dir(&dst).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "nfsync-test"])
+        .arg(&dst)
+        .status()
+        .expect("run mount");
+    assert!(mounted.success(), "mount -t tmpfs failed");
+    // Unmounted even when an assertion fails.
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&dst);
+
+    let tree = Tree::new(s.join("src"));
+    tree.random_file("grows", 400_000, 1)
+        .file("small", "small\n");
+    let first = nfsync().arg(slash(tree.root())).arg(&dst).output().unwrap();
+    assert!(first.status.success(), "{}", describe(&first));
+    let old = fs::read(dst.join("grows")).unwrap();
+
+    // 700 kB more for `grows` does not fit beside its old copy; neither does new_big.
+    tree.random_file("grows", 700_000, 2)
+        .random_file("new_big", 2_000_000, 3)
+        .file("new_small", "fits\n");
+    // One job, so a partial new_big cannot crowd out new_small while it exists.
+    let out = nfsync()
+        .args(["--jobs", "1"])
+        .arg(slash(tree.root()))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for name in ["grows", "new_big"] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(name) && l.contains("No space left on device")),
+            "no line naming {name} with its cause:\n{err}"
+        );
+    }
+    assert!(
+        fs::read(dst.join("grows")).unwrap() == old,
+        "the old copy changed"
+    );
+    let mut names: Vec<_> = fs::read_dir(&dst)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["grows", "new_small", "small"], "partial files left");
+    assert_eq!(fs::read(dst.join("new_small")).unwrap(), b"fits\n");
+}
+
 /// An unreadable source directory: exit 23, its path on stderr, everything else copied.
 #[test]
 fn unreadable_source_dir() {

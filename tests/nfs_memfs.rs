@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use nfs3_client::io::{AsyncRead, AsyncWrite};
@@ -513,6 +513,19 @@ struct FaultyFs {
     jukebox: AtomicUsize,
     /// How long each COMMIT takes.
     slow_commit: Duration,
+    /// WRITEs that reach past this offset answer NOSPC (a file too big for the disk).
+    space: Arc<AtomicU64>,
+}
+
+impl FaultyFs {
+    fn new() -> FaultyFs {
+        FaultyFs {
+            inner: MemFs::default(),
+            jukebox: AtomicUsize::new(0),
+            slow_commit: Duration::ZERO,
+            space: Arc::new(AtomicU64::new(u64::MAX)),
+        }
+    }
 }
 
 fn name_starts(name: &filename3<'_>, prefix: &str) -> bool {
@@ -580,6 +593,9 @@ impl NfsFileSystem for FaultyFs {
                 .is_ok()
         {
             return Err(v3::nfsstat3::NFS3ERR_JUKEBOX);
+        }
+        if offset + data.len() as u64 > self.space.load(Ordering::SeqCst) {
+            return Err(v3::nfsstat3::NFS3ERR_NOSPC);
         }
         self.inner.write(id, offset, data, stable).await
     }
@@ -659,9 +675,8 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
     let server = MemServer::start_fs(
         None,
         FaultyFs {
-            inner: MemFs::default(),
             jukebox: AtomicUsize::new(5),
-            slow_commit: Duration::ZERO,
+            ..FaultyFs::new()
         },
     );
     let s = Scratch::new();
@@ -698,6 +713,63 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         assert_eq!(got.get(name), want.get(name), "{name}");
     }
     assert!(!got.contains_key("full_disk") && !got.contains_key("ro_dir"));
+}
+
+/// A disk that fills up during an update: the old copy stays whole (the update went to
+/// a temporary name that is then removed), a new file that does not fit leaves
+/// nothing behind, and the run says which files and why.
+#[test]
+fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
+    let fs = FaultyFs::new();
+    let space = fs.space.clone();
+    let server = MemServer::start_fs(None, fs);
+    let s = Scratch::new();
+    let src = s.join("src");
+    Tree::new(&src)
+        .random_file("grows", 1_000_000, 1)
+        .file("small", "small\n");
+    let first = nfsync()
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{}", describe(&first));
+    let before = server.snapshot("/d");
+
+    // Now anything written past 2 MB into a file fails.
+    space.store(2_000_000, Ordering::SeqCst);
+    let t = Tree::new(&src);
+    t.random_file("grows", 3_000_000, 2)
+        .random_file("new_big", 3_000_000, 3)
+        .file("new_small", "fits\n");
+    let out = nfsync()
+        .arg(slash(&src))
+        .arg(server.url("/d"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for name in ["grows", "new_big"] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(name) && l.contains("No space left on device")),
+            "no line naming {name} with its cause:\n{err}"
+        );
+    }
+    let after = server.snapshot("/d");
+    assert_eq!(
+        after.get("grows"),
+        before.get("grows"),
+        "the old copy changed"
+    );
+    assert!(!after.contains_key("new_big"), "a partial new_big was left");
+    assert!(
+        after.keys().all(|k| !k.contains(".nfsync-")),
+        "a temporary was left: {:?}",
+        after.keys().collect::<Vec<_>>()
+    );
+    let want = local_snapshot(&src);
+    assert_eq!(after.get("new_small"), want.get("new_small"));
 }
 
 /// The transport keeps many calls in flight on one connection and matches replies that
@@ -786,9 +858,8 @@ fn slow_commit_is_not_a_timeout() {
     let server = MemServer::start_fs(
         None,
         FaultyFs {
-            inner: MemFs::default(),
-            jukebox: AtomicUsize::new(0),
             slow_commit: Duration::from_secs(5),
+            ..FaultyFs::new()
         },
     );
     let s = Scratch::new();

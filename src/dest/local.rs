@@ -281,6 +281,10 @@ impl Destination for LocalDest {
         Ok(bytes)
     }
 
+    fn rename(&self, dir: &PathBuf, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        fs::rename(dir.join(from), dir.join(to))
+    }
+
     fn read_link(&self, dir: &PathBuf, name: &OsStr) -> io::Result<OsString> {
         Ok(fs::read_link(dir.join(name))?.into_os_string())
     }

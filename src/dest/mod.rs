@@ -174,6 +174,11 @@ pub trait Destination: Send + Sync {
     /// Creates a fifo, socket or device node, with its attributes.
     fn mknod(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<()>;
 
+    /// Renames `from` to `to` within one directory, replacing a file at `to` in one step
+    /// (rename(2), NFS RENAME): an update is written under a temporary name and put in
+    /// place with this, so until then the old copy stays whole.
+    fn rename(&self, dir: &Self::Dir, from: &OsStr, to: &OsStr) -> io::Result<()>;
+
     /// Removes an entry; directories are removed with everything in them.
     fn remove(&self, dir: &Self::Dir, name: &OsStr, kind: Kind) -> io::Result<()>;
 

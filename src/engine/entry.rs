@@ -1,13 +1,14 @@
 //! Entry jobs: regular files, symlinks, hard links and special files.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, OpenOptions};
 use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Engine, EntryJob};
+use super::{Engine, EntryJob, is_fatal};
 use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};
@@ -36,6 +37,31 @@ pub enum LinkGroup<D: Destination> {
         rel: PathBuf,
         ok: bool,
     },
+}
+
+/// How a regular file gets to the destination.
+#[derive(Clone, Copy, Debug)]
+enum Put {
+    /// Nothing there: write it under its name.
+    New,
+    /// An older copy there: write beside it and rename over it.
+    Replace,
+    /// Something else in the way (a directory, a symlink): remove it first.
+    MakeWay(Meta),
+}
+
+/// The name an update is written under: hidden, unique within this run, and short
+/// enough for NAME_MAX whatever the length of the original (rsync's `.name.XXXXXX`).
+/// A run killed mid-copy can leave one behind; `--delete` removes it next time.
+fn temp_name(name: &OsStr) -> OsString {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let b = name.as_bytes();
+    let mut t = Vec::with_capacity(b.len().min(200) + 32);
+    t.push(b'.');
+    t.extend_from_slice(&b[..b.len().min(200)]);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    t.extend_from_slice(format!(".nfsync-{:x}-{seq:x}", std::process::id()).as_bytes());
+    OsString::from_vec(t)
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -164,11 +190,6 @@ impl<D: Destination> Engine<'_, D> {
                 true
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
-                if let Some(d) = &dst
-                    && !self.make_way(job, rel, d)
-                {
-                    return false;
-                }
                 let code = match &dst {
                     Some(d) if d.kind == Kind::File => format!(
                         ">f{}{}.......",
@@ -177,12 +198,17 @@ impl<D: Destination> Engine<'_, D> {
                     ),
                     _ => ">f+++++++++".to_string(),
                 };
-                self.copy_content(job, rel, &code)
+                let put = match dst {
+                    None => Put::New,
+                    Some(d) if d.kind == Kind::File => Put::Replace,
+                    Some(d) => Put::MakeWay(d),
+                };
+                self.copy_content(job, rel, &code, put)
             }
         }
     }
 
-    fn copy_content(&self, job: &EntryJob<D>, rel: &Path, code: &str) -> bool {
+    fn copy_content(&self, job: &EntryJob<D>, rel: &Path, code: &str, put: Put) -> bool {
         job.parent.changed.store(true, Ordering::Relaxed);
         if self.cfg.dry_run {
             Stats::bump(&self.stats.files_copied);
@@ -192,6 +218,7 @@ impl<D: Destination> Engine<'_, D> {
             self.out.change(code, rel);
             return true;
         }
+        // The source first: a source we cannot read must not cost the old copy.
         let file = match OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NOATIME)
@@ -213,6 +240,11 @@ impl<D: Destination> Engine<'_, D> {
                 return false;
             }
         };
+        if let Put::MakeWay(d) = put
+            && !self.make_way(job, rel, &d)
+        {
+            return false;
+        }
         let source = SourceFile {
             file,
             meta: &job.entry.meta,
@@ -223,7 +255,29 @@ impl<D: Destination> Engine<'_, D> {
             .dir
             .as_ref()
             .expect("non-dry runs have directories");
-        match self.dest.write_file(dir, &job.entry.name, &source) {
+        let name = &job.entry.name;
+        // An update is written beside the old copy and renamed over it (as rsync does),
+        // so a failure part-way leaves the old copy whole; the rename costs what
+        // removing the old file first would.
+        let temp = matches!(put, Put::Replace).then(|| temp_name(name));
+        let written = self
+            .dest
+            .write_file(dir, temp.as_deref().unwrap_or(name), &source);
+        // A copy that changed under us is put in place too, without the source's mtime,
+        // so the next run copies it again (a new file is left the same way).
+        let written = match (written, &temp) {
+            (r @ (Ok(_) | Err(CopyError::SourceChanged)), Some(t)) => {
+                match self.dest.rename(dir, t, name) {
+                    Ok(()) => r,
+                    Err(e) => Err(CopyError::Dest(e)),
+                }
+            }
+            (r, _) => r,
+        };
+        if let Err(e) = &written {
+            self.discard_partial(dir, temp.as_deref().unwrap_or(name), e);
+        }
+        match written {
             Ok(bytes) => {
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
@@ -250,6 +304,20 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest_error(rel, &e);
                 false
             }
+        }
+    }
+
+    /// Removes what a failed copy left under `name` (a new file or an update's
+    /// temporary), so no torn copy sits in the destination. Best effort, and skipped
+    /// when the destination itself is gone: that would only wait out another timeout.
+    fn discard_partial(&self, dir: &D::Dir, name: &OsStr, e: &CopyError) {
+        match e {
+            CopyError::SourceChanged => return,
+            CopyError::Dest(e) if is_fatal(e) => return,
+            _ => {}
+        }
+        if !self.stop.load(Ordering::Relaxed) {
+            let _ = self.dest.remove(dir, name, Kind::File);
         }
     }
 

@@ -221,14 +221,7 @@ impl<'a, D: Destination> Engine<'a, D> {
     /// server that stopped answering) end the run.
     fn dest_error(&self, rel: &Path, e: &io::Error) {
         Stats::bump(&self.stats.errors);
-        let code = match e.kind() {
-            io::ErrorKind::TimedOut => Some(exit::TIMEOUT),
-            io::ErrorKind::NotConnected
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionRefused => Some(exit::CONNECT),
-            _ => None,
-        };
-        let Some(code) = code else {
+        let Some(code) = fatal_code(e) else {
             self.out.error(&self.dest_path(rel), e);
             return;
         };
@@ -289,4 +282,21 @@ fn display_dest(dest: &Path) -> PathBuf {
 /// Whether DEST's root already exists as a directory.
 fn root_is_dir(state: &RootState) -> bool {
     matches!(state, RootState::Exists(m) if m.kind == Kind::Dir)
+}
+
+/// The exit code of a destination error that means the destination is gone (an NFS
+/// server that stopped answering or refuses connections); `None` for per-file errors.
+fn fatal_code(e: &io::Error) -> Option<i32> {
+    match e.kind() {
+        io::ErrorKind::TimedOut => Some(exit::TIMEOUT),
+        io::ErrorKind::NotConnected
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::ConnectionRefused => Some(exit::CONNECT),
+        _ => None,
+    }
+}
+
+/// Whether a destination error ends the run.
+fn is_fatal(e: &io::Error) -> bool {
+    fatal_code(e).is_some()
 }

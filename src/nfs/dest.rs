@@ -503,6 +503,10 @@ impl Destination for NfsDest {
         self.mknod_impl(dir, name, m)
     }
 
+    fn rename(&self, dir: &NfsDir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        self.rename_impl(dir, from.as_bytes(), to.as_bytes())
+    }
+
     fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> io::Result<()> {
         if kind == Kind::Dir {
             self.remove_tree(dir, name.as_bytes())

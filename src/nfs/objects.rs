@@ -1,11 +1,12 @@
-//! Making and removing everything that is not file data: symlinks, hard links,
-//! device nodes and fifos, and recursive removal for `--delete`.
+//! Making, renaming and removing everything that is not file data: symlinks, hard
+//! links, device nodes and fifos, the RENAME that puts an update in place, and
+//! recursive removal for `--delete`.
 //!
 //! Each creating call is followed by the SETATTR that sets the mtime last (and whatever
 //! the creating call's attributes show is still missing). A reply that comes after a
 //! reconnect may be the answer to our own earlier attempt (`Answer::ambiguous`): then
 //! EXIST means done — checked by LOOKUP, and for LINK by comparing file ids — and NOENT
-//! from REMOVE/RMDIR means removed.
+//! from REMOVE/RMDIR means removed, and NOENT from RENAME means renamed.
 
 use std::ffi::OsStr;
 use std::io;
@@ -216,6 +217,38 @@ impl NfsDest {
             self.rt.block_on(h).map_err(io::Error::other)??;
         }
         self.remove_entry(parent, name, true)
+    }
+
+    /// RENAME within one directory. After a retry, NOENT for `from` means our first
+    /// attempt did it: `to` is then looked up to be sure.
+    pub(super) fn rename_impl(&self, dir: &NfsDir, from: &[u8], to: &[u8]) -> io::Result<()> {
+        self.rt.block_on(async {
+            let a = self
+                .in_dir(dir, |fh| async move {
+                    let args = v3::RENAME3args {
+                        from: dirop(&fh, from),
+                        to: dirop(&fh, to),
+                    };
+                    self.nfs
+                        .call::<_, v3::RENAME3resok, v3::RENAME3resfail>(P::NFSPROC3_RENAME, &args)
+                        .await
+                })
+                .await?;
+            match a.res {
+                Ok(_) => {}
+                Err(nfsstat3::NFS3ERR_NOENT) if a.ambiguous => {
+                    self.made_by_us(dir, to).await?;
+                }
+                Err(s) => return Err(error::status(s)),
+            }
+            // A file written for -H is remembered by name for the links to it.
+            if let Ok(mut c) = self.link_cache.lock()
+                && let Some(fh) = c.remove(&cache_key(&dir.fh, from))
+            {
+                c.insert(cache_key(&dir.fh, to), fh);
+            }
+            Ok(())
+        })
     }
 
     pub(super) fn remove_entry(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> io::Result<()> {
