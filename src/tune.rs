@@ -19,14 +19,18 @@
 //!    in flight costs only memory. A doubling that gained less than that ends slow start
 //!    at the better of the last two values (the doubled one if it still brought ≥ 10 %).
 //! 2. **Steady state with probes.** Every probe period the controller tries, in turn,
-//!    1.5× the jobs (kept only if throughput rose ≥ 10 %) and 2/3 of them (kept if
-//!    throughput stays within 5 % of the value before the cut and 10 % of the best seen
-//!    since the last workload shift, so needless jobs are shed without drifting away
-//!    from the best). A kept probe is followed at once by another in the same
-//!    direction, so a change of regime is followed quickly. Once a probe in each
-//!    direction has been rejected in a row the value is settled and the probe period
-//!    doubles (2 s up to 16 s), so a settled run is disturbed rarely; one rejected probe
-//!    alone does not, so a noisy epoch early in a run does not postpone the next try.
+//!    1.5× the jobs (kept if throughput rose ≥ 5 %: on the nfs:// path a curve that
+//!    pays only +13 % per doubling at first and +24 % later is common, and a +10 % bar
+//!    left it at the foot of that curve) and 2/3 of them (kept if throughput stays
+//!    within 5 % of the value before the cut and 10 % of the best seen since the last
+//!    workload shift, so needless jobs are shed without drifting away from the best).
+//!    Probes are judged against the mean of the epochs spent at the current value,
+//!    not the last one, which halves the noise they are judged on. A kept probe is
+//!    followed at once by another in the same direction, so a change of regime is
+//!    followed quickly. Once a probe in each direction has been rejected in a row the
+//!    value is settled and the probe period doubles (2 s up to 8 s); one rejected
+//!    probe alone does not, so a noisy epoch early in a run does not postpone the next
+//!    try.
 //! 3. **Latency guard** (in the spirit of TCP Vegas and Netflix's Gradient limiter):
 //!    when the mean latency is over twice its recent floor (which starts, when slow
 //!    start ends, from the latency of the highest value it tried), jobs are queueing rather
@@ -34,8 +38,9 @@
 //!    throughput stays within 5 %. A cut that loses throughput shows the latency is
 //!    the price of the throughput (a busy CPU, say): the floor restarts from it, so
 //!    the guard does not try the same losing cut again every other epoch.
-//! 4. **Workload shift.** When steady throughput moves by more than a third, probing
-//!    restarts at the short period.
+//! 4. **Workload shift.** When steady throughput moves by more than a third for two
+//!    epochs in a row (one is noise on a busy machine), probing restarts at the short
+//!    period.
 //!
 //! The controller does no I/O and reads no clock: the engine feeds it timestamps and
 //! counters, which is what lets the unit tests below drive it with a simulated server.
@@ -103,7 +108,7 @@ pub const SLOW_START_GAIN: f64 = 0.2;
 const BYTES_PER_UNIT: f64 = 256.0 * 1024.0;
 
 const PROBE_MIN: Duration = Duration::from_secs(2);
-const PROBE_MAX: Duration = Duration::from_secs(16);
+const PROBE_MAX: Duration = Duration::from_secs(8);
 /// How many epochs the latency floor remembers.
 const FLOOR_EPOCHS: usize = 12;
 
@@ -147,6 +152,8 @@ pub struct Controller {
     best: f64,
     /// Direction of the next scheduled probe (they alternate).
     probe_up_next: bool,
+    /// The direction of a throughput shift seen in the last epoch, waiting for a second.
+    shift_seen: Option<bool>,
     /// Scheduled probes rejected in a row; two (one each way) mean "settled".
     rejected: u8,
     /// Why the last decision moved the target.
@@ -175,6 +182,7 @@ impl Controller {
             base: None,
             best: 0.0,
             probe_up_next: true,
+            shift_seen: None,
             rejected: 0,
             why: "",
             probe_every: PROBE_MIN,
@@ -274,7 +282,7 @@ impl Controller {
             }
             Phase::Probe { base, up, guard } => {
                 let kept = if up {
-                    s.tput >= base.tput * 1.10
+                    s.tput >= base.tput * 1.05
                 } else {
                     s.tput >= base.tput * 0.95 && s.tput >= self.best * 0.9
                 };
@@ -309,15 +317,38 @@ impl Controller {
             }
             Phase::Steady => {
                 let base = self.base.unwrap_or(s);
-                // A workload shift: measure afresh and probe soon.
-                if s.tput > base.tput * 1.33 || s.tput < base.tput * 0.67 {
+                // A workload shift: measure afresh and probe soon. Two epochs in a row
+                // must agree, so one noisy epoch on a busy machine does not reset it.
+                let shift = if s.tput > base.tput * 1.33 {
+                    Some(true)
+                } else if s.tput < base.tput * 0.67 {
+                    Some(false)
+                } else {
+                    None
+                };
+                if shift.is_some() && shift == self.shift_seen {
                     self.probe_every = PROBE_MIN;
                     self.next_probe = now;
                     self.probe_up_next = true;
                     self.rejected = 0;
                     self.best = 0.0;
+                    self.base = Some(s);
+                    self.shift_seen = None;
+                } else {
+                    self.shift_seen = shift;
+                    // The reference is the mean of the epochs at this value, not the
+                    // last one: probes are judged against something less noisy.
+                    if shift.is_none() && base.jobs == s.jobs {
+                        self.base = Some(Sample {
+                            jobs: s.jobs,
+                            tput: (base.tput + s.tput) / 2.0,
+                            lat: (base.lat + s.lat) / 2.0,
+                        });
+                    } else if shift.is_none() {
+                        self.base = Some(s);
+                    }
                 }
-                self.base = Some(s);
+                let s = self.base.unwrap_or(s);
                 self.best = self.best.max(s.tput);
                 if s.jobs > 1 && s.lat > 2.0 * self.floor() {
                     self.why = "latency guard";
@@ -351,6 +382,7 @@ impl Controller {
     }
 
     fn start_probe(&mut self, base: Sample, up: bool, guard: bool) -> usize {
+        self.shift_seen = None;
         let trial = if up {
             (base.jobs * 3).div_ceil(2).max(base.jobs + 1).min(MAX_JOBS)
         } else {
@@ -459,6 +491,18 @@ mod tests {
     /// Drives the controller for `secs` seconds in 100 ms intervals (the engine's tick) from `t0`, with a
     /// deterministic ±5 % noise. Returns the time reached and the operations completed.
     fn drive(c: &mut Controller, s: &impl Model, t0: f64, secs: f64, seed: &mut u64) -> (f64, f64) {
+        drive_noisy(c, s, t0, secs, seed, 0.05)
+    }
+
+    /// [`drive`] with a noise of ± `amp` per 100 ms interval.
+    fn drive_noisy(
+        c: &mut Controller,
+        s: &impl Model,
+        t0: f64,
+        secs: f64,
+        seed: &mut u64,
+        amp: f64,
+    ) -> (f64, f64) {
         let dt = 0.1;
         let mut t = t0;
         let mut total = 0.0;
@@ -467,7 +511,7 @@ mod tests {
             *seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let noise = 0.95 + 0.1 * ((*seed >> 33) as f64 / (1u64 << 31) as f64);
+            let noise = 1.0 - amp + 2.0 * amp * ((*seed >> 33) as f64 / (1u64 << 31) as f64);
             let (tput, lat) = s.serve(c.jobs());
             let done = (tput * dt * noise).round() as u64;
             total += tput * dt;
@@ -619,6 +663,34 @@ mod tests {
                 done / (2020.0 * 3.0)
             );
         }
+    }
+
+    #[test]
+    fn a_shallow_then_steeper_curve_is_climbed() {
+        // nfs:// on a busy two-core box (benches/results/sweep-latest.md): 64 → 128 jobs
+        // paid +13 %, 128 → 256 +24 %, 256 → 512 +10 %; a 1.5× probe from 64 gains only
+        // ~7 %. A controller that wants +10 % per probe stays at 64 (0.65 of the best).
+        let s = Measured(&[(64, 1500.0), (128, 1700.0), (256, 2100.0), (512, 2300.0)]);
+        let mut effs = Vec::new();
+        for i in 1..=10u64 {
+            let mut seed = i;
+            let mut c = Controller::new(Jobs::Auto);
+            let (_, done) = drive(&mut c, &s, 0.0, 30.0, &mut seed);
+            let eff = done / (2300.0 * 30.0);
+            assert!(
+                eff >= 0.85,
+                "seed {i}: {eff:.2} of the best fixed value, ending at {} ({:?})",
+                c.jobs(),
+                c.report().history
+            );
+            // The same with the noise of a loaded machine (±20 % per 100 ms interval):
+            // probes misjudge often, but must not leave most runs low.
+            let mut c = Controller::new(Jobs::Auto);
+            let (_, done) = drive_noisy(&mut c, &s, 0.0, 30.0, &mut seed, 0.2);
+            effs.push(done / (2300.0 * 30.0));
+        }
+        effs.sort_by(f64::total_cmp);
+        assert!(effs[5] >= 0.8, "under noise: {effs:.2?}");
     }
 
     #[test]
