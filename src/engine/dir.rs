@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::entry::is_temp_name;
 use super::{DestKnown, DirNode, Engine, EntryJob, ScanJob, root_is_dir};
 use crate::dest::{AttrSet, DestEntry, Destination, RootState, local};
 use crate::exit::{self, Fatal};
@@ -217,6 +218,8 @@ impl<D: Destination> Engine<'_, D> {
         may_delete: bool,
     ) {
         let mut dest_map: Option<DestMap> = None;
+        // `may_delete` is false when the source directory could not be listed whole.
+        let listed_ok = may_delete;
         let mut may_delete = may_delete && self.cfg.delete;
         if !fresh && let Some(dir) = &node.dir {
             match self.dest.list(dir) {
@@ -281,13 +284,22 @@ impl<D: Destination> Engine<'_, D> {
                 });
             }
         }
-        if may_delete && let Some(rest) = dest_map {
+        // --delete removes what the source lacks; temporaries a killed run left behind
+        // are ours and go either way (but not where the source could not be listed).
+        if let Some(rest) = dest_map {
             let mut dels: Vec<_> = rest
                 .into_values()
                 .filter(|e| {
-                    let is_dir = e.kind.or(e.meta.map(|m| m.kind)) == Some(Kind::Dir);
-                    self.cfg.filter.is_empty()
-                        || !self.cfg.filter.is_excluded(&node.rel.join(&e.name), is_dir)
+                    let kind = e.kind.or(e.meta.map(|m| m.kind));
+                    if kind == Some(Kind::File) && is_temp_name(&e.name) {
+                        return listed_ok;
+                    }
+                    may_delete
+                        && (self.cfg.filter.is_empty()
+                            || !self
+                                .cfg
+                                .filter
+                                .is_excluded(&node.rel.join(&e.name), kind == Some(Kind::Dir)))
                 })
                 .map(|e| (e.name, e.kind.or(e.meta.map(|m| m.kind))))
                 .collect();

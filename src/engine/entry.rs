@@ -52,7 +52,8 @@ enum Put {
 
 /// The name an update is written under: hidden, unique within this run, and short
 /// enough for NAME_MAX whatever the length of the original (rsync's `.name.XXXXXX`).
-/// A run killed mid-copy can leave one behind; `--delete` removes it next time.
+/// A run killed mid-copy can leave one behind; the next run removes it (see
+/// [`is_temp_name`]).
 fn temp_name(name: &OsStr) -> OsString {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let b = name.as_bytes();
@@ -62,6 +63,24 @@ fn temp_name(name: &OsStr) -> OsString {
     let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     t.extend_from_slice(format!(".nfsync-{:x}-{seq:x}", std::process::id()).as_bytes());
     OsString::from_vec(t)
+}
+
+/// Whether a destination name is one of our temporaries (`.NAME.nfsync-PID-SEQ`, both
+/// numbers in hex), left by a run that was killed mid-update.
+pub(super) fn is_temp_name(name: &OsStr) -> bool {
+    let b = name.as_bytes();
+    let marker = b".nfsync-";
+    let Some(at) = b.windows(marker.len()).rposition(|w| w == marker) else {
+        return false;
+    };
+    let Some((pid, seq)) = std::str::from_utf8(&b[at + marker.len()..])
+        .ok()
+        .and_then(|t| t.split_once('-'))
+    else {
+        return false;
+    };
+    let hex = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_hexdigit());
+    b.first() == Some(&b'.') && at > 1 && hex(pid) && hex(seq)
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -501,5 +520,30 @@ impl<D: Destination> Engine<'_, D> {
         }
         Stats::bump(&self.stats.links_created);
         self.out.change("hf+++++++++", rel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_are_recognised_and_nothing_else() {
+        for name in [&b"a.txt"[..], b"x", &[0xff, 0xfe], &[b'n'; 255]] {
+            let t = temp_name(OsStr::from_bytes(name));
+            assert!(is_temp_name(&t), "{t:?}");
+            assert!(t.len() <= 255, "{} bytes", t.len());
+            assert!(!is_temp_name(OsStr::from_bytes(name)));
+        }
+        for name in [
+            "a.nfsync-1-2",
+            ".nfsync-1-2",
+            ".a.nfsync-1-",
+            ".a.nfsync-x-2",
+            ".a.nfsync-12",
+            ".a.nfsync-1-2.bak",
+        ] {
+            assert!(!is_temp_name(OsStr::new(name)), "{name}");
+        }
     }
 }

@@ -156,7 +156,8 @@ pub use sources::{
     trailing_slash,
 };
 pub use updates::{
-    compare_modes, dry_run, output_options, rerun_copies_nothing, update_changed_files,
+    compare_modes, dry_run, leftover_temporaries_are_removed, output_options, rerun_copies_nothing,
+    update_changed_files,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -200,6 +201,7 @@ define_scenarios!(
     trailing_slash,
     rerun_copies_nothing,
     update_changed_files,
+    leftover_temporaries_are_removed,
     compare_modes,
     delete,
     delete_keeps_excluded,

@@ -59,6 +59,26 @@ pub fn update_changed_files(t: &dyn Target) {
     );
 }
 
+/// A temporary left by a run killed mid-update (`.NAME.nfsync-PID-SEQ`) is removed by
+/// the next run even without --delete; names that only look similar stay.
+pub fn leftover_temporaries_are_removed(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("doc", "doc\n").file("sub/x", "x\n");
+    sync(t, &[], tree.root(), "dst");
+    let dst = t.dest_path("dst");
+    fs::write(dst.join(".doc.nfsync-3039-0"), "torn").unwrap();
+    fs::write(dst.join("sub/.x.nfsync-1a2b-ff"), "torn").unwrap();
+    fs::write(dst.join(".doc.nfsync-3039-0.keep"), "mine").unwrap();
+    fs::write(dst.join("doc.nfsync-1-2"), "mine").unwrap();
+    let stats = sync(t, &[], tree.root(), "dst");
+    assert_eq!(stat(&stats, "files_deleted"), 2, "{stats}");
+    assert!(!exists(&dst.join(".doc.nfsync-3039-0")));
+    assert!(!exists(&dst.join("sub/.x.nfsync-1a2b-ff")));
+    assert!(exists(&dst.join(".doc.nfsync-3039-0.keep")));
+    assert!(exists(&dst.join("doc.nfsync-1-2")));
+}
+
 /// Quick check (size+mtime), --checksum, --size-only and --modify-window decide what
 /// is up to date the way rsync does.
 pub fn compare_modes(t: &dyn Target) {
