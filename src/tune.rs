@@ -11,7 +11,8 @@
 //! latency as the mean time a job took. Each measurement *epoch* lasts at least
 //! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]).
 //!
-//! 1. **Slow start.** Start at [`AUTO_START`] and double every epoch while doubling
+//! 1. **Slow start.** Start at the destination's guess ([`AUTO_START`] = 64 on a mount,
+//!    the RPC window, 256 calls, on nfs://) and double every epoch while doubling
 //!    pays: throughput rose by at least [`SLOW_START_GAIN`] (20 %). AzCopy keeps a
 //!    doubling only for ≥ 1.5×; we keep going for less, because a sublinear gain is what
 //!    a high-latency link shows once the client's CPU starts to count (the nfs:// path
@@ -89,8 +90,9 @@ impl std::fmt::Display for Change {
     }
 }
 
-/// Where `--jobs auto` starts: enough to hide a millisecond of latency from the first
-/// second, few enough not to swamp a small server.
+/// Where `--jobs auto` starts on the mount path: enough to hide a millisecond of latency
+/// from the first second, few enough not to swamp a small server. (The NFS path starts
+/// at its RPC window, see `Destination::auto_start`.)
 pub const AUTO_START: usize = 64;
 /// The most jobs nfsync will ever run (threads on the mount path).
 pub const MAX_JOBS: usize = 1024;
@@ -164,10 +166,10 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A controller pinned to `--jobs N`, or adaptive for `auto`.
-    pub fn new(mode: Jobs) -> Controller {
+    /// A controller pinned to `--jobs N`, or adaptive for `auto` starting at `start`.
+    pub fn new(mode: Jobs, start: usize) -> Controller {
         let (auto, jobs) = match mode {
-            Jobs::Auto => (true, AUTO_START),
+            Jobs::Auto => (true, start.clamp(1, MAX_JOBS)),
             Jobs::Fixed(n) => (false, n.clamp(1, MAX_JOBS)),
         };
         Controller {
@@ -542,7 +544,7 @@ mod tests {
         ] {
             for mut seed in 1..=5u64 {
                 let s = Server { latency, rate };
-                let mut c = Controller::new(Jobs::Auto);
+                let mut c = Controller::new(Jobs::Auto, AUTO_START);
                 let (t, _) = drive(&mut c, &s, 0.0, 10.0, &mut seed);
                 let eff = efficiency(&mut c, &s, t, &mut seed);
                 assert!(
@@ -570,18 +572,22 @@ mod tests {
 
     #[test]
     fn backs_off_on_overload() {
-        // Optimum 4 in flight; starting at 64 queues at the server.
-        for mut seed in 1..=5u64 {
+        // Optimum 4 in flight; starting at 64 (a mount) or 256 (nfs://'s RPC window)
+        // queues at the server.
+        for (start, mut seed) in [AUTO_START, 256]
+            .into_iter()
+            .flat_map(|st| (1..=5u64).map(move |seed| (st, seed)))
+        {
             let s = Server {
                 latency: 0.002,
                 rate: 2_000.0,
             };
-            let mut c = Controller::new(Jobs::Auto);
+            let mut c = Controller::new(Jobs::Auto, start);
             let (t, _) = drive(&mut c, &s, 0.0, 15.0, &mut seed);
             let h = c.report().history;
             assert!(
                 c.jobs() <= 12,
-                "did not back off: {} jobs ({h:?})",
+                "did not back off from {start}: {} jobs ({h:?})",
                 c.jobs()
             );
             assert!(efficiency(&mut c, &s, t, &mut seed) >= 0.9);
@@ -599,7 +605,7 @@ mod tests {
             rate: 5_000.0,
         };
         for mut seed in 1..=5u64 {
-            let mut c = Controller::new(Jobs::Auto);
+            let mut c = Controller::new(Jobs::Auto, AUTO_START);
             let (t, _) = drive(&mut c, &fast, 0.0, 10.0, &mut seed);
             let eff = efficiency(&mut c, &fast, t, &mut seed);
             assert!(eff >= 0.9, "fast phase: {eff:.2} at {}", c.jobs());
@@ -626,7 +632,7 @@ mod tests {
             capacity: 10_000.0,
         };
         for mut seed in 1..=5u64 {
-            let mut c = Controller::new(Jobs::Auto);
+            let mut c = Controller::new(Jobs::Auto, AUTO_START);
             drive(&mut c, &s, 0.0, 12.0, &mut seed);
             let h = c.report().history;
             // a -> b < a -> a: a cut tried and undone. Scheduled probes come at least
@@ -653,7 +659,7 @@ mod tests {
         // not leave it to probes seconds apart.
         let s = Measured(&[(64, 1250.0), (128, 1640.0), (256, 2020.0), (512, 2000.0)]);
         for mut seed in 1..=5u64 {
-            let mut c = Controller::new(Jobs::Auto);
+            let mut c = Controller::new(Jobs::Auto, AUTO_START);
             let (_, done) = drive(&mut c, &s, 0.0, 3.0, &mut seed);
             let h = c.report().history;
             assert!(c.jobs() >= 256, "stopped at {}: {h:?}", c.jobs());
@@ -674,7 +680,7 @@ mod tests {
         let mut effs = Vec::new();
         for i in 1..=10u64 {
             let mut seed = i;
-            let mut c = Controller::new(Jobs::Auto);
+            let mut c = Controller::new(Jobs::Auto, AUTO_START);
             let (_, done) = drive(&mut c, &s, 0.0, 30.0, &mut seed);
             let eff = done / (2300.0 * 30.0);
             assert!(
@@ -685,7 +691,7 @@ mod tests {
             );
             // The same with the noise of a loaded machine (±20 % per 100 ms interval):
             // probes misjudge often, but must not leave most runs low.
-            let mut c = Controller::new(Jobs::Auto);
+            let mut c = Controller::new(Jobs::Auto, AUTO_START);
             let (_, done) = drive_noisy(&mut c, &s, 0.0, 30.0, &mut seed, 0.2);
             effs.push(done / (2300.0 * 30.0));
         }
@@ -695,7 +701,7 @@ mod tests {
 
     #[test]
     fn fixed_jobs_never_move() {
-        let mut c = Controller::new(Jobs::Fixed(8));
+        let mut c = Controller::new(Jobs::Fixed(8), AUTO_START);
         let s = Server {
             latency: 0.01,
             rate: 1e6,
@@ -712,7 +718,7 @@ mod tests {
             latency: 1.0,
             rate: 1e9,
         };
-        let mut c = Controller::new(Jobs::Auto);
+        let mut c = Controller::new(Jobs::Auto, AUTO_START);
         let mut seed = 5;
         drive(&mut c, &s, 0.0, 120.0, &mut seed);
         assert!(c.jobs() <= MAX_JOBS && c.jobs() >= 1);

@@ -121,6 +121,11 @@ pub trait Destination: Send + Sync {
     /// A handle to a directory in the destination (a path, or an NFS file handle).
     type Dir: Clone + Send + Sync;
 
+    /// Where `--jobs auto` starts: a guess the controller then corrects by measuring.
+    fn auto_start(&self) -> usize {
+        crate::tune::AUTO_START
+    }
+
     /// Looks at DEST itself.
     fn root_state(&self) -> io::Result<RootState>;
 

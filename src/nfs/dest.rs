@@ -333,6 +333,15 @@ pub(super) fn cache_key(dir: &nfs_fh3, name: &[u8]) -> EntryKey {
 }
 
 impl Destination for NfsDest {
+    /// The RPC window (connections × calls per connection): a job here is a file
+    /// waiting on its calls, so jobs beyond the window only wait in this process, and
+    /// the server never sees more calls than the window whatever the jobs. Starting
+    /// there skips a slow start that, on a CPU-bound two-core client, cannot tell 64
+    /// from 128 in 0.3 s although 256–512 were best in most nfs:// sweep rows.
+    fn auto_start(&self) -> usize {
+        self.nfs.rpc().capacity()
+    }
+
     type Dir = NfsDir;
 
     fn root_state(&self) -> io::Result<RootState> {

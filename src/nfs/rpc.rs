@@ -197,6 +197,11 @@ impl RpcClient {
         }
     }
 
+    /// How many calls can be in flight at once over all connections.
+    pub fn capacity(&self) -> usize {
+        self.ep.conns.max(1) * self.ep.window.max(1)
+    }
+
     /// The server address.
     pub fn addr(&self) -> SocketAddr {
         self.ep.addr
