@@ -25,8 +25,8 @@
 //!    left it at the foot of that curve) and 2/3 of them (kept if throughput stays
 //!    within 5 % of the value before the cut and 10 % of the best seen since the last
 //!    workload shift, so needless jobs are shed without drifting away from the best).
-//!    Probes are judged against the mean of the epochs spent at the current value,
-//!    not the last one, which halves the noise they are judged on. A kept probe is
+//!    Probes are judged against a running mean of the epochs spent at the current
+//!    value, not the last one, which lowers the noise they are judged on. A kept probe is
 //!    followed at once by another in the same direction, so a change of regime is
 //!    followed quickly. Once a probe in each direction has been rejected in a row the
 //!    value is settled and the probe period doubles (2 s up to 8 s); one rejected
@@ -338,8 +338,9 @@ impl Controller {
                     self.shift_seen = None;
                 } else {
                     self.shift_seen = shift;
-                    // The reference is the mean of the epochs at this value, not the
-                    // last one: probes are judged against something less noisy.
+                    // The reference is a running mean of the epochs at this value (each
+                    // new one weighs half), not the last epoch alone: probes are judged
+                    // against something less noisy.
                     if shift.is_none() && base.jobs == s.jobs {
                         self.base = Some(Sample {
                             jobs: s.jobs,
