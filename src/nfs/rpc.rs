@@ -274,17 +274,31 @@ impl RpcClient {
     /// caller retries with a new xid and treats the answer accordingly.
     async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
-        let slot_idx = self.next_slot.fetch_add(1, Ordering::Relaxed) % self.slots.len();
-        let slot = &self.slots[slot_idx];
-        let conn = self.conn_in(slot).await?;
-        // No timeout of its own: every call holding a permit ends within its own bound
-        // (or fails with the connection) and releases it.
-        let permit: OwnedSemaphorePermit = conn
-            .window
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+        let n = self.slots.len();
+        let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
+        // Strict round-robin would queue a call behind one connection's full window
+        // while another has room; take the first live connection with room, and wait
+        // on the round-robin one only when every window is full.
+        let free = (0..n).find_map(|k| {
+            let conn = live_conn(&self.slots[(first + k) % n])?;
+            let permit = conn.window.clone().try_acquire_owned().ok()?;
+            Some((conn, permit))
+        });
+        let (conn, permit): (Arc<Conn>, OwnedSemaphorePermit) = match free {
+            Some(found) => found,
+            None => {
+                let conn = self.conn_in(&self.slots[first]).await?;
+                // No timeout of its own: every call holding a permit ends within its
+                // own bound (or fails with the connection) and releases it.
+                let permit = conn
+                    .window
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+                (conn, permit)
+            }
+        };
         let mut wrx = start(&conn, addr, xid, record)?;
         // A call may legitimately take long (a COMMIT of a big file on a slow disk):
         // while the server still answers a NULL on the same connection, keep waiting,
@@ -368,6 +382,15 @@ impl RpcClient {
         *guard = Some(conn.clone());
         Ok(conn)
     }
+}
+
+/// The slot's connection if it is open and alive (never connects, never waits).
+fn live_conn(slot: &tokio::sync::Mutex<Option<Arc<Conn>>>) -> Option<Arc<Conn>> {
+    let guard = slot.try_lock().ok()?;
+    guard
+        .as_ref()
+        .filter(|c| !c.shared.dead.load(Ordering::SeqCst))
+        .cloned()
 }
 
 /// Registers a waiter for `xid` and queues the record on `conn`.
