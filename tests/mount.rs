@@ -10,7 +10,8 @@ use std::path::Path;
 
 use predicates::prelude::*;
 use support::{
-    LocalTarget, Scratch, Tree, assert_same, describe, is_root, nfsync, rsync_diff_with, slash,
+    LocalTarget, Scratch, Tree, assert_errors_name, assert_same, describe, is_root, nfsync,
+    rsync_diff_with, slash,
 };
 
 scenarios::scenario_tests!(LocalTarget::new());
@@ -277,14 +278,13 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    for name in ["grows", "new_big"] {
-        assert!(
-            err.lines()
-                .any(|l| l.contains(name) && l.contains("No space left on device")),
-            "no line naming {name} with its cause:\n{err}"
-        );
-    }
+    assert_errors_name(
+        &out,
+        &[
+            ("grows", "No space left on device"),
+            ("new_big", "No space left on device"),
+        ],
+    );
     assert!(
         fs::read(dst.join("grows")).unwrap() == old,
         "the old copy changed"

@@ -22,7 +22,7 @@ use nfs3_client::{MountClient, Nfs3Client};
 use nfs3_server::memfs::MemFs;
 use nfs3_server::tcp::{NFSTcp, NFSTcpListener};
 use nfs3_server::vfs::{FileHandleU64, NfsFileSystem, NfsReadFileSystem, ReadDirPlusIterator};
-use support::{Scratch, Tree, describe, json_stats, nfsync, slash, stat};
+use support::{Scratch, Tree, assert_errors_name, describe, json_stats, nfsync, slash, stat};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// An in-process memfs NFS server on 127.0.0.1, stopped when dropped.
@@ -695,17 +695,14 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    for (name, msg) in [
-        ("full_disk", "No space left on device"),
-        ("quota_hit", "quota exceeded"),
-        ("ro_dir", "Read-only file system"),
-    ] {
-        assert!(
-            err.lines().any(|l| l.contains(name) && l.contains(msg)),
-            "no line naming {name} with {msg:?}:\n{err}"
-        );
-    }
+    assert_errors_name(
+        &out,
+        &[
+            ("full_disk", "No space left on device"),
+            ("quota_hit", "quota exceeded"),
+            ("ro_dir", "Read-only file system"),
+        ],
+    );
     // The JUKEBOX answers were waited out; everything else arrived intact.
     let got = server.snapshot("/d");
     let want = local_snapshot(&src);
@@ -748,14 +745,13 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    for name in ["grows", "new_big"] {
-        assert!(
-            err.lines()
-                .any(|l| l.contains(name) && l.contains("No space left on device")),
-            "no line naming {name} with its cause:\n{err}"
-        );
-    }
+    assert_errors_name(
+        &out,
+        &[
+            ("grows", "No space left on device"),
+            ("new_big", "No space left on device"),
+        ],
+    );
     let after = server.snapshot("/d");
     assert_eq!(
         after.get("grows"),

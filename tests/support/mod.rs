@@ -580,3 +580,15 @@ pub fn slash(p: &Path) -> std::ffi::OsString {
     s.push("/");
     s
 }
+
+/// Asserts that stderr has, for each `(name, cause)`, one line naming both: a per-file
+/// error must say which file and why.
+pub fn assert_errors_name(out: &Output, expected: &[(&str, &str)]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    for (name, cause) in expected {
+        assert!(
+            err.lines().any(|l| l.contains(name) && l.contains(cause)),
+            "no line naming {name} with {cause:?}:\n{err}"
+        );
+    }
+}
