@@ -11,9 +11,15 @@
 //! latency as the mean time a job took. Each measurement *epoch* lasts at least
 //! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]).
 //!
+//! 0. **Bounds.** Never fewer than 1 job, never more than the destination's ceiling:
+//!    [`MAX_JOBS`] threads on a mount; on nfs:// the RPC window (4 connections × 64
+//!    calls by default), because a small file holds one call at a time and jobs beyond
+//!    the window only wait in this process, where on a two-core client they cost CPU
+//!    (1,024 jobs were 30 % slower than 256 on the rig).
 //! 1. **Slow start.** Start at the destination's guess ([`AUTO_START`] = 64 on a mount,
 //!    the RPC window, 256 calls, on nfs://) and double every epoch while doubling
-//!    pays: throughput rose by at least [`SLOW_START_GAIN`] (20 %). AzCopy keeps a
+//!    pays (a start at the ceiling skips this, and its first epoch, which measures the
+//!    start-up ramp rather than the jobs, is not used as a reference): throughput rose by at least [`SLOW_START_GAIN`] (20 %). AzCopy keeps a
 //!    doubling only for ≥ 1.5×; we keep going for less, because a sublinear gain is what
 //!    a high-latency link shows once the client's CPU starts to count (the nfs:// path
 //!    at 10 ms went 64 → 128 → 256 for +30 % and then +23 %), and on the NFS path a job
@@ -140,6 +146,8 @@ enum Phase {
 pub struct Controller {
     auto: bool,
     jobs: usize,
+    /// The most jobs `auto` may choose (see [`Controller::with_ceiling`]).
+    max: usize,
     phase: Phase,
     /// The current epoch's start and sums.
     epoch_start: Duration,
@@ -175,6 +183,7 @@ impl Controller {
         Controller {
             auto,
             jobs,
+            max: MAX_JOBS,
             phase: Phase::SlowStart { prev: None },
             epoch_start: Duration::ZERO,
             epoch_ops: 0,
@@ -196,6 +205,21 @@ impl Controller {
                 history: vec![(0.0, jobs)],
             },
         }
+    }
+
+    /// Caps what `auto` may choose at `max` (and starts no higher): where jobs beyond
+    /// some number cannot reach the destination at all (the nfs:// RPC window) they
+    /// only queue in this process, and on a small client that costs CPU.
+    pub fn with_ceiling(mut self, max: usize) -> Controller {
+        self.max = max.clamp(1, MAX_JOBS);
+        if self.auto && self.jobs > self.max {
+            self.jobs = self.max;
+            self.report.initial = self.max;
+            self.report.final_jobs = self.max;
+            self.report.max = self.max;
+            self.report.history = vec![(0.0, self.max)];
+        }
+        self
     }
 
     /// Whether the controller may change the value.
@@ -274,7 +298,19 @@ impl Controller {
                         return at.jobs;
                     }
                 }
-                if s.jobs >= MAX_JOBS {
+                if s.jobs >= self.max {
+                    if prev.is_none() {
+                        // Started at the ceiling: this first epoch measured the start-up
+                        // ramp (listing, connections, the pipeline filling), not the
+                        // jobs, and would make a low reference that any cut looks good
+                        // against. The next epoch is the first reference.
+                        self.settle(now, s, s);
+                        self.base = None;
+                        self.best = 0.0;
+                        self.recent_lat.clear();
+                        self.why = "at the ceiling";
+                        return s.jobs;
+                    }
                     self.settle(now, s, s);
                     return s.jobs;
                 }
@@ -297,7 +333,19 @@ impl Controller {
                     self.probe_every = PROBE_MIN;
                     self.next_probe = now + self.probe_every;
                     self.why = "probe kept";
-                    self.start_probe(s, up, false)
+                    // A cut is judged against the throughput before the first cut of a
+                    // run of them, not the last: each cut may lose up to 5 % to noise,
+                    // and three in a row (256 → 170 → 113 → 75 on the rig) would
+                    // otherwise walk down a flat curve and off its edge.
+                    let reference = if up {
+                        s
+                    } else {
+                        Sample {
+                            tput: s.tput.max(base.tput),
+                            ..s
+                        }
+                    };
+                    self.start_probe(reference, up, false)
                 } else {
                     self.phase = Phase::Steady;
                     if guard {
@@ -387,7 +435,7 @@ impl Controller {
     fn start_probe(&mut self, base: Sample, up: bool, guard: bool) -> usize {
         self.shift_seen = None;
         let trial = if up {
-            (base.jobs * 3).div_ceil(2).max(base.jobs + 1).min(MAX_JOBS)
+            (base.jobs * 3).div_ceil(2).max(base.jobs + 1).min(self.max)
         } else {
             (base.jobs * 2 / 3).max(1)
         };
@@ -399,7 +447,7 @@ impl Controller {
     }
 
     fn set(&mut self, now: Duration, jobs: usize) -> Option<usize> {
-        let jobs = jobs.clamp(1, MAX_JOBS);
+        let jobs = jobs.clamp(1, self.max);
         if jobs == self.jobs {
             return None;
         }
@@ -698,6 +746,42 @@ mod tests {
         }
         effs.sort_by(f64::total_cmp);
         assert!(effs[5] >= 0.8, "under noise: {effs:.2?}");
+    }
+
+    #[test]
+    fn a_ceiling_is_kept_and_noise_does_not_walk_it_down() {
+        // nfs:// on a two-core box: 128–512 jobs within noise of each other, fewer
+        // clearly slower; the ceiling is twice the RPC window (512). Under ±25 % noise
+        // per interval the probes misjudge often; a run of cuts must not walk down the
+        // flat top and off its edge, and nothing may pass the ceiling.
+        let s = Measured(&[(32, 700.0), (64, 1100.0), (128, 1430.0), (256, 1500.0)]);
+        let mut effs = Vec::new();
+        let mut lowest = usize::MAX;
+        for i in 1..=40u64 {
+            let mut seed = i;
+            let mut c = Controller::new(Jobs::Auto, 256).with_ceiling(512);
+            let (_, done) = drive_noisy(&mut c, &s, 0.0, 30.0, &mut seed, 0.25);
+            let h = c.report().history;
+            assert!(h.iter().all(|x| x.1 <= 512), "above the ceiling: {h:?}");
+            lowest = lowest.min(h.iter().map(|x| x.1).min().unwrap());
+            effs.push(done / (1500.0 * 30.0));
+        }
+        effs.sort_by(f64::total_cmp);
+        assert!(effs[20] >= 0.95 && effs[0] >= 0.9, "{effs:.2?}");
+        assert!(lowest >= 64, "walked down to {lowest}");
+    }
+
+    #[test]
+    fn a_run_of_cuts_is_judged_from_where_it_started() {
+        // Each cut of a third loses ~4 %: one is within the 5 % a cut may lose, two in
+        // a row are not. Judged step by step, 256 → 170 → 113 would both be kept (and
+        // 75 tried next); judged from 256, the second cut is undone.
+        let s = Measured(&[(64, 1300.0), (128, 1400.0), (256, 1500.0)]);
+        let mut c = Controller::new(Jobs::Auto, 256).with_ceiling(256);
+        let mut seed = 1;
+        drive_noisy(&mut c, &s, 0.0, 5.0, &mut seed, 0.0);
+        let h: Vec<usize> = c.report().history.iter().map(|x| x.1).collect();
+        assert_eq!(h[..4], [256, 170, 113, 170], "{:?}", c.report().history);
     }
 
     #[test]

@@ -126,6 +126,11 @@ pub trait Destination: Send + Sync {
         crate::tune::AUTO_START
     }
 
+    /// The most jobs `--jobs auto` may choose.
+    fn auto_max(&self) -> usize {
+        crate::tune::MAX_JOBS
+    }
+
     /// Looks at DEST itself.
     fn root_state(&self) -> io::Result<RootState>;
 

@@ -103,7 +103,7 @@ pub fn run<D: Destination>(
     interrupted: Arc<AtomicBool>,
 ) -> Result<Summary, Fatal> {
     let start = Instant::now();
-    let mut ctl = Controller::new(cfg.jobs, dest.auto_start());
+    let mut ctl = Controller::new(cfg.jobs, dest.auto_start()).with_ceiling(dest.auto_max());
     let engine = Engine {
         cfg,
         dest,
