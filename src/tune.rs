@@ -11,20 +11,23 @@
 //! latency as the mean time a job took. Each measurement *epoch* lasts at least
 //! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]).
 //!
-//! 0. **Bounds.** Never fewer than 1 job, never more than the destination's ceiling:
-//!    [`MAX_JOBS`] threads on a mount; on nfs:// the RPC window (4 connections × 64
-//!    calls by default), because a small file holds one call at a time and jobs beyond
-//!    the window only wait in this process, where on a two-core client they cost CPU
+//! 0. **Bounds** ([`Bounds`], from the destination). Never fewer than 1 job, never
+//!    more than a ceiling: [`MAX_JOBS`] threads on a mount; on nfs:// twice the RPC
+//!    window (4 connections × 64 calls by default: 512). A small file holds one call at
+//!    a time, so jobs beyond the window only wait in this process: a few keep the
+//!    window full while the client's CPU is busy elsewhere, many cost threads and CPU
 //!    (1,024 jobs were 30 % slower than 256 on the rig).
-//! 1. **Slow start.** Start at the destination's guess ([`AUTO_START`] = 64 on a mount,
-//!    the RPC window, 256 calls, on nfs://) and double every epoch while doubling
-//!    pays (a start at the ceiling skips this, and its first epoch, which measures the
-//!    start-up ramp rather than the jobs, is not used as a reference): throughput rose by at least [`SLOW_START_GAIN`] (20 %). AzCopy keeps a
-//!    doubling only for ≥ 1.5×; we keep going for less, because a sublinear gain is what
-//!    a high-latency link shows once the client's CPU starts to count (the nfs:// path
-//!    at 10 ms went 64 → 128 → 256 for +30 % and then +23 %), and on the NFS path a job
-//!    in flight costs only memory. A doubling that gained less than that ends slow start
-//!    at the better of the last two values (the doubled one if it still brought ≥ 10 %).
+//! 1. **Slow start** (mount). Start at [`AUTO_START`] (64) and double every epoch
+//!    while doubling pays: throughput rose by at least [`SLOW_START_GAIN`] (20 %).
+//!    AzCopy keeps a doubling only for ≥ 1.5×; we keep going for less, because a
+//!    sublinear gain is what a high-latency link shows once the client's CPU starts to
+//!    count. A doubling that gained less than that ends slow start at the better of
+//!    the last two values (the doubled one if it still brought ≥ 10 %). nfs:// skips
+//!    slow start: its window is a known good value (every call slot busy), which a
+//!    slow start from below cannot tell from twice it in 0.3 s on a CPU-bound client.
+//!    Without slow start the first epoch, which measures the start-up ramp
+//!    (connections, listings, the pipeline filling) rather than the jobs, is a
+//!    warm-up, not a reference.
 //! 2. **Steady state with probes.** Every probe period the controller tries, in turn,
 //!    1.5× the jobs (kept if throughput rose ≥ 5 %: on the nfs:// path a curve that
 //!    pays only +13 % per doubling at first and +24 % later is common, and a +10 % bar
@@ -32,9 +35,10 @@
 //!    within 5 % of the value before the cut and 10 % of the best seen since the last
 //!    workload shift, so needless jobs are shed without drifting away from the best).
 //!    Probes are judged against a running mean of the epochs spent at the current
-//!    value, not the last one, which lowers the noise they are judged on. A kept probe is
-//!    followed at once by another in the same direction, so a change of regime is
-//!    followed quickly. Once a probe in each direction has been rejected in a row the
+//!    value, not the last one, which lowers the noise they are judged on. A kept probe
+//!    is followed at once by another in the same direction, so a change of regime is
+//!    followed quickly; a cut that follows a cut is judged against the throughput
+//!    before the first of them, so cuts that each lose a little do not add up. Once a probe in each direction has been rejected in a row the
 //!    value is settled and the probe period doubles (2 s up to 8 s); one rejected
 //!    probe alone does not, so a noisy epoch early in a run does not postpone the next
 //!    try.
@@ -98,10 +102,45 @@ impl std::fmt::Display for Change {
 
 /// Where `--jobs auto` starts on the mount path: enough to hide a millisecond of latency
 /// from the first second, few enough not to swamp a small server. (The NFS path starts
-/// at its RPC window, see `Destination::auto_start`.)
+/// at its RPC window, see [`Bounds::nfs`].)
 pub const AUTO_START: usize = 64;
 /// The most jobs nfsync will ever run (threads on the mount path).
 pub const MAX_JOBS: usize = 1024;
+
+/// Where `--jobs auto` starts and how far it may go: each destination knows its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    /// The first value.
+    pub start: usize,
+    /// The ceiling.
+    pub max: usize,
+    /// Whether to double from `start` while doubling pays. Without it the first epoch
+    /// is a warm-up and probes take over.
+    pub slow_start: bool,
+}
+
+impl Bounds {
+    /// A mount: the right value is unknown (1 on a local disk, hundreds on EFS), so
+    /// slow start from [`AUTO_START`].
+    pub const MOUNT: Bounds = Bounds {
+        start: AUTO_START,
+        max: MAX_JOBS,
+        slow_start: true,
+    };
+
+    /// nfs:// with `window` calls in flight at most. A small file holds one call at a
+    /// time, so `window` jobs fill the wire: start there. Jobs beyond it can only wait
+    /// in this process, ready when a slot frees while the client's CPU is busy
+    /// elsewhere; up to one window of them may pay, many more only cost threads.
+    pub fn nfs(window: usize) -> Bounds {
+        let window = window.clamp(1, MAX_JOBS);
+        Bounds {
+            start: window,
+            max: (2 * window).min(MAX_JOBS),
+            slow_start: false,
+        }
+    }
+}
 /// Shortest epoch.
 pub const EPOCH_MIN: Duration = Duration::from_millis(300);
 /// Longest epoch, for phases where jobs finish rarely (huge files).
@@ -146,8 +185,10 @@ enum Phase {
 pub struct Controller {
     auto: bool,
     jobs: usize,
-    /// The most jobs `auto` may choose (see [`Controller::with_ceiling`]).
+    /// The most jobs `auto` may choose.
     max: usize,
+    slow_start: bool,
+
     phase: Phase,
     /// The current epoch's start and sums.
     epoch_start: Duration,
@@ -175,15 +216,17 @@ pub struct Controller {
 
 impl Controller {
     /// A controller pinned to `--jobs N`, or adaptive for `auto` starting at `start`.
-    pub fn new(mode: Jobs, start: usize) -> Controller {
+    pub fn new(mode: Jobs, bounds: Bounds) -> Controller {
+        let max = bounds.max.clamp(1, MAX_JOBS);
         let (auto, jobs) = match mode {
-            Jobs::Auto => (true, start.clamp(1, MAX_JOBS)),
+            Jobs::Auto => (true, bounds.start.clamp(1, max)),
             Jobs::Fixed(n) => (false, n.clamp(1, MAX_JOBS)),
         };
         Controller {
             auto,
             jobs,
-            max: MAX_JOBS,
+            max,
+            slow_start: bounds.slow_start,
             phase: Phase::SlowStart { prev: None },
             epoch_start: Duration::ZERO,
             epoch_ops: 0,
@@ -205,21 +248,6 @@ impl Controller {
                 history: vec![(0.0, jobs)],
             },
         }
-    }
-
-    /// Caps what `auto` may choose at `max` (and starts no higher): where jobs beyond
-    /// some number cannot reach the destination at all (the nfs:// RPC window) they
-    /// only queue in this process, and on a small client that costs CPU.
-    pub fn with_ceiling(mut self, max: usize) -> Controller {
-        self.max = max.clamp(1, MAX_JOBS);
-        if self.auto && self.jobs > self.max {
-            self.jobs = self.max;
-            self.report.initial = self.max;
-            self.report.final_jobs = self.max;
-            self.report.max = self.max;
-            self.report.history = vec![(0.0, self.max)];
-        }
-        self
     }
 
     /// Whether the controller may change the value.
@@ -298,17 +326,17 @@ impl Controller {
                         return at.jobs;
                     }
                 }
-                if s.jobs >= self.max {
+                if s.jobs >= self.max || !self.slow_start {
                     if prev.is_none() {
-                        // Started at the ceiling: this first epoch measured the start-up
-                        // ramp (listing, connections, the pipeline filling), not the
-                        // jobs, and would make a low reference that any cut looks good
+                        // No slow start: this first epoch measured the start-up ramp
+                        // (listing, connections, the pipeline filling), not the jobs,
+                        // and would make a low reference that any cut looks good
                         // against. The next epoch is the first reference.
                         self.settle(now, s, s);
                         self.base = None;
                         self.best = 0.0;
                         self.recent_lat.clear();
-                        self.why = "at the ceiling";
+                        self.why = "warm-up";
                         return s.jobs;
                     }
                     self.settle(now, s, s);
@@ -593,7 +621,7 @@ mod tests {
         ] {
             for mut seed in 1..=5u64 {
                 let s = Server { latency, rate };
-                let mut c = Controller::new(Jobs::Auto, AUTO_START);
+                let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
                 let (t, _) = drive(&mut c, &s, 0.0, 10.0, &mut seed);
                 let eff = efficiency(&mut c, &s, t, &mut seed);
                 assert!(
@@ -621,9 +649,9 @@ mod tests {
 
     #[test]
     fn backs_off_on_overload() {
-        // Optimum 4 in flight; starting at 64 (a mount) or 256 (nfs://'s RPC window)
-        // queues at the server.
-        for (start, mut seed) in [AUTO_START, 256]
+        // Optimum 4 in flight; starting at 64 (a mount) or 256 (nfs://'s RPC window,
+        // no slow start) queues at the server.
+        for (start, mut seed) in [Bounds::MOUNT, Bounds::nfs(256)]
             .into_iter()
             .flat_map(|st| (1..=5u64).map(move |seed| (st, seed)))
         {
@@ -636,7 +664,8 @@ mod tests {
             let h = c.report().history;
             assert!(
                 c.jobs() <= 12,
-                "did not back off from {start}: {} jobs ({h:?})",
+                "did not back off from {}: {} jobs ({h:?})",
+                start.start,
                 c.jobs()
             );
             assert!(efficiency(&mut c, &s, t, &mut seed) >= 0.9);
@@ -654,7 +683,7 @@ mod tests {
             rate: 5_000.0,
         };
         for mut seed in 1..=5u64 {
-            let mut c = Controller::new(Jobs::Auto, AUTO_START);
+            let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
             let (t, _) = drive(&mut c, &fast, 0.0, 10.0, &mut seed);
             let eff = efficiency(&mut c, &fast, t, &mut seed);
             assert!(eff >= 0.9, "fast phase: {eff:.2} at {}", c.jobs());
@@ -681,7 +710,7 @@ mod tests {
             capacity: 10_000.0,
         };
         for mut seed in 1..=5u64 {
-            let mut c = Controller::new(Jobs::Auto, AUTO_START);
+            let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
             drive(&mut c, &s, 0.0, 12.0, &mut seed);
             let h = c.report().history;
             // a -> b < a -> a: a cut tried and undone. Scheduled probes come at least
@@ -708,7 +737,7 @@ mod tests {
         // not leave it to probes seconds apart.
         let s = Measured(&[(64, 1250.0), (128, 1640.0), (256, 2020.0), (512, 2000.0)]);
         for mut seed in 1..=5u64 {
-            let mut c = Controller::new(Jobs::Auto, AUTO_START);
+            let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
             let (_, done) = drive(&mut c, &s, 0.0, 3.0, &mut seed);
             let h = c.report().history;
             assert!(c.jobs() >= 256, "stopped at {}: {h:?}", c.jobs());
@@ -729,7 +758,7 @@ mod tests {
         let mut effs = Vec::new();
         for i in 1..=10u64 {
             let mut seed = i;
-            let mut c = Controller::new(Jobs::Auto, AUTO_START);
+            let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
             let (_, done) = drive(&mut c, &s, 0.0, 30.0, &mut seed);
             let eff = done / (2300.0 * 30.0);
             assert!(
@@ -740,7 +769,7 @@ mod tests {
             );
             // The same with the noise of a loaded machine (±20 % per 100 ms interval):
             // probes misjudge often, but must not leave most runs low.
-            let mut c = Controller::new(Jobs::Auto, AUTO_START);
+            let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
             let (_, done) = drive_noisy(&mut c, &s, 0.0, 30.0, &mut seed, 0.2);
             effs.push(done / (2300.0 * 30.0));
         }
@@ -759,7 +788,7 @@ mod tests {
         let mut lowest = usize::MAX;
         for i in 1..=40u64 {
             let mut seed = i;
-            let mut c = Controller::new(Jobs::Auto, 256).with_ceiling(512);
+            let mut c = Controller::new(Jobs::Auto, Bounds::nfs(256));
             let (_, done) = drive_noisy(&mut c, &s, 0.0, 30.0, &mut seed, 0.25);
             let h = c.report().history;
             assert!(h.iter().all(|x| x.1 <= 512), "above the ceiling: {h:?}");
@@ -777,7 +806,14 @@ mod tests {
         // a row are not. Judged step by step, 256 → 170 → 113 would both be kept (and
         // 75 tried next); judged from 256, the second cut is undone.
         let s = Measured(&[(64, 1300.0), (128, 1400.0), (256, 1500.0)]);
-        let mut c = Controller::new(Jobs::Auto, 256).with_ceiling(256);
+        let mut c = Controller::new(
+            Jobs::Auto,
+            Bounds {
+                start: 256,
+                max: 256,
+                slow_start: false,
+            },
+        );
         let mut seed = 1;
         drive_noisy(&mut c, &s, 0.0, 5.0, &mut seed, 0.0);
         let h: Vec<usize> = c.report().history.iter().map(|x| x.1).collect();
@@ -786,7 +822,7 @@ mod tests {
 
     #[test]
     fn fixed_jobs_never_move() {
-        let mut c = Controller::new(Jobs::Fixed(8), AUTO_START);
+        let mut c = Controller::new(Jobs::Fixed(8), Bounds::MOUNT);
         let s = Server {
             latency: 0.01,
             rate: 1e6,
@@ -803,7 +839,7 @@ mod tests {
             latency: 1.0,
             rate: 1e9,
         };
-        let mut c = Controller::new(Jobs::Auto, AUTO_START);
+        let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
         let mut seed = 5;
         drive(&mut c, &s, 0.0, 120.0, &mut seed);
         assert!(c.jobs() <= MAX_JOBS && c.jobs() >= 1);

@@ -121,14 +121,9 @@ pub trait Destination: Send + Sync {
     /// A handle to a directory in the destination (a path, or an NFS file handle).
     type Dir: Clone + Send + Sync;
 
-    /// Where `--jobs auto` starts: a guess the controller then corrects by measuring.
-    fn auto_start(&self) -> usize {
-        crate::tune::AUTO_START
-    }
-
-    /// The most jobs `--jobs auto` may choose.
-    fn auto_max(&self) -> usize {
-        crate::tune::MAX_JOBS
+    /// Where `--jobs auto` starts and how far it may go.
+    fn auto_bounds(&self) -> crate::tune::Bounds {
+        crate::tune::Bounds::MOUNT
     }
 
     /// Looks at DEST itself.

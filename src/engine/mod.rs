@@ -103,7 +103,7 @@ pub fn run<D: Destination>(
     interrupted: Arc<AtomicBool>,
 ) -> Result<Summary, Fatal> {
     let start = Instant::now();
-    let mut ctl = Controller::new(cfg.jobs, dest.auto_start()).with_ceiling(dest.auto_max());
+    let mut ctl = Controller::new(cfg.jobs, dest.auto_bounds());
     let engine = Engine {
         cfg,
         dest,

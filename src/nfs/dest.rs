@@ -333,23 +333,11 @@ pub(super) fn cache_key(dir: &nfs_fh3, name: &[u8]) -> EntryKey {
 }
 
 impl Destination for NfsDest {
-    /// Twice the RPC window (connections × calls per connection): a small file holds
-    /// one call at a time, so this keeps every slot of the window busy with a file
-    /// ready behind each, from the first second. A slow start from below cannot tell
-    /// 256 jobs from 512 in 0.3 s on a CPU-bound two-core client, and its first epoch
-    /// measures the start-up ramp; over five sweeps (5–20 runs per value) 512 was as
-    /// fast as 256 or faster in five of the six nfs:// rows.
-    fn auto_start(&self) -> usize {
-        self.auto_max()
-    }
-
-    /// Twice the RPC window again. Jobs beyond the window cannot put another call on
-    /// the wire: they wait in this process, ready for the moment a slot frees while
-    /// the client's CPU is busy elsewhere, but many more only cost threads and CPU:
-    /// 1,024 jobs took 3.8 s where 256 took 2.9 s (5,000 × 64 KiB at 1.5 ms RTT). A
-    /// wider window (`?conns=`, `?window=` in the URL) raises the ceiling with it.
-    fn auto_max(&self) -> usize {
-        2 * self.nfs.rpc().capacity()
+    /// The RPC window (connections × calls per connection; `?conns=` and `?window=`
+    /// in the URL). On the rig 1,024 jobs took 3.8 s where 256 took 2.9 s (5,000 ×
+    /// 64 KiB at 1.5 ms RTT): jobs far beyond the window only cost threads and CPU.
+    fn auto_bounds(&self) -> crate::tune::Bounds {
+        crate::tune::Bounds::nfs(self.nfs.rpc().capacity())
     }
 
     type Dir = NfsDir;
