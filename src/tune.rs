@@ -38,10 +38,10 @@
 //!    value, not the last one, which lowers the noise they are judged on. A kept probe
 //!    is followed at once by another in the same direction, so a change of regime is
 //!    followed quickly; a cut that follows a cut is judged against the throughput
-//!    before the first of them, so cuts that each lose a little do not add up. Once a probe in each direction has been rejected in a row the
-//!    value is settled and the probe period doubles (2 s up to 8 s); one rejected
-//!    probe alone does not, so a noisy epoch early in a run does not postpone the next
-//!    try.
+//!    before the first of them, so cuts that each lose a little do not add up. Once a
+//!    probe in each direction has been rejected in a row the value is settled and the
+//!    probe period doubles (2 s up to 8 s); one rejected probe alone does not, so a
+//!    noisy epoch early in a run does not postpone the next try.
 //! 3. **Latency guard** (in the spirit of TCP Vegas and Netflix's Gradient limiter):
 //!    when the mean latency is over twice its recent floor (which starts, when slow
 //!    start ends, from the latency of the highest value it tried), jobs are queueing rather
@@ -131,7 +131,8 @@ impl Bounds {
     /// nfs:// with `window` calls in flight at most. A small file holds one call at a
     /// time, so `window` jobs fill the wire: start there. Jobs beyond it can only wait
     /// in this process, ready when a slot frees while the client's CPU is busy
-    /// elsewhere; up to one window of them may pay, many more only cost threads.
+    /// elsewhere; up to one window of them may pay, many more only cost threads (on
+    /// the rig 1,024 jobs took 3.8 s where 256 took 2.9 s: 5,000 × 64 KiB, 1.5 ms RTT).
     pub fn nfs(window: usize) -> Bounds {
         let window = window.clamp(1, MAX_JOBS);
         Bounds {
@@ -141,6 +142,7 @@ impl Bounds {
         }
     }
 }
+
 /// Shortest epoch.
 pub const EPOCH_MIN: Duration = Duration::from_millis(300);
 /// Longest epoch, for phases where jobs finish rarely (huge files).
@@ -168,6 +170,8 @@ struct Sample {
 
 #[derive(Clone, Copy, Debug)]
 enum Phase {
+    /// The first epoch without slow start: not measured.
+    WarmUp,
     SlowStart {
         prev: Option<Sample>,
     },
@@ -187,8 +191,6 @@ pub struct Controller {
     jobs: usize,
     /// The most jobs `auto` may choose.
     max: usize,
-    slow_start: bool,
-
     phase: Phase,
     /// The current epoch's start and sums.
     epoch_start: Duration,
@@ -226,8 +228,11 @@ impl Controller {
             auto,
             jobs,
             max,
-            slow_start: bounds.slow_start,
-            phase: Phase::SlowStart { prev: None },
+            phase: if bounds.slow_start {
+                Phase::SlowStart { prev: None }
+            } else {
+                Phase::WarmUp
+            },
             epoch_start: Duration::ZERO,
             epoch_ops: 0,
             epoch_bytes: 0,
@@ -314,6 +319,15 @@ impl Controller {
 
     fn decide(&mut self, now: Duration, s: Sample) -> usize {
         match self.phase {
+            Phase::WarmUp => {
+                // This first epoch measured the start-up ramp (listing, connections,
+                // the pipeline filling), not the jobs, and would make a low reference
+                // that any cut looks good against. The next epoch is the first one.
+                self.recent_lat.clear();
+                self.phase = Phase::Steady;
+                self.next_probe = now + PROBE_MIN;
+                s.jobs
+            }
             Phase::SlowStart { prev } => {
                 if let Some(p) = prev {
                     // NaN (no throughput at all) counts as no gain.
@@ -326,19 +340,7 @@ impl Controller {
                         return at.jobs;
                     }
                 }
-                if s.jobs >= self.max || !self.slow_start {
-                    if prev.is_none() {
-                        // No slow start: this first epoch measured the start-up ramp
-                        // (listing, connections, the pipeline filling), not the jobs,
-                        // and would make a low reference that any cut looks good
-                        // against. The next epoch is the first reference.
-                        self.settle(now, s, s);
-                        self.base = None;
-                        self.best = 0.0;
-                        self.recent_lat.clear();
-                        self.why = "warm-up";
-                        return s.jobs;
-                    }
+                if s.jobs >= self.max {
                     self.settle(now, s, s);
                     return s.jobs;
                 }

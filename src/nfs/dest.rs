@@ -333,9 +333,8 @@ pub(super) fn cache_key(dir: &nfs_fh3, name: &[u8]) -> EntryKey {
 }
 
 impl Destination for NfsDest {
-    /// The RPC window (connections × calls per connection; `?conns=` and `?window=`
-    /// in the URL). On the rig 1,024 jobs took 3.8 s where 256 took 2.9 s (5,000 ×
-    /// 64 KiB at 1.5 ms RTT): jobs far beyond the window only cost threads and CPU.
+    /// Bounded by the RPC window (connections × calls per connection, `?conns=` and
+    /// `?window=` in the URL): see [`crate::tune::Bounds::nfs`].
     fn auto_bounds(&self) -> crate::tune::Bounds {
         crate::tune::Bounds::nfs(self.nfs.rpc().capacity())
     }
