@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Markdown report of benches/sweep: RAW.tsv MACHINE.txt CMDLINE [NOTES.md] -> stdout."""
 import csv
+import random
 import statistics
 import sys
 
@@ -25,6 +26,18 @@ def fmt_fps(v, capped=False):
     return ("< " if capped else "") + (f"{v:.0f}" if v >= 10 else f"{v:.1f}")
 
 
+def interval(auto, best, draws=2000):
+    """90 % bootstrap interval of median(auto) / median(best): how far one sweep's
+    ratio can be trusted (seeded, so a report is reproducible from its tsv)."""
+    rng = random.Random(1)
+    rs = sorted(
+        statistics.median(rng.choices(auto, k=len(auto)))
+        / statistics.median(rng.choices(best, k=len(best)))
+        for _ in range(draws)
+    )
+    return rs[int(0.05 * draws)], rs[int(0.95 * draws) - 1]
+
+
 def history(r):
     h = r["history"].split() if r["history"] not in ("", "-") else []
     if len(h) > 8:
@@ -46,8 +59,10 @@ out.append(
     "Method: for each path × preset × corpus, `nfsync --json --jobs N` once for every N "
     "of the sweep (highest N first; a run is killed at 2 × the second-best sweep time so "
     "far and marked `> cap`; after two capped runs in a row lower N are not run), then the two "
-    "best N and `--jobs auto` are run again `reps` times each, interleaved, and compared "
-    "by their median. files/s = regular files in the corpus / wall time of the nfsync "
+    "best N and `--jobs auto` are run again `reps` times each (`large`: `--large-reps`), "
+    "interleaved, and compared by their median; the 90 % interval of auto/best is a "
+    "bootstrap of both medians (it leaves out that the best N is itself picked as the "
+    "faster of two, which favours it). files/s = regular files in the corpus / wall time of the nfsync "
     "process (process start to exit, connection set-up included). Every run writes a "
     "fresh destination and is checked with `rsync -anciH --delete SRC/ DEST/` (plus "
     "`--omit-link-times` on nfs: ganesha does not store symlink mtimes) printing nothing.\n"
@@ -64,9 +79,9 @@ out.append(
 out.append("## Summary\n")
 out.append(
     "| path | preset | corpus | scale | files | best fixed N | its files/s | 2nd N (files/s) | "
-    "auto files/s | auto/best | auto jobs_final (max) | auto jobs history (jobs@s, median run) | pass |"
+    "auto files/s | auto/best | 90 % interval | auto jobs_final (max) | auto jobs history (jobs@s, median run) | pass |"
 )
-out.append("|---|---|---|---:|---:|---:|---:|---|---:|---:|---|---|---|")
+out.append("|---|---|---|---:|---:|---:|---:|---|---:|---:|---|---|---|---|")
 summary = []
 for path, preset, corpus in combos:
     rs = [r for r in rows if (r["path"], r["preset"], r["corpus"]) == (path, preset, corpus)]
@@ -79,7 +94,7 @@ for path, preset, corpus in combos:
     bad = [r for r in rs if r["status"] not in ("ok", "cap", "skipped")]
     med = {n: statistics.median([fps(r) or 0 for r in v]) for n, v in reruns.items()}
     if not med or not autos:
-        out.append(f"| {path} | {preset} | {corpus} | {rs[0]['scale']} | {files} | – | – | – | – | – | – | – | no data |")
+        out.append(f"| {path} | {preset} | {corpus} | {rs[0]['scale']} | {files} | – | – | – | – | – | – | – | – | no data |")
         continue
     ranked = sorted(med, key=lambda n: -med[n])
     best = ranked[0]
@@ -89,6 +104,8 @@ for path, preset, corpus in combos:
     # The run whose files/s is the median (or the lower middle one).
     mid = sorted(autos, key=lambda r: fps(r) or 0)[(len(autos) - 1) // 2]
     ratio = auto_med / med[best] if med[best] else 0
+    best_f = [fps(r) or 0 for r in reruns[best]]
+    lo, hi = interval(auto_f, best_f) if med[best] and min(best_f) > 0 else (0, 0)
     need = 0.95 if corpus == "large" else 0.90
     verdict = "pass" if ratio >= need else "**FAIL**"
     if bad:
@@ -99,7 +116,7 @@ for path, preset, corpus in combos:
         extra = f" ({mbs * med[best] / int(files):.0f} MB/s)"
     out.append(
         f"| {path} | {preset} | {corpus} | {rs[0]['scale']} | {files} | {best} | {fmt_fps(med[best])}{extra} | {second} | "
-        f"{fmt_fps(auto_med)} | {ratio:.2f} | {mid['jobs_final']} ({mid['jobs_max']}) | "
+        f"{fmt_fps(auto_med)} | {ratio:.2f} | {lo:.2f}–{hi:.2f} | {mid['jobs_final']} ({mid['jobs_max']}) | "
         f"{history(mid)} | {verdict} |"
     )
     summary.append((path, preset, corpus, ratio, need))
