@@ -48,7 +48,11 @@
 //!    than working; the controller tries 2/3 of the jobs and keeps the cut if
 //!    throughput stays within 5 %. A cut that loses throughput shows the latency is
 //!    the price of the throughput (a busy CPU, say): the floor restarts from it, so
-//!    the guard does not try the same losing cut again every other epoch.
+//!    the guard does not try the same losing cut again every other epoch. A kept cut
+//!    and a workload shift restart the floor too, and only epochs with at least the
+//!    current jobs count towards it: a floor from a faster moment (a server directory
+//!    still empty) or from fewer jobs would otherwise fire the guard again and again
+//!    on a flat curve, each cut losing a little (256 → 50 on the rig).
 //! 4. **Workload shift.** When steady throughput moves by more than a third for two
 //!    epochs in a row (one is noise on a busy machine), probing restarts at the short
 //!    period.
@@ -197,8 +201,8 @@ pub struct Controller {
     epoch_ops: u64,
     epoch_bytes: u64,
     epoch_busy: Duration,
-    /// Recent epochs' mean latencies (seconds), for the floor.
-    recent_lat: Vec<f64>,
+    /// Recent epochs' jobs and mean latencies (seconds), for the floor.
+    recent_lat: Vec<(usize, f64)>,
     /// Steady-state reference.
     base: Option<Sample>,
     /// Best steady throughput since the last workload shift: cuts must stay near it.
@@ -296,7 +300,7 @@ impl Controller {
         self.epoch_ops = 0;
         self.epoch_bytes = 0;
         self.epoch_busy = Duration::ZERO;
-        self.recent_lat.push(sample.lat);
+        self.recent_lat.push((sample.jobs, sample.lat));
         if self.recent_lat.len() > FLOOR_EPOCHS {
             self.recent_lat.remove(0);
         }
@@ -310,11 +314,20 @@ impl Controller {
         })
     }
 
-    fn floor(&self) -> f64 {
+    /// The lowest recent latency at `jobs` or more. Epochs with fewer jobs do not
+    /// count: on a flat curve latency grows with the jobs (Little's law), so a floor
+    /// taken at 113 jobs is under half the latency of 256 jobs with no queueing at all.
+    fn floor(&self, jobs: usize) -> f64 {
         self.recent_lat
             .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min)
+            .filter(|e| e.0 >= jobs)
+            .fold(f64::INFINITY, |m, e| m.min(e.1))
+    }
+
+    /// Restarts the floor from `s`.
+    fn renew_floor(&mut self, s: Sample) {
+        self.recent_lat.clear();
+        self.recent_lat.push((s.jobs, s.lat));
     }
 
     fn decide(&mut self, now: Duration, s: Sample) -> usize {
@@ -363,6 +376,12 @@ impl Controller {
                     self.probe_every = PROBE_MIN;
                     self.next_probe = now + self.probe_every;
                     self.why = "probe kept";
+                    if guard {
+                        // The floor that fired the guard is history now; one stale
+                        // floor (taken while the pipeline filled, or a directory on the
+                        // server was still small) may cost one cut, not a walk down.
+                        self.renew_floor(s);
+                    }
                     // A cut is judged against the throughput before the first cut of a
                     // run of them, not the last: each cut may lose up to 5 % to noise,
                     // and three in a row (256 → 170 → 113 → 75 on the rig) would
@@ -382,8 +401,7 @@ impl Controller {
                         // The latency bought throughput: it is the price of these jobs,
                         // not queueing. Measure the floor from here, or the guard would
                         // try the same losing cut every other epoch.
-                        self.recent_lat.clear();
-                        self.recent_lat.push(base.lat);
+                        self.renew_floor(base);
                     } else {
                         self.rejected += 1;
                         if self.rejected >= 2 {
@@ -414,6 +432,8 @@ impl Controller {
                     self.best = 0.0;
                     self.base = Some(s);
                     self.shift_seen = None;
+                    // Latencies from before the shift say nothing about queueing now.
+                    self.renew_floor(s);
                 } else {
                     self.shift_seen = shift;
                     // The reference is a running mean of the epochs at this value (each
@@ -431,7 +451,7 @@ impl Controller {
                 }
                 let s = self.base.unwrap_or(s);
                 self.best = self.best.max(s.tput);
-                if s.jobs > 1 && s.lat > 2.0 * self.floor() {
+                if s.jobs > 1 && s.lat > 2.0 * self.floor(s.jobs) {
                     self.why = "latency guard";
                     return self.start_probe(s, false, true);
                 }
@@ -452,8 +472,7 @@ impl Controller {
         // pipeline still filling, is unusually fast): the guard's floor starts from the
         // latency of the highest value tried, so it only reacts to queueing that builds
         // up later, not to the price of the jobs slow start chose.
-        self.recent_lat.clear();
-        self.recent_lat.push(last.lat);
+        self.renew_floor(last);
         self.base = Some(at);
         self.best = at.tput;
         self.phase = Phase::Steady;
