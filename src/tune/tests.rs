@@ -410,3 +410,84 @@ fn a_stale_latency_floor_does_not_walk_jobs_down() {
     effs.sort_by(f64::total_cmp);
     assert!(effs[0] >= 0.93, "{effs:.3?}");
 }
+
+/// Large files: each job writes `size` bytes at up to `per_file` bytes/s, and the
+/// server takes `total` bytes/s in all, after `latency` seconds of set-up per file.
+struct Large {
+    size: f64,
+    per_file: f64,
+    total: f64,
+    latency: f64,
+}
+
+impl Large {
+    /// (files per second, seconds per file) with `n` in flight.
+    fn serve(&self, n: usize) -> (f64, f64) {
+        let n = n as f64;
+        let bw = (n * self.per_file).min(self.total);
+        let files = bw / self.size;
+        let per = self.latency + self.size / self.per_file;
+        (files.min(n / per), (n / files).max(per))
+    }
+}
+
+/// Drives `c` for `secs` against `s`, reporting bytes as they are written and each
+/// file when it ends (as the engine does). Returns the time reached and the bytes.
+fn drive_large(c: &mut Controller, s: &Large, t0: f64, secs: f64, seed: &mut u64) -> (f64, f64) {
+    let (dt, mut t, mut total) = (0.1, t0, 0.0);
+    let mut files = 0.0;
+    while t < t0 + secs - 1e-9 {
+        t += dt;
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let noise = 0.95 + 0.1 * ((*seed >> 33) as f64 / (1u64 << 31) as f64);
+        let (rate, lat) = s.serve(c.jobs());
+        let bytes = rate * s.size * dt * noise;
+        total += bytes;
+        files += rate * dt * noise;
+        let done = files.floor();
+        files -= done;
+        c.on_interval(
+            Duration::from_secs_f64(t),
+            done as u64,
+            bytes as u64,
+            Duration::from_secs_f64(done * lat),
+        );
+    }
+    (t, total)
+}
+
+#[test]
+fn follows_small_files_then_large_then_small() {
+    // A tree of small files (optimum 40 in flight), then a few huge files (the server
+    // takes 200 MiB/s, one file at most 50 MiB/s: 4 in flight fill it), then small
+    // files again. Each phase must end near its own best.
+    const MIB: f64 = 1024.0 * 1024.0;
+    let small = Server {
+        latency: 0.002,
+        rate: 20_000.0,
+    };
+    let large = Large {
+        size: 512.0 * MIB,
+        per_file: 50.0 * MIB,
+        total: 200.0 * MIB,
+        latency: 0.01,
+    };
+    for mut seed in 1..=5u64 {
+        let mut c = Controller::new(Jobs::Auto, Bounds::MOUNT);
+        let (t, _) = drive(&mut c, &small, 0.0, 10.0, &mut seed);
+        let (t, _) = drive_large(&mut c, &large, t, 40.0, &mut seed);
+        let (t, bytes) = drive_large(&mut c, &large, t, 10.0, &mut seed);
+        let h = c.report().history;
+        let eff = bytes / (large.total * 10.0);
+        assert!(eff >= 0.9, "seed {seed}: large files at {eff:.2}: {h:?}");
+        let (t, _) = drive(&mut c, &small, t, 10.0, &mut seed);
+        let eff = efficiency(&mut c, &small, t, &mut seed);
+        let h = c.report().history;
+        assert!(
+            eff >= 0.9,
+            "seed {seed}: small files again at {eff:.2}: {h:?}"
+        );
+    }
+}
