@@ -48,8 +48,8 @@
 //!    than working; the controller tries 2/3 of the jobs and keeps the cut if
 //!    throughput stays within 5 %. A cut that loses throughput shows the latency is
 //!    the price of the throughput (a busy CPU, say): the floor restarts from it, so
-//!    the guard does not try the same losing cut again every other epoch. A kept cut
-//!    and a workload shift restart the floor too, and only epochs with at least the
+//!    the guard does not try the same losing cut again every other epoch. A kept guard
+//!    cut and a workload shift restart the floor too, and only epochs with at least the
 //!    current jobs count towards it: a floor from a faster moment (a server directory
 //!    still empty) or from fewer jobs would otherwise fire the guard again and again
 //!    on a flat curve, each cut losing a little (256 → 50 on the rig).
