@@ -75,6 +75,14 @@ fn drive(c: &mut Controller, s: &impl Model, t0: f64, secs: f64, seed: &mut u64)
     drive_noisy(c, s, t0, secs, seed, 0.05)
 }
 
+/// A deterministic factor in 1 ± `amp` (a linear congruential generator).
+fn noise(seed: &mut u64, amp: f64) -> f64 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    1.0 - amp + 2.0 * amp * ((*seed >> 33) as f64 / (1u64 << 31) as f64)
+}
+
 /// [`drive`] with a noise of ± `amp` per 100 ms interval.
 fn drive_noisy(
     c: &mut Controller,
@@ -89,10 +97,7 @@ fn drive_noisy(
     let mut total = 0.0;
     while t < t0 + secs - 1e-9 {
         t += dt;
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let noise = 1.0 - amp + 2.0 * amp * ((*seed >> 33) as f64 / (1u64 << 31) as f64);
+        let noise = noise(seed, amp);
         let (tput, lat) = s.serve(c.jobs());
         let done = (tput * dt * noise).round() as u64;
         total += tput * dt;
@@ -438,10 +443,7 @@ fn drive_large(c: &mut Controller, s: &Large, t0: f64, secs: f64, seed: &mut u64
     let mut files = 0.0;
     while t < t0 + secs - 1e-9 {
         t += dt;
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let noise = 0.95 + 0.1 * ((*seed >> 33) as f64 / (1u64 << 31) as f64);
+        let noise = noise(seed, 0.05);
         let (rate, lat) = s.serve(c.jobs());
         let bytes = rate * s.size * dt * noise;
         total += bytes;
