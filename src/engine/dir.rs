@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::entry::is_temp_name;
+use super::temp;
 use super::{DestKnown, DirNode, Engine, EntryJob, ScanJob, root_is_dir};
 use crate::dest::{AttrSet, DestEntry, Destination, RootState, local};
 use crate::exit::{self, Fatal};
@@ -285,14 +285,15 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         // --delete removes what the source lacks; temporaries a killed run left behind
-        // are ours and go either way (but not where the source could not be listed).
+        // (its process provably gone, see `temp`) go either way (but not where the source could not be listed).
         if let Some(rest) = dest_map {
             let mut dels: Vec<_> = rest
                 .into_values()
                 .filter(|e| {
                     let kind = e.kind.or(e.meta.map(|m| m.kind));
-                    if kind == Some(Kind::File) && is_temp_name(&e.name) {
-                        return listed_ok;
+                    // Another run's temporary in progress is never ours to remove.
+                    if kind == Some(Kind::File) && temp::is_temp(&e.name) {
+                        return listed_ok && temp::is_abandoned(&e.name);
                     }
                     may_delete
                         && (self.cfg.filter.is_empty()
@@ -365,6 +366,20 @@ impl<D: Destination> Engine<'_, D> {
                 } else {
                     match self.dest.mkdir(pdir.unwrap(), &entry.name, &entry.meta) {
                         Ok(d) => Some(d),
+                        // Another run made it meanwhile: use it, as one we found.
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            match self.dest.open_dir(pdir.unwrap(), &entry.name) {
+                                Ok((d, m)) => {
+                                    found = Some(m);
+                                    Some(d)
+                                }
+                                Err(e) => {
+                                    self.dest_error(&rel, &e);
+                                    self.complete(&parent);
+                                    return;
+                                }
+                            }
+                        }
                         Err(e) => {
                             self.dest_error(&rel, &e);
                             self.complete(&parent);
@@ -372,8 +387,10 @@ impl<D: Destination> Engine<'_, D> {
                         }
                     }
                 };
-                Stats::bump(&self.stats.dirs_created);
-                self.out.change("cd+++++++++", &rel);
+                if found.is_none() {
+                    Stats::bump(&self.stats.dirs_created);
+                    self.out.change("cd+++++++++", &rel);
+                }
                 made
             }
         };

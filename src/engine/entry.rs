@@ -1,14 +1,13 @@
 //! Entry jobs: regular files, symlinks, hard links and special files.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::{Engine, EntryJob, is_fatal};
+use super::{Engine, EntryJob, is_fatal, temp};
 use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};
@@ -50,37 +49,23 @@ enum Put {
     MakeWay(Meta),
 }
 
-/// The name an update is written under: hidden, unique within this run, and short
-/// enough for NAME_MAX whatever the length of the original (rsync's `.name.XXXXXX`).
-/// A run killed mid-copy can leave one behind; the next run removes it (see
-/// [`is_temp_name`]).
-fn temp_name(name: &OsStr) -> OsString {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let b = name.as_bytes();
-    let mut t = Vec::with_capacity(b.len().min(200) + 32);
-    t.push(b'.');
-    t.extend_from_slice(&b[..b.len().min(200)]);
-    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    t.extend_from_slice(format!(".nfsync-{:x}-{seq:x}", std::process::id()).as_bytes());
-    OsString::from_vec(t)
+/// How often an entry is planned again after another run changed its name under us
+/// (created it first, or renamed its own copy over ours): each retry looks afresh.
+const RACE_RETRIES: usize = 3;
+
+/// The outcome of one attempt at an entry.
+enum Attempt {
+    /// Finished: whether the destination now holds the entry.
+    Done(bool),
+    /// Another writer changed the name meanwhile: look again and decide anew.
+    Raced,
 }
 
-/// Whether a destination name is one of our temporaries (`.NAME.nfsync-PID-SEQ`, both
-/// numbers in hex), left by a run that was killed mid-update.
-pub(super) fn is_temp_name(name: &OsStr) -> bool {
-    let b = name.as_bytes();
-    let marker = b".nfsync-";
-    let Some(at) = b.windows(marker.len()).rposition(|w| w == marker) else {
-        return false;
-    };
-    let Some((pid, seq)) = std::str::from_utf8(&b[at + marker.len()..])
-        .ok()
-        .and_then(|t| t.split_once('-'))
-    else {
-        return false;
-    };
-    let hex = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_hexdigit());
-    b.first() == Some(&b'.') && at > 1 && hex(pid) && hex(seq)
+/// Whether a destination error means another writer got to the name first: it exists
+/// now (we create exclusively), or the file we were writing was replaced (NFS answers
+/// STALE for a file renamed over), or our own temporary is gone.
+fn is_race(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -104,8 +89,13 @@ impl<D: Destination> Engine<'_, D> {
 
     /// The destination's current attributes for a job, stat'ing only if the listing
     /// did not carry them. `Err(())` means an error was already reported.
-    fn dest_meta(&self, job: &EntryJob<D>, rel: &Path) -> Result<Option<Meta>, ()> {
-        match (job.known, &job.parent.dir) {
+    fn dest_meta(
+        &self,
+        job: &EntryJob<D>,
+        known: DestKnown,
+        rel: &Path,
+    ) -> Result<Option<Meta>, ()> {
+        match (known, &job.parent.dir) {
             (DestKnown::Missing, _) | (_, None) => Ok(None),
             (DestKnown::Present(m), _) => Ok(Some(m)),
             (DestKnown::Unknown(_), Some(dir)) => self
@@ -176,9 +166,22 @@ impl<D: Destination> Engine<'_, D> {
 
     /// A regular file. Returns whether the destination now holds the file.
     fn file(&self, job: &EntryJob<D>, rel: &Path) -> bool {
+        let mut known = job.known;
+        for attempt in 0..=RACE_RETRIES {
+            match self.file_once(job, rel, known, attempt == RACE_RETRIES) {
+                Attempt::Done(ok) => return ok,
+                Attempt::Raced => known = DestKnown::Unknown(None),
+            }
+        }
+        unreachable!("the last attempt reports its error")
+    }
+
+    /// One look at a regular file and what it takes. `last`: report a race as an error
+    /// instead of asking for another look.
+    fn file_once(&self, job: &EntryJob<D>, rel: &Path, known: DestKnown, last: bool) -> Attempt {
         let src = &job.entry.meta;
-        let Ok(dst) = self.dest_meta(job, rel) else {
-            return false;
+        let Ok(dst) = self.dest_meta(job, known, rel) else {
+            return Attempt::Done(false);
         };
         let mut decision = plan::decide_file(src, dst.as_ref(), self.cfg);
         if decision == Decision::CompareContent {
@@ -193,20 +196,21 @@ impl<D: Destination> Engine<'_, D> {
             {
                 Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), self.cfg),
                 Ok(false) => Decision::Replace,
+                Err(e) if !last && e.kind() == io::ErrorKind::NotFound => return Attempt::Raced,
                 Err(e) => {
                     self.dest_error(rel, &e);
-                    return false;
+                    return Attempt::Done(false);
                 }
             };
         }
         match decision {
             Decision::UpToDate => {
                 Stats::bump(&self.stats.files_skipped);
-                true
+                Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
                 self.fix_attrs(job, rel, what, 'f');
-                true
+                Attempt::Done(true)
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
                 let code = match &dst {
@@ -222,12 +226,19 @@ impl<D: Destination> Engine<'_, D> {
                     Some(d) if d.kind == Kind::File => Put::Replace,
                     Some(d) => Put::MakeWay(d),
                 };
-                self.copy_content(job, rel, &code, put)
+                self.copy_content(job, rel, &code, put, last)
             }
         }
     }
 
-    fn copy_content(&self, job: &EntryJob<D>, rel: &Path, code: &str, put: Put) -> bool {
+    fn copy_content(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        code: &str,
+        put: Put,
+        last: bool,
+    ) -> Attempt {
         job.parent.changed.store(true, Ordering::Relaxed);
         if self.cfg.dry_run {
             Stats::bump(&self.stats.files_copied);
@@ -235,7 +246,7 @@ impl<D: Destination> Engine<'_, D> {
                 .bytes_copied
                 .fetch_add(job.entry.meta.size, Ordering::Relaxed);
             self.out.change(code, rel);
-            return true;
+            return Attempt::Done(true);
         }
         // The source first: a source we cannot read must not cost the old copy.
         let file = match OpenOptions::new()
@@ -256,13 +267,13 @@ impl<D: Destination> Engine<'_, D> {
             Ok(f) => f,
             Err(e) => {
                 self.source_error(&job.entry.path, &e);
-                return false;
+                return Attempt::Done(false);
             }
         };
         if let Put::MakeWay(d) = put
             && !self.make_way(job, rel, &d)
         {
-            return false;
+            return Attempt::Done(false);
         }
         let source = SourceFile {
             file,
@@ -278,7 +289,8 @@ impl<D: Destination> Engine<'_, D> {
         // An update is written beside the old copy and renamed over it (as rsync does),
         // so a failure part-way leaves the old copy whole; the rename costs what
         // removing the old file first would.
-        let temp = matches!(put, Put::Replace).then(|| temp_name(name));
+        let temp = matches!(put, Put::Replace).then(|| temp::name(name));
+        // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self
             .dest
             .write_file(dir, temp.as_deref().unwrap_or(name), &source);
@@ -288,21 +300,28 @@ impl<D: Destination> Engine<'_, D> {
             (r @ (Ok(_) | Err(CopyError::SourceChanged)), Some(t)) => {
                 match self.dest.rename(dir, t, name) {
                     Ok(()) => r,
-                    Err(e) => Err(CopyError::Dest(e)),
+                    Err(e) => {
+                        // The temporary's name is ours alone: removing it by name is safe.
+                        if !is_fatal(&e) && !self.stop.load(Ordering::Relaxed) {
+                            let _ = self.dest.remove(dir, t, Kind::File);
+                        }
+                        if !last && e.kind() == io::ErrorKind::NotFound {
+                            return Attempt::Raced;
+                        }
+                        Err(CopyError::Dest(e))
+                    }
                 }
             }
             (r, _) => r,
         };
-        if let Err(e) = &written {
-            self.discard_partial(dir, temp.as_deref().unwrap_or(name), e);
-        }
-        match written {
+        let ok = match written {
             Ok(bytes) => {
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
                 self.out.change(code, rel);
                 true
             }
+            Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
             Err(CopyError::SourceChanged) => {
                 Stats::bump(&self.stats.errors);
                 self.out.error(
@@ -323,20 +342,18 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest_error(rel, &e);
                 false
             }
-        }
+        };
+        Attempt::Done(ok)
     }
 
-    /// Removes what a failed copy left under `name` (a new file or an update's
-    /// temporary), so no torn copy sits in the destination. Best effort, and skipped
-    /// when the destination itself is gone: that would only wait out another timeout.
-    fn discard_partial(&self, dir: &D::Dir, name: &OsStr, e: &CopyError) {
-        match e {
-            CopyError::SourceChanged => return,
-            CopyError::Dest(e) if is_fatal(e) => return,
-            _ => {}
-        }
-        if !self.stop.load(Ordering::Relaxed) {
-            let _ = self.dest.remove(dir, name, Kind::File);
+    /// Runs `once` until it does not race with another writer (see [`RACE_RETRIES`]).
+    fn settle(&self, job: &EntryJob<D>, mut once: impl FnMut(DestKnown, bool) -> Attempt) {
+        let mut known = job.known;
+        for attempt in 0..=RACE_RETRIES {
+            if let Attempt::Done(_) = once(known, attempt == RACE_RETRIES) {
+                return;
+            }
+            known = DestKnown::Unknown(None);
         }
     }
 
@@ -345,26 +362,40 @@ impl<D: Destination> Engine<'_, D> {
             Ok(t) => t.into_os_string(),
             Err(e) => return self.source_error(&job.entry.path, &e),
         };
-        let Ok(dst) = self.dest_meta(job, rel) else {
-            return;
-        };
-        let same_target = match (&dst, &job.parent.dir) {
-            (Some(d), Some(dir)) if d.kind == Kind::Symlink => {
-                match self.dest.read_link(dir, &job.entry.name) {
-                    Ok(t) => Some(t == target),
-                    Err(e) => return self.dest_error(rel, &e),
+        self.settle(job, |known, last| {
+            let Ok(dst) = self.dest_meta(job, known, rel) else {
+                return Attempt::Done(false);
+            };
+            let same_target = match (&dst, &job.parent.dir) {
+                (Some(d), Some(dir)) if d.kind == Kind::Symlink => {
+                    match self.dest.read_link(dir, &job.entry.name) {
+                        Ok(t) => Some(t == target),
+                        Err(e) if !last && e.kind() == io::ErrorKind::NotFound => {
+                            return Attempt::Raced;
+                        }
+                        Err(e) => {
+                            self.dest_error(rel, &e);
+                            return Attempt::Done(false);
+                        }
+                    }
                 }
+                _ => None,
+            };
+            match plan::decide_symlink(&job.entry.meta, dst.as_ref(), same_target, self.cfg) {
+                Decision::UpToDate => {
+                    Stats::bump(&self.stats.files_skipped);
+                    Attempt::Done(true)
+                }
+                Decision::FixAttrs(what) => {
+                    self.fix_attrs(job, rel, what, 'L');
+                    Attempt::Done(true)
+                }
+                _ => self.create_link_like(job, rel, dst.as_ref(), "cL+++++++++", last, |dir| {
+                    self.dest
+                        .symlink(dir, &job.entry.name, &target, &job.entry.meta)
+                }),
             }
-            _ => None,
-        };
-        match plan::decide_symlink(&job.entry.meta, dst.as_ref(), same_target, self.cfg) {
-            Decision::UpToDate => Stats::bump(&self.stats.files_skipped),
-            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, 'L'),
-            _ => self.create_link_like(job, rel, dst.as_ref(), "cL+++++++++", |dir| {
-                self.dest
-                    .symlink(dir, &job.entry.name, &target, &job.entry.meta)
-            }),
-        }
+        })
     }
 
     /// Creates a symlink or special file in place of whatever `dst` is, counting it and
@@ -375,12 +406,13 @@ impl<D: Destination> Engine<'_, D> {
         rel: &Path,
         dst: Option<&Meta>,
         code: &str,
+        last: bool,
         create: impl FnOnce(&D::Dir) -> io::Result<()>,
-    ) {
+    ) -> Attempt {
         if let Some(d) = dst
             && !self.make_way(job, rel, d)
         {
-            return;
+            return Attempt::Done(false);
         }
         job.parent.changed.store(true, Ordering::Relaxed);
         if !self.cfg.dry_run {
@@ -389,12 +421,18 @@ impl<D: Destination> Engine<'_, D> {
                 .dir
                 .as_ref()
                 .expect("non-dry runs have directories");
-            if let Err(e) = create(dir) {
-                return self.dest_error(rel, &e);
+            match create(dir) {
+                Ok(()) => {}
+                Err(e) if !last && is_race(&e) => return Attempt::Raced,
+                Err(e) => {
+                    self.dest_error(rel, &e);
+                    return Attempt::Done(false);
+                }
             }
         }
         Stats::bump(&self.stats.links_created);
         self.out.change(code, rel);
+        Attempt::Done(true)
     }
 
     fn special(&self, job: &EntryJob<D>, rel: &Path) {
@@ -407,23 +445,31 @@ impl<D: Destination> Engine<'_, D> {
             ));
             return;
         }
-        let Ok(dst) = self.dest_meta(job, rel) else {
-            return;
-        };
-        match plan::decide_special(&job.entry.meta, dst.as_ref(), self.cfg) {
-            Decision::UpToDate => Stats::bump(&self.stats.files_skipped),
-            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, 'S'),
-            _ => {
-                let code = if kind.is_device() {
-                    "cD+++++++++"
-                } else {
-                    "cS+++++++++"
-                };
-                self.create_link_like(job, rel, dst.as_ref(), code, |dir| {
-                    self.dest.mknod(dir, &job.entry.name, &job.entry.meta)
-                })
+        self.settle(job, |known, last| {
+            let Ok(dst) = self.dest_meta(job, known, rel) else {
+                return Attempt::Done(false);
+            };
+            match plan::decide_special(&job.entry.meta, dst.as_ref(), self.cfg) {
+                Decision::UpToDate => {
+                    Stats::bump(&self.stats.files_skipped);
+                    Attempt::Done(true)
+                }
+                Decision::FixAttrs(what) => {
+                    self.fix_attrs(job, rel, what, 'S');
+                    Attempt::Done(true)
+                }
+                _ => {
+                    let code = if kind.is_device() {
+                        "cD+++++++++"
+                    } else {
+                        "cS+++++++++"
+                    };
+                    self.create_link_like(job, rel, dst.as_ref(), code, last, |dir| {
+                        self.dest.mknod(dir, &job.entry.name, &job.entry.meta)
+                    })
+                }
             }
-        }
+        })
     }
 
     /// `-H`: the first name of an inode is copied, the others linked to it.
@@ -491,7 +537,7 @@ impl<D: Destination> Engine<'_, D> {
         lname: &OsString,
         lrel: &Path,
     ) {
-        let Ok(dst) = self.dest_meta(job, rel) else {
+        let Ok(dst) = self.dest_meta(job, job.known, rel) else {
             return;
         };
         if let (Some(d), Some(ldir)) = (&dst, ldir) {
@@ -520,30 +566,5 @@ impl<D: Destination> Engine<'_, D> {
         }
         Stats::bump(&self.stats.links_created);
         self.out.change("hf+++++++++", rel);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn temporaries_are_recognised_and_nothing_else() {
-        for name in [&b"a.txt"[..], b"x", &[0xff, 0xfe], &[b'n'; 255]] {
-            let t = temp_name(OsStr::from_bytes(name));
-            assert!(is_temp_name(&t), "{t:?}");
-            assert!(t.len() <= 255, "{} bytes", t.len());
-            assert!(!is_temp_name(OsStr::from_bytes(name)));
-        }
-        for name in [
-            "a.nfsync-1-2",
-            ".nfsync-1-2",
-            ".a.nfsync-1-",
-            ".a.nfsync-x-2",
-            ".a.nfsync-12",
-            ".a.nfsync-1-2.bak",
-        ] {
-            assert!(!is_temp_name(OsStr::new(name)), "{name}");
-        }
     }
 }

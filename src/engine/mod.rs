@@ -13,6 +13,7 @@
 
 mod dir;
 mod entry;
+mod temp;
 pub mod sched;
 
 use std::collections::HashMap;

@@ -213,9 +213,17 @@ impl NfsDest {
         }
     }
 
-    /// MKDIR, where EXIST with a directory counts as made (a retried MKDIR of ours, or
-    /// a concurrent creator).
-    async fn mkdir_fh(&self, dir: &NfsDir, name: &[u8], mut attrs: sattr3) -> io::Result<nfs_fh3> {
+    /// MKDIR, where EXIST with a directory counts as made when it answers a retried
+    /// MKDIR of ours, or always when `strict` is false (DEST's own parents). With
+    /// `strict`, another creator's directory is EEXIST: the engine then lists it
+    /// instead of taking it for an empty one of its own.
+    async fn mkdir_fh(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        mut attrs: sattr3,
+        strict: bool,
+    ) -> io::Result<nfs_fh3> {
         loop {
             let a = self
                 .in_dir(dir, |fh| {
@@ -235,6 +243,9 @@ impl NfsDest {
                     Some(fh) => Ok(fh),
                     None => self.lookup_dir(dir, name).await,
                 },
+                Err(nfsstat3::NFS3ERR_EXIST) if strict && !a.ambiguous => {
+                    Err(io::Error::from_raw_os_error(libc::EEXIST))
+                }
                 Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
                 // Owners refused (root squashed): again without them, once.
                 Err(stat) if self.owners_refused_by(&attrs, stat) => {
@@ -376,7 +387,7 @@ impl Destination for NfsDest {
                             mode: v3::Nfs3Option::Some(0o755),
                             ..Default::default()
                         };
-                        self.mkdir_fh(&dir, name, attrs).await
+                        self.mkdir_fh(&dir, name, attrs, false).await
                     }
                 }
             })?;
@@ -403,7 +414,7 @@ impl Destination for NfsDest {
                             mode: v3::Nfs3Option::Some(0o755),
                             ..Default::default()
                         };
-                        self.mkdir_fh(&dir, c.as_bytes(), attrs).await
+                        self.mkdir_fh(&dir, c.as_bytes(), attrs, false).await
                     }
                 }
             })?;
@@ -447,7 +458,7 @@ impl Destination for NfsDest {
         let name = name.as_bytes();
         // Writable by us until set_dir_attrs gives the final mode.
         let attrs = self.create_attrs(m, Some(m.mode | 0o700));
-        let fh = self.rt.block_on(self.mkdir_fh(dir, name, attrs))?;
+        let fh = self.rt.block_on(self.mkdir_fh(dir, name, attrs, true))?;
         Ok(dir.child(fh, name))
     }
 

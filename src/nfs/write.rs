@@ -27,6 +27,7 @@ use tokio::task::JoinHandle;
 use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
+use super::objects::remove_call;
 use crate::dest::{CopyError, SourceFile};
 use crate::meta::Meta;
 
@@ -107,9 +108,11 @@ async fn write_chunk(
 }
 
 impl NfsDest {
-    /// CREATE (GUARDED, with mode and owners); an existing file of ours (a retried
-    /// CREATE) or a leftover is reused after truncation, or replaced when it is not a
-    /// plain single-link file.
+    /// CREATE (GUARDED, with mode and owners). EXIST is EEXIST — another writer (a
+    /// concurrent run) got there first, and its file is not ours to truncate — except
+    /// in answer to a CREATE sent again after a lost connection: then the file is
+    /// likely our own first attempt and is reused after truncation, or replaced when
+    /// it is not a plain single-link file.
     async fn create_file(
         &self,
         dir: &NfsDir,
@@ -153,6 +156,9 @@ impl NfsDest {
                             None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
                         },
                     };
+                }
+                Err(nfsstat3::NFS3ERR_EXIST) if !a.ambiguous => {
+                    return Err(io::Error::from_raw_os_error(libc::EEXIST));
                 }
                 Err(nfsstat3::NFS3ERR_EXIST) => {
                     let Some((fh, at)) = self.lookup(dir, name).await? else {
@@ -240,19 +246,33 @@ impl NfsDest {
             .block_on(self.create_file(dir, name, m))
             .map_err(CopyError::Dest)?;
         let size = m.size;
-        if size > 0 {
-            self.send_data(&fh, &src.file, size)?;
-        }
-        src.verify_unchanged()?;
-        let s = self.finish_attrs(m, have.as_ref(), true);
-        self.rt
-            .block_on(self.apply(&fh, s.clone()))
-            .and_then(ok)
-            .map_err(CopyError::Dest)?;
-        if self.nfs.rpc().lost() != lost_before {
+        let filled = (|| {
+            if size > 0 {
+                self.send_data(&fh, &src.file, size)?;
+            }
+            src.verify_unchanged()?;
+            let s = self.finish_attrs(m, have.as_ref(), true);
             self.rt
-                .block_on(self.settle_mtime(&fh, s, m))
+                .block_on(self.apply(&fh, s.clone()))
+                .and_then(ok)
                 .map_err(CopyError::Dest)?;
+            if self.nfs.rpc().lost() != lost_before {
+                self.rt
+                    .block_on(self.settle_mtime(&fh, s, m))
+                    .map_err(CopyError::Dest)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = filled {
+            // A server that stopped answering would only make the cleanup wait too.
+            let gone = matches!(&e, CopyError::Dest(d) if matches!(
+                d.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::NotConnected
+            ));
+            if !gone && !matches!(e, CopyError::SourceChanged) {
+                self.rt.block_on(self.remove_if_ours(dir, name, &fh));
+            }
+            return Err(e);
         }
         if m.nlink > 1
             && let Ok(mut c) = self.link_cache.lock()
@@ -260,6 +280,17 @@ impl NfsDest {
             c.insert(cache_key(&dir.fh, name), fh);
         }
         Ok(size)
+    }
+
+    /// Removes the partial file a failed copy left, but only while `name` still holds
+    /// the file we created: another run may have renamed its finished copy over ours
+    /// (our WRITE then answers STALE), and that copy must stay. Best effort.
+    async fn remove_if_ours(&self, dir: &NfsDir, name: &[u8], fh: &nfs_fh3) {
+        if let Ok(Some((now, _))) = self.lookup(dir, name).await
+            && now.data == fh.data
+        {
+            let _ = remove_call(&self.nfs, &dir.fh, name, false).await;
+        }
     }
 
     fn send_data(&self, fh: &nfs_fh3, file: &File, size: u64) -> Result<(), CopyError> {

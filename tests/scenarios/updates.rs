@@ -59,24 +59,72 @@ pub fn update_changed_files(t: &dyn Target) {
     );
 }
 
-/// A temporary left by a run killed mid-update (`.NAME.nfsync-PID-SEQ`) is removed by
-/// the next run even without --delete; names that only look similar stay.
+/// nfsync's temporary name for `name` as made by process `pid` started at `start` on a
+/// host whose name hashes to `host` (`.NAME.nfsync-HOST-PID-START-SEQ`).
+fn temp_of(name: &str, host: u32, pid: u32, start: u64) -> String {
+    format!(".{name}.nfsync-{host:08x}-{pid:x}-{start:x}-0")
+}
+
+/// FNV-1a of this host's name, as nfsync puts it in its temporaries.
+fn host_hash() -> u32 {
+    let name = fs::read("/proc/sys/kernel/hostname").unwrap();
+    name.trim_ascii()
+        .iter()
+        .fold(0x811c_9dc5u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// This test process's start time in clock ticks since boot (`/proc/self/stat`).
+fn own_start() -> u64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// A temporary left by a run killed mid-update is removed by the next run even without
+/// --delete, but only when its name proves its owner gone (this host, a process that no
+/// longer runs): a live run's temporary, another host's, and names that only look
+/// similar stay, with and without --delete.
 pub fn leftover_temporaries_are_removed(t: &dyn Target) {
     let s = Scratch::new();
     let tree = Tree::new(s.join("src"));
     tree.file("doc", "doc\n").file("sub/x", "x\n");
     sync(t, &[], tree.root(), "dst");
     let dst = t.dest_path("dst");
-    fs::write(dst.join(".doc.nfsync-3039-0"), "torn").unwrap();
-    fs::write(dst.join("sub/.x.nfsync-1a2b-ff"), "torn").unwrap();
-    fs::write(dst.join(".doc.nfsync-3039-0.keep"), "mine").unwrap();
-    fs::write(dst.join("doc.nfsync-1-2"), "mine").unwrap();
+    let host = host_hash();
+    let dead = [
+        temp_of("doc", host, 0x7fff_fff0, 0),
+        format!("sub/{}", temp_of("x", host, 0x7fff_fff1, 5)),
+    ];
+    let kept = [
+        // Alive: this test process.
+        temp_of("doc", host, std::process::id(), own_start()),
+        // Another host's: nothing proves its owner gone.
+        temp_of("doc", host.wrapping_add(1), 0x7fff_fff0, 0),
+        format!("{}.keep", temp_of("doc", host, 0x7fff_fff0, 0)),
+        "doc.nfsync-1-2".to_string(),
+        ".notes.nfsync-1-2".to_string(),
+        ".a.nfsync-dead-beef".to_string(),
+        ".doc.nfsync-3039-0".to_string(),
+    ];
+    for name in dead.iter().chain(&kept) {
+        fs::write(dst.join(name), "torn").unwrap();
+    }
     let stats = sync(t, &[], tree.root(), "dst");
     assert_eq!(stat(&stats, "files_deleted"), 2, "{stats}");
-    assert!(!exists(&dst.join(".doc.nfsync-3039-0")));
-    assert!(!exists(&dst.join("sub/.x.nfsync-1a2b-ff")));
-    assert!(exists(&dst.join(".doc.nfsync-3039-0.keep")));
-    assert!(exists(&dst.join("doc.nfsync-1-2")));
+    for name in &dead {
+        assert!(!exists(&dst.join(name)), "{name} left behind");
+    }
+    for name in &kept {
+        assert!(exists(&dst.join(name)), "{name} removed without --delete");
+    }
+    // --delete removes the look-alikes (the source lacks them) but not live temporaries.
+    let excl = ["--delete", "--exclude", ".notes*"];
+    sync(t, &excl, tree.root(), "dst");
+    for name in &kept[..2] {
+        assert!(exists(&dst.join(name)), "{name} removed by --delete");
+    }
+    assert!(exists(&dst.join(".notes.nfsync-1-2")), "excluded name removed");
+    assert!(!exists(&dst.join("doc.nfsync-1-2")));
 }
 
 /// Quick check (size+mtime), --checksum, --size-only and --modify-window decide what
