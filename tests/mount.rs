@@ -444,22 +444,56 @@ fn non_utf8_arguments() {
     );
 }
 
-/// DEST inside SRC must not make the walk copy DEST into itself forever: nfsync either
-/// refuses (exit 3) or copies SRC as it was, like rsync (`SRC/DEST/DEST` never appears).
+/// DEST inside SRC: the directory being written (DEST for `SRC/`, DEST/NAME for `SRC`),
+/// recognised by its identity, is skipped with a warning and everything else is copied,
+/// as rsync does: `nfsync S S/sub` makes `S/sub/S/f` and `S/sub/S/sub/g`, `nfsync S S`
+/// makes `S/S/f`, and `nfsync S/ S/backup` copies all but `backup`. (rsync also leaves
+/// empty `S/sub/S/sub/S/sub` directories from walking its own output; nfsync does not.)
 #[test]
 fn dest_inside_source() {
-    let s = Scratch::new();
-    let tree = Tree::new(s.join("src"));
-    tree.file("d/a", "a\n").file("b", "b\n");
-    let dst = tree.path("backup");
-    let out = nfsync().arg(slash(tree.root())).arg(&dst).output().unwrap();
-    match out.status.code() {
-        Some(3) => {}
-        Some(0) => {
-            assert!(!dst.join("backup").exists(), "DEST was copied into itself");
-            assert_eq!(fs::read(dst.join("d/a")).unwrap(), b"a\n");
+    let fresh = |s: &Scratch| {
+        let tree = Tree::new(s.join("S"));
+        tree.file("f", "f\n").file("sub/g", "g\n");
+        tree
+    };
+    let files = |root: &Path| -> Vec<String> {
+        let mut v: Vec<String> = support::snapshot(root)
+            .into_iter()
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    // (operands relative to the scratch dir, files expected under S afterwards)
+    let cases: [(&[&str], &[&str]); 3] = [
+        (&["S", "S/sub"], &["sub/S/f", "sub/S/sub/g"]),
+        (&["S", "S"], &["S/f", "S/sub/g"]),
+        (&["S/", "S/backup"], &["backup/f"]),
+    ];
+    for (args, expect) in cases {
+        let s = Scratch::new();
+        let tree = fresh(&s);
+        let out = nfsync().current_dir(s.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("it is the destination being written"),
+            "{args:?}: no warning: {stderr}"
+        );
+        let have = files(tree.root());
+        for e in expect {
+            assert!(
+                tree.path(e).is_file(),
+                "{args:?}: {e} missing; have {have:?}"
+            );
         }
-        _ => panic!("DEST inside SRC: {}", describe(&out)),
+        // Nothing nested twice: the written directory was not copied into itself.
+        assert!(
+            !have
+                .iter()
+                .any(|p| p.matches("S/").count() > 1 || p.contains("backup/backup")),
+            "{args:?}: copied into itself: {have:?}"
+        );
     }
 }
 

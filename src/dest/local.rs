@@ -162,6 +162,10 @@ fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, CopyError> {
 impl Destination for LocalDest {
     type Dir = PathBuf;
 
+    fn ids_are_local(&self) -> bool {
+        true
+    }
+
     fn root_state(&self) -> io::Result<RootState> {
         match fs::metadata(&self.root) {
             Ok(m) => Ok(RootState::Exists(Meta::from_std(&m))),

@@ -126,6 +126,13 @@ pub trait Destination: Send + Sync {
         crate::tune::Bounds::MOUNT
     }
 
+    /// Whether [`Meta::dev`] and [`Meta::ino`] of this destination's entries are the
+    /// local kernel's, comparable with the source's (so that a DEST inside a source is
+    /// recognised by identity). An NFS file id says nothing about local inodes.
+    fn ids_are_local(&self) -> bool {
+        false
+    }
+
     /// Looks at DEST itself.
     fn root_state(&self) -> io::Result<RootState>;
 

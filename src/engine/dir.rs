@@ -123,13 +123,14 @@ impl<D: Destination> Engine<'_, D> {
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = operands.iter().all(|o| o.contents);
+        let only_names = operands.iter().all(|o| !o.contents);
         let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
         let found = match state {
             RootState::Exists(m) => Some(m),
             RootState::Missing => None,
         };
-        if let Ok(RootState::Exists(m)) = self.dest.root_state() {
-            let _ = self.dest_root_id.set((m.dev, m.ino));
+        if !only_names && let Ok(RootState::Exists(m)) = self.dest.root_state() {
+            self.note_written_root(&m);
         }
         let node = self.new_node(PathBuf::new(), dir, root_meta, found, None);
 
@@ -253,14 +254,11 @@ impl<D: Destination> Engine<'_, D> {
             } else {
                 DestKnown::Unknown(None)
             };
-            if is_dir && self.dest_root_id.get() == Some(&(entry.meta.dev, entry.meta.ino)) {
-                self.out.verbose(
-                    1,
-                    format_args!(
-                        "{}: is DEST itself, not copied into itself",
-                        entry.path.display()
-                    ),
-                );
+            if is_dir && self.is_written_root(&entry.meta) {
+                self.out.warn(format_args!(
+                    "skipping directory {}: it is the destination being written",
+                    entry.path.display()
+                ));
                 continue;
             }
             if is_dir {
@@ -394,6 +392,16 @@ impl<D: Destination> Engine<'_, D> {
                 made
             }
         };
+        // A source named without its slash is written into DEST/NAME: that directory
+        // must not be copied again if the source's walk comes across it.
+        if parent.parent.is_none()
+            && self.dest.ids_are_local()
+            && self.cfg.sources.contains(&entry.path)
+            && let Some(pd) = pdir
+            && let Ok(Some(m)) = self.dest.stat(pd, &entry.name)
+        {
+            self.note_written_root(&m);
+        }
         let fresh = found.is_none();
         let node = self.new_node(rel, dir, Some(entry.meta), found, Some(parent));
         // An unreadable source directory is still created, but nothing is deleted in it.
@@ -401,6 +409,18 @@ impl<D: Destination> Engine<'_, D> {
             self.plan_children(&node, children, fresh, true);
         }
         self.complete(&node);
+    }
+
+    /// Remembers a directory this run writes a source into.
+    fn note_written_root(&self, m: &Meta) {
+        if self.dest.ids_are_local() {
+            self.written_roots.lock().unwrap().push((m.dev, m.ino));
+        }
+    }
+
+    /// Whether a source directory is one this run writes into (DEST inside SRC).
+    fn is_written_root(&self, m: &Meta) -> bool {
+        self.written_roots.lock().unwrap().contains(&(m.dev, m.ino))
     }
 
     /// Runs a directory's deletions, then gives it its final attributes.

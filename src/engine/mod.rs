@@ -13,8 +13,8 @@
 
 mod dir;
 mod entry;
-mod temp;
 pub mod sched;
+mod temp;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -88,8 +88,9 @@ pub struct Engine<'a, D: Destination> {
     busy_us: AtomicU64,
     /// DEST as given, for messages.
     dest_display: PathBuf,
-    /// DEST's own (dev, ino), so a DEST inside a source is not copied into itself.
-    dest_root_id: std::sync::OnceLock<(u64, u64)>,
+    /// (dev, ino) of the directories this run writes the sources into — DEST for `SRC/`,
+    /// DEST/NAME for `SRC` — so a DEST inside a source is not copied into itself.
+    written_roots: Mutex<Vec<(u64, u64)>>,
     /// Who new entries belong to, so `chown` is skipped where it would change nothing.
     euid: u32,
     egid: u32,
@@ -118,7 +119,7 @@ pub fn run<D: Destination>(
         ops_done: AtomicU64::new(0),
         busy_us: AtomicU64::new(0),
         dest_display: display_dest(&cfg.dest),
-        dest_root_id: std::sync::OnceLock::new(),
+        written_roots: Mutex::new(Vec::new()),
         euid: rustix::process::geteuid().as_raw(),
         egid: rustix::process::getegid().as_raw(),
     };

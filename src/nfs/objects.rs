@@ -269,7 +269,12 @@ impl NfsDest {
 }
 
 /// REMOVE or RMDIR; NOENT counts as done (a retried call of ours, or already gone).
-pub(super) async fn remove_call(nfs: &Nfs, dir: &nfs_fh3, name: &[u8], is_dir: bool) -> io::Result<()> {
+pub(super) async fn remove_call(
+    nfs: &Nfs,
+    dir: &nfs_fh3,
+    name: &[u8],
+    is_dir: bool,
+) -> io::Result<()> {
     let res = if is_dir {
         let args = v3::RMDIR3args {
             object: dirop(dir, name),

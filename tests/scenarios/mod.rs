@@ -127,6 +127,7 @@ fn mixed_tree(root: &Path) -> Tree {
 
 mod attrs;
 mod basics;
+mod concurrent;
 mod delete;
 mod filters;
 mod interrupt;
@@ -139,6 +140,7 @@ pub use basics::{
     big_file, boundary_sizes, empty_files_and_dirs, job_counts, large_directory, nested_tree,
     odd_names,
 };
+pub use concurrent::concurrent_runs;
 pub use delete::{delete, delete_keeps_excluded, delete_scope_without_slash};
 pub use filters::{
     exclude_anchored, exclude_anchored_without_slash, exclude_dir_only, exclude_double_star,
@@ -235,4 +237,5 @@ define_scenarios!(
     hard_links_many,
     job_counts,
     output_options,
+    concurrent_runs,
 );

@@ -68,9 +68,9 @@ fn temp_of(name: &str, host: u32, pid: u32, start: u64) -> String {
 /// FNV-1a of this host's name, as nfsync puts it in its temporaries.
 fn host_hash() -> u32 {
     let name = fs::read("/proc/sys/kernel/hostname").unwrap();
-    name.trim_ascii()
-        .iter()
-        .fold(0x811c_9dc5u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    name.trim_ascii().iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// This test process's start time in clock ticks since boot (`/proc/self/stat`).
@@ -123,7 +123,10 @@ pub fn leftover_temporaries_are_removed(t: &dyn Target) {
     for name in &kept[..2] {
         assert!(exists(&dst.join(name)), "{name} removed by --delete");
     }
-    assert!(exists(&dst.join(".notes.nfsync-1-2")), "excluded name removed");
+    assert!(
+        exists(&dst.join(".notes.nfsync-1-2")),
+        "excluded name removed"
+    );
     assert!(!exists(&dst.join("doc.nfsync-1-2")));
 }
 
