@@ -537,34 +537,45 @@ impl<D: Destination> Engine<'_, D> {
         lname: &OsString,
         lrel: &Path,
     ) {
-        let Ok(dst) = self.dest_meta(job, job.known, rel) else {
-            return;
-        };
-        if let (Some(d), Some(ldir)) = (&dst, ldir) {
-            if d.kind == Kind::File && d.nlink > 1 {
-                match self.dest.stat(ldir, lname) {
-                    Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
-                        Stats::bump(&self.stats.files_skipped);
-                        return;
+        self.settle(job, |known, last| {
+            let Ok(dst) = self.dest_meta(job, known, rel) else {
+                return Attempt::Done(false);
+            };
+            if let (Some(d), Some(ldir)) = (&dst, ldir) {
+                if d.kind == Kind::File && d.nlink > 1 {
+                    match self.dest.stat(ldir, lname) {
+                        Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
+                            Stats::bump(&self.stats.files_skipped);
+                            return Attempt::Done(true);
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            self.dest_error(lrel, &e);
+                            return Attempt::Done(false);
+                        }
                     }
-                    Ok(_) => {}
-                    Err(e) => return self.dest_error(lrel, &e),
+                }
+                if !self.make_way(job, rel, d) {
+                    return Attempt::Done(false);
                 }
             }
-            if !self.make_way(job, rel, d) {
-                return;
+            job.parent.changed.store(true, Ordering::Relaxed);
+            if !self.cfg.dry_run {
+                let (Some(dir), Some(ldir)) = (&job.parent.dir, ldir) else {
+                    return Attempt::Done(false);
+                };
+                match self.dest.hard_link(dir, &job.entry.name, ldir, lname) {
+                    Ok(()) => {}
+                    Err(e) if !last && is_race(&e) => return Attempt::Raced,
+                    Err(e) => {
+                        self.dest_error(rel, &e);
+                        return Attempt::Done(false);
+                    }
+                }
             }
-        }
-        job.parent.changed.store(true, Ordering::Relaxed);
-        if !self.cfg.dry_run {
-            let (Some(dir), Some(ldir)) = (&job.parent.dir, ldir) else {
-                return;
-            };
-            if let Err(e) = self.dest.hard_link(dir, &job.entry.name, ldir, lname) {
-                return self.dest_error(rel, &e);
-            }
-        }
-        Stats::bump(&self.stats.links_created);
-        self.out.change("hf+++++++++", rel);
+            Stats::bump(&self.stats.links_created);
+            self.out.change("hf+++++++++", rel);
+            Attempt::Done(true)
+        })
     }
 }

@@ -21,6 +21,7 @@ fn populate(tree: &Tree, round: u64) {
         tree.random_file(format!("big/b{f}"), 300_000 + f * 1000, rng.next());
     }
     tree.symlink("d00/link", "f000");
+    tree.hardlink("d01/hl", "d01/f000");
 }
 
 /// Rewrites about a third of the files (new sizes, contents and mtimes) and adds new
@@ -41,7 +42,7 @@ fn change(tree: &Tree, round: u64) {
 
 fn spawn(t: &dyn Target, extra: &[&str], src: &std::path::Path, sub: &str) -> Child {
     t.command()
-        .args(["--jobs", "64", "-q"])
+        .args(["--jobs", "64", "-q", "-H"])
         .args(extra)
         .arg(slash(src))
         .arg(t.dest_arg(sub))
