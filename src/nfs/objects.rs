@@ -94,6 +94,7 @@ impl NfsDest {
             .lock()
             .ok()
             .and_then(|c| c.get(&cache_key(&target_dir.fh, tname)).cloned());
+        let from_cache = cached.is_some();
         self.rt.block_on(async {
             let (file, want_id) = match cached {
                 Some(fh) => (fh, None),
@@ -129,6 +130,14 @@ impl NfsDest {
                     } else {
                         Err(io::Error::from_raw_os_error(libc::EEXIST))
                     }
+                }
+                // The file we wrote was replaced (another run renamed its copy over
+                // it): forget its handle, so the engine's next try looks the name up.
+                Err(nfsstat3::NFS3ERR_STALE) if from_cache => {
+                    if let Ok(mut c) = self.link_cache.lock() {
+                        c.remove(&cache_key(&target_dir.fh, tname));
+                    }
+                    Err(error::status(nfsstat3::NFS3ERR_STALE))
                 }
                 Err(s) => Err(error::status(s)),
             }
