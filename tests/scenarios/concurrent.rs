@@ -30,7 +30,7 @@ fn change(tree: &Tree, round: u64) {
     let mut rng = XorShift::new(1000 + round);
     for d in 0..30 {
         for f in 0..25 {
-            if rng.next() % 3 == 0 {
+            if rng.next().is_multiple_of(3) {
                 let size = 100 + rng.next() % 7000;
                 tree.random_file(format!("d{d:02}/f{f:03}"), size, rng.next());
             }
