@@ -4,6 +4,7 @@
 //! local source `lstat` with a destination `stat` or with NFSv3 post-op attributes
 //! without knowing which one it holds.
 
+use std::fmt;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
@@ -88,6 +89,46 @@ impl Time {
             Some(w) => self.sec.abs_diff(other.sec) <= w,
         }
     }
+
+    /// The nearest time within `lo..=hi` (ordered by seconds, then nanoseconds).
+    pub fn clamp_to(self, lo: Time, hi: Time) -> Time {
+        self.max(lo).min(hi)
+    }
+}
+
+/// UTC, as `date -u` would print it, with nanoseconds when there are any: warnings
+/// about times must be readable without a calculator.
+impl fmt::Display for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let days = self.sec.div_euclid(86_400);
+        let secs = self.sec.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )?;
+        if self.nsec != 0 {
+            write!(f, ".{:09}", self.nsec)?;
+        }
+        f.write_str(" UTC")
+    }
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day); Howard Hinnant's
+/// `civil_from_days`, exact for every `i64` second count a filesystem can hold.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// The attributes nfsync compares and preserves.
@@ -133,5 +174,36 @@ impl Meta {
             ino: m.ino(),
             rdev: m.rdev(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Time;
+
+    #[test]
+    fn times_print_as_utc_dates_before_and_after_the_epoch() {
+        let t = |sec, nsec| Time { sec, nsec }.to_string();
+        assert_eq!(t(0, 0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(t(-2, 500_000_000), "1969-12-31 23:59:58.500000000 UTC");
+        assert_eq!(t(-315_619_200, 0), "1960-01-01 00:00:00 UTC");
+        assert_eq!(t(-2_147_483_648, 0), "1901-12-13 20:45:52 UTC");
+        assert_eq!(t(4_294_967_295, 0), "2106-02-07 06:28:15 UTC");
+        assert_eq!(t(7_258_118_400, 0), "2200-01-01 00:00:00 UTC");
+        assert_eq!(t(951_782_400, 0), "2000-02-29 00:00:00 UTC");
+    }
+
+    #[test]
+    fn clamping_keeps_times_inside_and_moves_others_to_the_nearest_end() {
+        let lo = Time { sec: 0, nsec: 0 };
+        let hi = Time {
+            sec: 10,
+            nsec: 999_999_999,
+        };
+        let t = |sec, nsec| Time { sec, nsec };
+        assert_eq!(t(5, 7).clamp_to(lo, hi), t(5, 7));
+        assert_eq!(t(-2, 500_000_000).clamp_to(lo, hi), lo);
+        assert_eq!(t(11, 0).clamp_to(lo, hi), hi);
+        assert_eq!(t(10, 999_999_999).clamp_to(lo, hi), hi);
     }
 }

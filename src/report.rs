@@ -43,6 +43,8 @@ pub struct Stats {
     pub vanished: AtomicU64,
     /// Special files skipped for lack of `--specials`/`--devices`.
     pub specials_skipped: AtomicU64,
+    /// Entries given the nearest time the destination can store instead of their own.
+    pub times_clamped: AtomicU64,
 }
 
 impl Stats {
@@ -68,6 +70,7 @@ pub struct Summary {
     pub errors: u64,
     pub vanished: u64,
     pub specials_skipped: u64,
+    pub times_clamped: u64,
     pub elapsed_s: f64,
     /// Concurrency at the end of the run (the fixed value with `--jobs N`).
     pub jobs: usize,
@@ -99,6 +102,7 @@ impl Summary {
             errors: g(&s.errors),
             vanished: g(&s.vanished),
             specials_skipped: g(&s.specials_skipped),
+            times_clamped: g(&s.times_clamped),
             elapsed_s,
             jobs: tune.final_jobs,
             jobs_initial: tune.initial,
@@ -163,8 +167,8 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "Errors: {}, vanished: {}, specials skipped: {}",
-            self.errors, self.vanished, self.specials_skipped
+            "Errors: {}, vanished: {}, specials skipped: {}, times clamped: {}",
+            self.errors, self.vanished, self.specials_skipped, self.times_clamped
         );
         let _ = writeln!(s, "Elapsed: {:.3} s", self.elapsed_s);
         let _ = write!(

@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::meta::{Kind, Meta};
+use crate::meta::{Kind, Meta, Time};
 
 /// One entry of a destination directory listing.
 #[derive(Clone, Debug)]
@@ -131,6 +131,14 @@ pub trait Destination: Send + Sync {
     /// recognised by identity). An NFS file id says nothing about local inodes.
     fn ids_are_local(&self) -> bool {
         false
+    }
+
+    /// The time this destination keeps when asked to store `t`. NFSv3 carries times as
+    /// unsigned 32-bit seconds, so a file from 1960 or 2200 cannot keep its time there:
+    /// the engine compares the source's time *as stored* (so a re-run finds it equal and
+    /// copies nothing) and warns once per entry whose time it sets to something else.
+    fn storable_time(&self, t: Time) -> Time {
+        t
     }
 
     /// Looks at DEST itself.

@@ -474,15 +474,18 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
             Some(found) => {
-                let mut d = plan::attr_diff(meta, found, self.cfg, true);
+                let mut d = plan::attr_diff(&self.as_stored(meta), found, self.cfg, true);
                 d.mtime |= node.changed.load(Ordering::Relaxed);
                 d
             }
         };
-        if !what.is_empty()
-            && let Err(e) = self.dest.set_dir_attrs(dir, meta, what)
-        {
-            self.dest_error(&node.rel, &e);
+        if what.is_empty() {
+            return;
+        }
+        match self.dest.set_dir_attrs(dir, meta, what) {
+            Ok(()) if what.mtime => self.note_time(&node.rel, meta),
+            Ok(()) => {}
+            Err(e) => self.dest_error(&node.rel, &e),
         }
     }
 }

@@ -146,6 +146,9 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         Stats::bump(&self.stats.attrs_updated);
+        if what.mtime {
+            self.note_time(rel, &job.entry.meta);
+        }
         let flags = format!(
             ".{code}..{}{}{}{}...",
             if what.mtime { 't' } else { '.' },
@@ -179,7 +182,8 @@ impl<D: Destination> Engine<'_, D> {
     /// One look at a regular file and what it takes. `last`: report a race as an error
     /// instead of asking for another look.
     fn file_once(&self, job: &EntryJob<D>, rel: &Path, known: DestKnown, last: bool) -> Attempt {
-        let src = &job.entry.meta;
+        // Compared as the destination can store it, so an out-of-range time matches.
+        let src = &self.as_stored(&job.entry.meta);
         let Ok(dst) = self.dest_meta(job, known, rel) else {
             return Attempt::Done(false);
         };
@@ -316,6 +320,7 @@ impl<D: Destination> Engine<'_, D> {
         };
         let ok = match written {
             Ok(bytes) => {
+                self.note_time(rel, &job.entry.meta);
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
                 self.out.change(code, rel);
@@ -381,7 +386,8 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 _ => None,
             };
-            match plan::decide_symlink(&job.entry.meta, dst.as_ref(), same_target, self.cfg) {
+            let src = self.as_stored(&job.entry.meta);
+            match plan::decide_symlink(&src, dst.as_ref(), same_target, self.cfg) {
                 Decision::UpToDate => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
@@ -431,6 +437,7 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         Stats::bump(&self.stats.links_created);
+        self.note_time(rel, &job.entry.meta);
         self.out.change(code, rel);
         Attempt::Done(true)
     }
@@ -449,7 +456,7 @@ impl<D: Destination> Engine<'_, D> {
             let Ok(dst) = self.dest_meta(job, known, rel) else {
                 return Attempt::Done(false);
             };
-            match plan::decide_special(&job.entry.meta, dst.as_ref(), self.cfg) {
+            match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), self.cfg) {
                 Decision::UpToDate => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)

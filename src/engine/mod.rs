@@ -221,6 +221,29 @@ impl<'a, D: Destination> Engine<'a, D> {
 
     /// Reports a destination error; errors that mean the destination is gone (an NFS
     /// server that stopped answering) end the run.
+    /// `m` with the mtime the destination keeps (see [`Destination::storable_time`]):
+    /// what a destination entry is compared with.
+    fn as_stored(&self, m: &Meta) -> Meta {
+        Meta {
+            mtime: self.dest.storable_time(m.mtime),
+            ..*m
+        }
+    }
+
+    /// Warns, and counts, when the mtime just set on `rel` is not the source's own.
+    fn note_time(&self, rel: &Path, m: &Meta) {
+        let stored = self.dest.storable_time(m.mtime);
+        if stored != m.mtime {
+            Stats::bump(&self.stats.times_clamped);
+            self.out.warn(format_args!(
+                "{}: modification time {} cannot be stored by the destination; stored as {}",
+                self.dest_path(rel).display(),
+                m.mtime,
+                stored
+            ));
+        }
+    }
+
     fn dest_error(&self, rel: &Path, e: &io::Error) {
         Stats::bump(&self.stats.errors);
         let Some(code) = fatal_code(e) else {

@@ -252,10 +252,20 @@ pub fn meta(a: &fattr3) -> Meta {
     }
 }
 
-/// A time as NFS sends it: unsigned 32-bit seconds, so clamp what does not fit.
+/// The earliest and latest times NFSv3 can carry (`nfstime3`: unsigned 32-bit seconds).
+pub const NFS3_TIMES: (Time, Time) = (
+    Time { sec: 0, nsec: 0 },
+    Time {
+        sec: u32::MAX as i64,
+        nsec: 999_999_999,
+    },
+);
+
+/// A time as NFS sends it: the nearest one it can carry.
 pub fn nfs_time(t: Time) -> nfstime3 {
+    let t = t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1);
     nfstime3 {
-        seconds: u32::try_from(t.sec.max(0)).unwrap_or(u32::MAX),
+        seconds: t.sec as u32,
         nseconds: t.nsec.min(999_999_999),
     }
 }

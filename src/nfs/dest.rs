@@ -19,12 +19,12 @@ use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nf
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 
-use super::client::{Answer, Nfs, dirop, meta, mtime_only, post_fh, post_op};
+use super::client::{Answer, NFS3_TIMES, Nfs, dirop, meta, mtime_only, post_fh, post_op};
 use super::error;
 use super::mount::Mounted;
 use crate::dest::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
 use crate::exit::{CONNECT, Fatal};
-use crate::meta::{Kind, Meta};
+use crate::meta::{Kind, Meta, Time};
 
 /// A directory on the server: its handle, and its path from the export root so a
 /// handle that went stale can be found again.
@@ -351,6 +351,10 @@ impl Destination for NfsDest {
     }
 
     type Dir = NfsDir;
+
+    fn storable_time(&self, t: Time) -> Time {
+        t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1)
+    }
 
     fn root_state(&self) -> io::Result<RootState> {
         self.rt.block_on(async {

@@ -3,8 +3,11 @@
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-use super::{assert_rerun_is_noop, assert_same_mtime_ns, sync};
-use crate::support::{Scratch, Target, Tree, assert_target_same, is_root};
+use super::{assert_rerun_is_noop, assert_same_mtime_ns, run, sync};
+use crate::support::{
+    Scratch, Target, Tree, assert_snapshots_eq, assert_target_same, describe, is_root, json_stats,
+    snapshot, stat,
+};
 
 /// setuid/setgid/sticky bits and read-only files and directories, including updating
 /// files inside a read-only directory on a second run.
@@ -170,4 +173,100 @@ pub fn owners(t: &dyn Target) {
         (0, 0),
         "--no-owner --no-group kept owners"
     );
+}
+
+/// Times NFSv3 cannot carry (before 1970, after 2106): over nfs:// each such entry
+/// gets the nearest storable time and a warning naming it, the two times, and a count
+/// in `--json`; a re-run finds them equal and copies nothing. A mount keeps them all.
+pub fn out_of_range_times(t: &dyn Target) {
+    const LATEST: i64 = u32::MAX as i64;
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    // (name, seconds, nanoseconds, printed as)
+    let cases: [(&str, i64, u32, &str); 6] = [
+        ("y1960", -315_619_200, 0, "1960-01-01 00:00:00 UTC"),
+        ("y1901", -2_147_483_648, 0, "1901-12-13 20:45:52 UTC"),
+        (
+            "minus1.5",
+            -2,
+            500_000_000,
+            "1969-12-31 23:59:58.500000000 UTC",
+        ),
+        ("y2107", 4_323_283_200, 0, "2107-01-01 00:00:00 UTC"),
+        (
+            "y2200",
+            7_258_118_400,
+            250,
+            "2200-01-01 00:00:00.000000250 UTC",
+        ),
+        (
+            "dir1960",
+            -315_619_200,
+            7,
+            "1960-01-01 00:00:00.000000007 UTC",
+        ),
+    ];
+    tree.file("in_range", "ok\n").dir("dir1960/sub");
+    for (name, sec, nsec, _) in cases {
+        if !name.starts_with("dir") {
+            tree.file(name, name);
+        }
+        tree.mtime(name, sec, nsec);
+    }
+    tree.mtime("in_range", 1_600_000_000, 123);
+
+    let out = run(t, &[], tree.root(), "dst");
+    assert!(out.status.success(), "nfsync failed:\n{}", describe(&out));
+    let stats = json_stats(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dst = t.dest_path("dst");
+    let over_nfs = t.dest_arg("dst").starts_with("nfs://");
+    for (name, sec, nsec, printed) in cases {
+        let m = fs::symlink_metadata(dst.join(name)).unwrap();
+        let got = (m.mtime(), m.mtime_nsec() as u32);
+        if !over_nfs {
+            assert_eq!(got, (sec, nsec), "mount path keeps {name}'s time");
+            continue;
+        }
+        let (want, shown) = if sec < 0 {
+            ((0, 0), "1970-01-01 00:00:00 UTC")
+        } else {
+            ((LATEST, 999_999_999), "2106-02-07 06:28:15.999999999 UTC")
+        };
+        assert_eq!(got, want, "{name} gets the nearest storable time");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!("dst/{name}:")))
+            .unwrap_or_else(|| panic!("no warning for {name}:\n{stderr}"));
+        assert!(
+            line.contains("warning") && line.contains(printed) && line.contains(shown),
+            "warning for {name} must give both times: {line}"
+        );
+    }
+    let in_range = fs::symlink_metadata(dst.join("in_range")).unwrap();
+    assert_eq!(
+        (in_range.mtime(), in_range.mtime_nsec()),
+        (1_600_000_000, 123)
+    );
+    let clamped = if over_nfs { cases.len() as u64 } else { 0 };
+    assert_eq!(stat(&stats, "times_clamped"), clamped, "{stats}");
+    if !over_nfs {
+        assert_target_same(t, tree.root(), "dst");
+        assert!(!stderr.contains("cannot be stored"), "{stderr}");
+    }
+
+    // Again: everything matches as stored, so nothing is copied, fixed or warned about.
+    let before = snapshot(&dst);
+    let out = run(t, &[], tree.root(), "dst");
+    assert!(out.status.success(), "re-run failed:\n{}", describe(&out));
+    let stats = json_stats(&out);
+    for key in ["files_copied", "attrs_updated", "times_clamped", "errors"] {
+        assert_eq!(stat(&stats, key), 0, "re-run {key}: {stats}");
+    }
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("cannot be stored"),
+        "re-run warned again:\n{}",
+        describe(&out)
+    );
+    assert_snapshots_eq(&before, &snapshot(&dst), "re-run changed the destination");
 }

@@ -135,7 +135,7 @@ mod links;
 mod sources;
 mod updates;
 
-pub use attrs::{dir_mtimes, modes, nanosecond_mtimes, owners};
+pub use attrs::{dir_mtimes, modes, nanosecond_mtimes, out_of_range_times, owners};
 pub use basics::{
     big_file, boundary_sizes, empty_files_and_dirs, job_counts, large_directory, nested_tree,
     odd_names,
@@ -238,4 +238,5 @@ define_scenarios!(
     job_counts,
     output_options,
     concurrent_runs,
+    out_of_range_times,
 );
