@@ -6,21 +6,66 @@
 //! `chown`/`chmod` only when they change something, and the mtime set through the open
 //! descriptor just before close. On an NFS mount `close` is where write errors
 //! (ENOSPC, EDQUOT) surface, so its result is checked rather than dropped.
+//!
+//! Every directory is held open and every call names its target relative to that
+//! descriptor (`openat`, `mkdirat`, `renameat`, ... without following symlinks), never
+//! by a path resolved again from DEST: a destination directory that someone replaces
+//! with a symlink during a run cannot send a write outside DEST, and trees deeper than
+//! `PATH_MAX` are written like any other.
 
 use std::ffi::{OsStr, OsString};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, IntoRawFd};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, UTIME_OMIT};
+use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT};
 
 use super::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
 use crate::meta::{Kind, Meta, Time};
 
 /// Files up to this size are copied with one read and one write.
 const SMALL_FILE: u64 = 1 << 20;
+
+/// How a destination directory is opened: never through a symlink.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// An open destination directory. Cloning shares the descriptor.
+#[derive(Clone, Debug)]
+pub struct LocalDir(Arc<OwnedFd>);
+
+impl LocalDir {
+    fn fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+
+    /// Opens `name` in `parent` as a directory, refusing a symlink (`ENOTDIR`, as for
+    /// anything else that is not a directory).
+    fn open(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<LocalDir> {
+        match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => Ok(LocalDir(Arc::new(fd))),
+            Err(rustix::io::Errno::LOOP) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens a directory by path, following symlinks: only for DEST itself and its
+    /// parent, which the user named.
+    fn open_path(path: &Path) -> io::Result<LocalDir> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        Ok(LocalDir(Arc::new(rustix::fs::open(
+            path,
+            flags,
+            Mode::empty(),
+        )?)))
+    }
+}
 
 /// A destination that is a directory on a mounted filesystem.
 pub struct LocalDest {
@@ -34,7 +79,7 @@ impl LocalDest {
     /// Prepares a destination at `root`. Clears the process umask, so that files are
     /// created with their final permission bits in one operation.
     pub fn new(root: impl Into<PathBuf>, owners: OwnerPolicy) -> LocalDest {
-        rustix::process::umask(rustix::fs::Mode::empty());
+        rustix::process::umask(Mode::empty());
         LocalDest {
             root: root.into(),
             owners,
@@ -51,13 +96,17 @@ impl LocalDest {
         (uid.is_some() || gid.is_some()).then_some((uid, gid))
     }
 
-    fn lchown(&self, path: &Path, meta: &Meta) -> io::Result<()> {
-        let uid = self.owners.owner.then_some(meta.uid);
-        let gid = self.owners.group.then_some(meta.gid);
-        if uid.is_none() && gid.is_none() {
-            return Ok(());
-        }
-        std::os::unix::fs::lchown(path, uid, gid)
+    /// The owners we keep, as `chown` arguments; `None` when we keep none.
+    fn owner_ids(&self, meta: &Meta) -> Option<(Option<rustix::fs::Uid>, Option<rustix::fs::Gid>)> {
+        let uid = self
+            .owners
+            .owner
+            .then(|| rustix::fs::Uid::from_raw(meta.uid));
+        let gid = self
+            .owners
+            .group
+            .then(|| rustix::fs::Gid::from_raw(meta.gid));
+        (uid.is_some() || gid.is_some()).then_some((uid, gid))
     }
 }
 
@@ -76,13 +125,6 @@ fn mtime_only(t: Time) -> Timestamps {
         },
         last_modification: timespec(t),
     }
-}
-
-/// Sets the mtime of `path` itself (not a symlink's target); atime is left alone, as
-/// rsync `-a` does.
-fn set_mtime(path: &Path, t: Time) -> io::Result<()> {
-    rustix::fs::utimensat(CWD, path, &mtime_only(t), AtFlags::SYMLINK_NOFOLLOW)?;
-    Ok(())
 }
 
 /// Closes `f` and reports the error `close` returns, which on NFS carries deferred
@@ -160,7 +202,7 @@ fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, CopyError> {
 }
 
 impl Destination for LocalDest {
-    type Dir = PathBuf;
+    type Dir = LocalDir;
 
     fn ids_are_local(&self) -> bool {
         true
@@ -174,146 +216,164 @@ impl Destination for LocalDest {
         }
     }
 
-    fn root_dir(&self) -> io::Result<PathBuf> {
+    fn root_dir(&self) -> io::Result<LocalDir> {
+        // DEST may be a symlink to a directory: it is followed here, once, so its
+        // attributes (set through the descriptor) land on the directory, as with rsync.
         match fs::metadata(&self.root) {
-            // DEST may be a symlink to a directory: work on the directory itself, so its
-            // attributes (set without following links) land on it, as with rsync.
-            Ok(m) if m.is_dir() => match fs::symlink_metadata(&self.root) {
-                Ok(l) if l.file_type().is_symlink() => fs::canonicalize(&self.root),
-                _ => Ok(self.root.clone()),
-            },
-            Ok(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o755)
-                    .create(&self.root)?;
-                Ok(self.root.clone())
-            }
-            Err(e) => Err(e),
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(&self.root)?,
+            Err(e) => return Err(e),
         }
+        LocalDir::open_path(&self.root)
     }
 
-    fn root_parent(&self) -> io::Result<(PathBuf, OsString)> {
+    fn root_parent(&self) -> io::Result<(LocalDir, OsString)> {
         let name = self
             .root
             .file_name()
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EISDIR))?;
         let parent = match self.root.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
         };
-        Ok((parent, name.to_owned()))
+        Ok((LocalDir::open_path(parent)?, name.to_owned()))
     }
 
-    fn list(&self, dir: &PathBuf) -> io::Result<Vec<DestEntry>> {
-        fs::read_dir(dir)?
-            .map(|e| {
-                e.map(|e| DestEntry {
-                    name: e.file_name(),
-                    kind: e.file_type().ok().map(Kind::from_file_type),
-                    meta: None,
-                })
-            })
-            .collect()
+    fn list(&self, dir: &LocalDir) -> io::Result<Vec<DestEntry>> {
+        let mut out = Vec::new();
+        for e in rustix::fs::Dir::read_from(dir.fd())? {
+            let e = e?;
+            let name = e.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let kind = match e.file_type() {
+                rustix::fs::FileType::Unknown => None,
+                t => Some(kind_of(t)),
+            };
+            out.push(DestEntry {
+                name: OsString::from_vec(name.to_vec()),
+                kind,
+                meta: None,
+            });
+        }
+        Ok(out)
     }
 
-    fn stat(&self, dir: &PathBuf, name: &OsStr) -> io::Result<Option<Meta>> {
-        match fs::symlink_metadata(dir.join(name)) {
-            Ok(m) => Ok(Some(Meta::from_std(&m))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
+    fn stat(&self, dir: &LocalDir, name: &OsStr) -> io::Result<Option<Meta>> {
+        match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(meta_of(&st))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
         }
     }
 
-    fn mkdir(&self, dir: &PathBuf, name: &OsStr, meta: &Meta) -> io::Result<PathBuf> {
-        let path = dir.join(name);
+    fn mkdir(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> io::Result<LocalDir> {
         // Owner-writable until its children are in; set_dir_attrs gives the final mode.
-        fs::DirBuilder::new().mode(mkdir_mode(meta)).create(&path)?;
-        Ok(path)
+        rustix::fs::mkdirat(dir.fd(), name, Mode::from_raw_mode(mkdir_mode(meta)))?;
+        LocalDir::open(dir.fd(), name)
     }
 
-    fn open_dir(&self, dir: &PathBuf, name: &OsStr) -> io::Result<(PathBuf, Meta)> {
-        let path = dir.join(name);
-        let mut meta = Meta::from_std(&fs::symlink_metadata(&path)?);
-        if meta.kind != Kind::Dir {
-            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
-        }
+    fn open_dir(&self, dir: &LocalDir, name: &OsStr) -> io::Result<(LocalDir, Meta)> {
+        let d = LocalDir::open(dir.fd(), name)?;
+        let mut meta = meta_of(&rustix::fs::fstat(d.fd())?);
         // A read-only directory we may have to write into (when not root): make it ours
         // to write; the mode we report is the one it now has, so the engine's final
         // set_dir_attrs restores the source's.
         if self.euid != 0 && meta.mode & 0o300 != 0o300 {
             meta.mode |= 0o700;
-            rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(meta.mode))?;
+            rustix::fs::fchmod(d.fd(), Mode::from_raw_mode(meta.mode))?;
         }
-        Ok((path, meta))
+        Ok((d, meta))
     }
 
     fn write_file(
         &self,
-        dir: &PathBuf,
+        dir: &LocalDir,
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
-        let path = dir.join(name);
         let meta = src.meta;
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(meta.mode & 0o777)
-            .open(&path)
-            .map_err(CopyError::Dest)?;
-        let bytes = copy_data(&src.file, &mut f, meta.size)?;
-        src.verify_unchanged()?;
-        let mut mode_needed = meta.mode & 0o7000 != 0;
-        if let Some((uid, gid)) = self.chown_ids(meta) {
-            rustix::fs::fchown(
-                &f,
-                uid.map(rustix::fs::Uid::from_raw),
-                gid.map(rustix::fs::Gid::from_raw),
-            )
-            .map_err(|e| CopyError::Dest(e.into()))?;
-            mode_needed = true;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(
+            dir.fd(),
+            name,
+            flags,
+            Mode::from_raw_mode(meta.mode & 0o777),
+        )
+        .map_err(|e| CopyError::Dest(e.into()))?;
+        let mut f = File::from(fd);
+        let r = match self.fill(&mut f, src) {
+            Ok(bytes) => {
+                // close() is where an NFS mount reports deferred write errors, and after
+                // it the descriptor cannot say which file it was: keep a duplicate (a
+                // local call, no round trip) until the result is known.
+                let keep = f.try_clone().map_err(CopyError::Dest)?;
+                match close_checked(f) {
+                    Ok(()) => return Ok(bytes),
+                    Err(e) => {
+                        f = keep;
+                        Err(CopyError::Dest(e))
+                    }
+                }
+            }
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(bytes) => Ok(bytes),
+            // Left in place without the source's mtime, for the engine to put in place
+            // or a re-run to copy again.
+            Err(e @ CopyError::SourceChanged) => Err(e),
+            Err(e) => {
+                remove_if_ours(dir, name, &f);
+                Err(e)
+            }
         }
-        if mode_needed {
-            rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(meta.mode))
-                .map_err(|e| CopyError::Dest(e.into()))?;
-        }
-        // Last: a file with the source's size and mtime is complete.
-        rustix::fs::futimens(&f, &mtime_only(meta.mtime)).map_err(|e| CopyError::Dest(e.into()))?;
-        close_checked(f).map_err(CopyError::Dest)?;
-        Ok(bytes)
     }
 
-    fn rename(&self, dir: &PathBuf, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        fs::rename(dir.join(from), dir.join(to))
+    fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
     }
 
-    fn read_link(&self, dir: &PathBuf, name: &OsStr) -> io::Result<OsString> {
-        Ok(fs::read_link(dir.join(name))?.into_os_string())
+    fn read_link(&self, dir: &LocalDir, name: &OsStr) -> io::Result<OsString> {
+        let t = rustix::fs::readlinkat(dir.fd(), name, Vec::new())?;
+        Ok(OsString::from_vec(t.into_bytes()))
     }
 
-    fn symlink(&self, dir: &PathBuf, name: &OsStr, target: &OsStr, meta: &Meta) -> io::Result<()> {
-        let path = dir.join(name);
-        std::os::unix::fs::symlink(target, &path)?;
-        if self.chown_ids(meta).is_some() {
-            self.lchown(&path, meta)?;
+    fn symlink(&self, dir: &LocalDir, name: &OsStr, target: &OsStr, meta: &Meta) -> io::Result<()> {
+        rustix::fs::symlinkat(target, dir.fd(), name)?;
+        if self.chown_ids(meta).is_some()
+            && let Some((uid, gid)) = self.owner_ids(meta)
+        {
+            rustix::fs::chownat(dir.fd(), name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)?;
         }
-        set_mtime(&path, meta.mtime)
+        set_mtime_at(dir.fd(), name, meta.mtime)
     }
 
     fn hard_link(
         &self,
-        dir: &PathBuf,
+        dir: &LocalDir,
         name: &OsStr,
-        target_dir: &PathBuf,
+        target_dir: &LocalDir,
         target_name: &OsStr,
     ) -> io::Result<()> {
-        fs::hard_link(target_dir.join(target_name), dir.join(name))
+        // No AT_SYMLINK_FOLLOW: a symlink swapped in for the target is linked itself,
+        // never what it points to.
+        Ok(rustix::fs::linkat(
+            target_dir.fd(),
+            target_name,
+            dir.fd(),
+            name,
+            AtFlags::empty(),
+        )?)
     }
 
-    fn mknod(&self, dir: &PathBuf, name: &OsStr, meta: &Meta) -> io::Result<()> {
-        let path = dir.join(name);
+    fn mknod(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> io::Result<()> {
         let ft = match meta.kind {
             Kind::Fifo => rustix::fs::FileType::Fifo,
             Kind::Socket => rustix::fs::FileType::Socket,
@@ -322,34 +382,173 @@ impl Destination for LocalDest {
             _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
         };
         rustix::fs::mknodat(
-            CWD,
-            &path,
+            dir.fd(),
+            name,
             ft,
-            rustix::fs::Mode::from_raw_mode(meta.mode & 0o777),
+            Mode::from_raw_mode(meta.mode & 0o777),
             meta.rdev,
         )?;
         self.set_attrs(dir, name, meta, AttrSet::ALL)
     }
 
-    fn remove(&self, dir: &PathBuf, name: &OsStr, kind: Kind) -> io::Result<()> {
-        let path = dir.join(name);
+    fn remove(&self, dir: &LocalDir, name: &OsStr, kind: Kind) -> io::Result<()> {
         if kind == Kind::Dir {
-            remove_tree(&path, self.euid == 0)
+            remove_tree_at(dir.fd(), name, self.euid == 0)
         } else {
-            fs::remove_file(path)
+            Ok(rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty())?)
         }
     }
 
-    fn set_attrs(&self, dir: &PathBuf, name: &OsStr, meta: &Meta, what: AttrSet) -> io::Result<()> {
-        set_attrs_at(self, &dir.join(name), meta, what)
+    fn set_attrs(
+        &self,
+        dir: &LocalDir,
+        name: &OsStr,
+        meta: &Meta,
+        what: AttrSet,
+    ) -> io::Result<()> {
+        // Owner first (chown clears setuid/setgid), then mode, then mtime.
+        if what.owner
+            && let Some((uid, gid)) = self.owner_ids(meta)
+        {
+            rustix::fs::chownat(dir.fd(), name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)?;
+        }
+        if (what.mode || what.owner) && meta.kind != Kind::Symlink {
+            chmod_nofollow(dir.fd(), name, meta.mode)?;
+        }
+        if what.mtime {
+            set_mtime_at(dir.fd(), name, meta.mtime)?;
+        }
+        Ok(())
     }
 
-    fn set_dir_attrs(&self, dir: &PathBuf, meta: &Meta, what: AttrSet) -> io::Result<()> {
-        set_attrs_at(self, dir, meta, what)
+    fn set_dir_attrs(&self, dir: &LocalDir, meta: &Meta, what: AttrSet) -> io::Result<()> {
+        if what.owner
+            && let Some((uid, gid)) = self.owner_ids(meta)
+        {
+            rustix::fs::fchown(dir.fd(), uid, gid)?;
+        }
+        if what.mode || what.owner {
+            rustix::fs::fchmod(dir.fd(), Mode::from_raw_mode(meta.mode))?;
+        }
+        if what.mtime {
+            rustix::fs::futimens(dir.fd(), &mtime_only(meta.mtime))?;
+        }
+        Ok(())
     }
 
-    fn same_content(&self, dir: &PathBuf, name: &OsStr, src: &Path) -> io::Result<bool> {
-        same_bytes(&mut File::open(src)?, &mut File::open(dir.join(name))?)
+    fn same_content(&self, dir: &LocalDir, name: &OsStr, src: &Path) -> io::Result<bool> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
+        same_bytes(&mut File::open(src)?, &mut File::from(dst))
+    }
+}
+
+impl LocalDest {
+    /// Content, then owner and mode where they differ from what the create gave, then
+    /// the mtime: a file with the source's size and mtime is complete.
+    fn fill(&self, f: &mut File, src: &SourceFile<'_>) -> Result<u64, CopyError> {
+        let meta = src.meta;
+        let bytes = copy_data(&src.file, f, meta.size)?;
+        src.verify_unchanged()?;
+        let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
+        let mut mode_needed = meta.mode & 0o7000 != 0;
+        if let Some((uid, gid)) = self.chown_ids(meta) {
+            rustix::fs::fchown(
+                &*f,
+                uid.map(rustix::fs::Uid::from_raw),
+                gid.map(rustix::fs::Gid::from_raw),
+            )
+            .map_err(dest)?;
+            mode_needed = true;
+        }
+        if mode_needed {
+            rustix::fs::fchmod(&*f, Mode::from_raw_mode(meta.mode)).map_err(dest)?;
+        }
+        rustix::fs::futimens(&*f, &mtime_only(meta.mtime)).map_err(dest)?;
+        Ok(bytes)
+    }
+}
+
+/// Removes the partial file `name` after a failed write, but only while the name still
+/// holds the file we created (`ours`): another run may have renamed its finished copy
+/// over it meanwhile.
+fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: &File) {
+    let (Ok(mine), Ok(now)) = (
+        rustix::fs::fstat(ours),
+        rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW),
+    ) else {
+        return;
+    };
+    if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino) {
+        let _ = rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty());
+    }
+}
+
+/// Sets the mtime of `name` itself (not a symlink's target); atime is left alone, as
+/// rsync `-a` does.
+fn set_mtime_at(dir: BorrowedFd<'_>, name: &OsStr, t: Time) -> io::Result<()> {
+    rustix::fs::utimensat(dir, name, &mtime_only(t), AtFlags::SYMLINK_NOFOLLOW)?;
+    Ok(())
+}
+
+/// `chmod` of `name` itself, refusing a symlink (Linux has no `lchmod`): the object is
+/// pinned with `O_PATH | O_NOFOLLOW` and changed through `/proc/self/fd`, which names
+/// that inode and no other, as glibc's `fchmodat(AT_SYMLINK_NOFOLLOW)` does.
+fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: u32) -> io::Result<()> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
+    if kind_of(rustix::fs::FileType::from_raw_mode(
+        rustix::fs::fstat(&fd)?.st_mode,
+    )) == Kind::Symlink
+    {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    let proc_path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    match rustix::fs::chmod(proc_path.as_str(), Mode::from_raw_mode(mode)) {
+        // No /proc (a minimal container): the check above and this call are as close
+        // as Linux allows without it.
+        Err(rustix::io::Errno::NOENT) => Ok(rustix::fs::chmodat(
+            dir,
+            name,
+            Mode::from_raw_mode(mode),
+            AtFlags::empty(),
+        )?),
+        r => Ok(r?),
+    }
+}
+
+fn kind_of(t: rustix::fs::FileType) -> Kind {
+    use rustix::fs::FileType as T;
+    match t {
+        T::Directory => Kind::Dir,
+        T::Symlink => Kind::Symlink,
+        T::Fifo => Kind::Fifo,
+        T::Socket => Kind::Socket,
+        T::CharacterDevice => Kind::CharDev,
+        T::BlockDevice => Kind::BlockDev,
+        _ => Kind::File,
+    }
+}
+
+/// [`Meta`] from a raw `stat`, as [`Meta::from_std`] reads `std::fs::Metadata`. The
+/// field types differ between architectures (`st_nlink` is 32-bit on arm64), hence the
+/// conversions that are no-ops on x86-64.
+#[allow(clippy::useless_conversion)]
+fn meta_of(st: &rustix::fs::Stat) -> Meta {
+    Meta {
+        kind: kind_of(rustix::fs::FileType::from_raw_mode(st.st_mode)),
+        size: st.st_size as u64,
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        mtime: Time {
+            sec: st.st_mtime.into(),
+            nsec: st.st_mtime_nsec as u32,
+        },
+        nlink: st.st_nlink.into(),
+        dev: st.st_dev.into(),
+        ino: st.st_ino.into(),
+        rdev: st.st_rdev.into(),
     }
 }
 
@@ -363,44 +562,50 @@ pub fn mkdir_mode(meta: &Meta) -> u32 {
     }
 }
 
-/// Owner first (chown clears setuid/setgid), then mode, then mtime.
-fn set_attrs_at(d: &LocalDest, path: &Path, meta: &Meta, what: AttrSet) -> io::Result<()> {
-    if what.owner {
-        d.lchown(path, meta)?;
-    }
-    if (what.mode || what.owner) && meta.kind != Kind::Symlink {
-        rustix::fs::chmod(path, rustix::fs::Mode::from_raw_mode(meta.mode))?;
-    }
-    if what.mtime {
-        set_mtime(path, meta.mtime)?;
-    }
-    Ok(())
-}
-
-/// Removes a directory tree. Without root, a read-only directory's entries cannot be
-/// unlinked, so such directories are made writable first, as rsync does.
-fn remove_tree(path: &Path, root: bool) -> io::Result<()> {
-    match fs::remove_dir_all(path) {
-        Err(e) if !root && e.kind() == io::ErrorKind::PermissionDenied => {
-            make_writable(path)?;
-            fs::remove_dir_all(path)
+/// Removes `name` in `parent` and everything below it, by descriptor, so that a
+/// symlink met on the way (or swapped in meanwhile) is removed, never followed.
+/// Without root, a read-only directory's entries cannot be unlinked, so such
+/// directories are made writable first, as rsync does.
+fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, root: bool) -> io::Result<()> {
+    let dir = match LocalDir::open(parent, name) {
+        Ok(d) => d,
+        // Replaced by something else meanwhile: remove that.
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Ok(rustix::fs::unlinkat(parent, name, AtFlags::empty())?);
         }
-        r => r,
+        Err(e) => return Err(e),
+    };
+    if !root {
+        let m = rustix::fs::fstat(dir.fd())?;
+        if m.st_mode & 0o700 != 0o700 {
+            rustix::fs::fchmod(dir.fd(), Mode::from_raw_mode((m.st_mode | 0o700) & 0o7777))?;
+        }
     }
-}
-
-fn make_writable(dir: &Path) -> io::Result<()> {
-    let m = Meta::from_std(&fs::symlink_metadata(dir)?);
-    if m.mode & 0o700 != 0o700 {
-        rustix::fs::chmod(dir, rustix::fs::Mode::from_raw_mode(m.mode | 0o700))?;
-    }
-    for e in fs::read_dir(dir)? {
+    for e in rustix::fs::Dir::read_from(dir.fd())? {
         let e = e?;
-        if e.file_type()?.is_dir() {
-            make_writable(&e.path())?;
+        let child = OsStr::from_bytes(e.file_name().to_bytes());
+        if child == "." || child == ".." {
+            continue;
+        }
+        let is_dir = match e.file_type() {
+            rustix::fs::FileType::Unknown => {
+                rustix::fs::statat(dir.fd(), child, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode))?
+                    == rustix::fs::FileType::Directory
+            }
+            t => t == rustix::fs::FileType::Directory,
+        };
+        if is_dir {
+            remove_tree_at(dir.fd(), child, root)?;
+        } else {
+            match rustix::fs::unlinkat(dir.fd(), child, AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
     }
-    Ok(())
+    drop(dir);
+    Ok(rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?)
 }
 
 /// Compares two readers byte for byte, in bounded memory.
@@ -460,7 +665,7 @@ mod tests {
             meta: &listed,
             path: &src_path,
         };
-        let r = d.write_file(&out, OsStr::new("f"), &src);
+        let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("f"), &src);
         assert!(matches!(r, Err(CopyError::SourceChanged)), "{r:?}");
         let got = Meta::from_std(&fs::metadata(out.join("f")).unwrap());
         assert_ne!(
@@ -482,7 +687,8 @@ mod tests {
             sec: 1_234_567_890,
             nsec: 123_456_789,
         };
-        rustix::fs::utimensat(CWD, &src_path, &mtime_only(t), AtFlags::empty()).unwrap();
+        rustix::fs::utimensat(rustix::fs::CWD, &src_path, &mtime_only(t), AtFlags::empty())
+            .unwrap();
         let listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
         let out = tmp.path().join("out");
         fs::create_dir(&out).unwrap();
@@ -491,8 +697,9 @@ mod tests {
             meta: &listed,
             path: &src_path,
         };
-        let n = dest(&out)
-            .write_file(&out, OsStr::new("big"), &src)
+        let d = dest(&out);
+        let n = d
+            .write_file(&d.root_dir().unwrap(), OsStr::new("big"), &src)
             .unwrap();
         assert_eq!(n, data.len() as u64);
         assert_eq!(fs::read(out.join("big")).unwrap(), data);
