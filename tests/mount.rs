@@ -1,6 +1,8 @@
 //! Integration tests of the mount path: every shared scenario against a local
 //! destination directory, plus command-line and local-only checks.
 
+#[path = "local/races.rs"]
+mod races;
 mod scenarios;
 mod support;
 

@@ -80,6 +80,7 @@ impl LocalDest {
     /// created with their final permission bits in one operation.
     pub fn new(root: impl Into<PathBuf>, owners: OwnerPolicy) -> LocalDest {
         rustix::process::umask(Mode::empty());
+        raise_fd_limit();
         LocalDest {
             root: root.into(),
             owners,
@@ -439,7 +440,8 @@ impl Destination for LocalDest {
     fn same_content(&self, dir: &LocalDir, name: &OsStr, src: &Path) -> io::Result<bool> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
-        same_bytes(&mut File::open(src)?, &mut File::from(dst))
+        let mut src = crate::walk::short_path(src, |p| File::open(p))?;
+        same_bytes(&mut src, &mut File::from(dst))
     }
 }
 
@@ -481,6 +483,18 @@ fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: &File) {
     };
     if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino) {
         let _ = rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty());
+    }
+}
+
+/// Every directory in progress holds a descriptor, and the engine may have a few
+/// hundred in progress at once: lift the soft limit on open files (often 1,024) to the
+/// hard one, as `ulimit -n` would. Failing that, runs go on with what there is.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        l.current = l.maximum;
+        let _ = setrlimit(Resource::Nofile, l);
     }
 }
 

@@ -168,6 +168,13 @@ pub trait Destination: Send + Sync {
 
     /// Creates a regular file (which must not exist) with the source's content, then
     /// mode and ownership, and the mtime last. Returns the bytes written.
+    ///
+    /// The create is exclusive: a name that exists (another run may have made it
+    /// meanwhile) fails with `AlreadyExists` and the engine looks again. When writing
+    /// fails after the create, the backend removes its partial file itself, and only
+    /// while the name still holds the object it created (same inode, same file
+    /// handle): another run may have renamed a finished copy over it, which must stay.
+    /// On [`CopyError::SourceChanged`] the file is left, without the source's mtime.
     fn write_file(
         &self,
         dir: &Self::Dir,

@@ -12,6 +12,7 @@ use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};
 use crate::report::Stats;
+use crate::walk;
 
 /// What the destination listing said about an entry before its job ran.
 #[derive(Clone, Copy, Debug)]
@@ -253,21 +254,23 @@ impl<D: Destination> Engine<'_, D> {
             return Attempt::Done(true);
         }
         // The source first: a source we cannot read must not cost the old copy.
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NOATIME)
-            .open(&job.entry.path)
-            .or_else(|e| {
-                // O_NOATIME is refused on files we do not own.
-                if e.raw_os_error() == Some(libc::EPERM) {
-                    OpenOptions::new()
-                        .read(true)
-                        .custom_flags(libc::O_NOFOLLOW)
-                        .open(&job.entry.path)
-                } else {
-                    Err(e)
-                }
-            }) {
+        let file = match walk::short_path(&job.entry.path, |p| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NOATIME)
+                .open(p)
+                .or_else(|e| {
+                    // O_NOATIME is refused on files we do not own.
+                    if e.raw_os_error() == Some(libc::EPERM) {
+                        OpenOptions::new()
+                            .read(true)
+                            .custom_flags(libc::O_NOFOLLOW)
+                            .open(p)
+                    } else {
+                        Err(e)
+                    }
+                })
+        }) {
             Ok(f) => f,
             Err(e) => {
                 self.source_error(&job.entry.path, &e);
@@ -363,7 +366,7 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     fn symlink(&self, job: &EntryJob<D>, rel: &Path) {
-        let target = match fs::read_link(&job.entry.path) {
+        let target = match walk::short_path(&job.entry.path, |p| fs::read_link(p)) {
             Ok(t) => t.into_os_string(),
             Err(e) => return self.source_error(&job.entry.path, &e),
         };

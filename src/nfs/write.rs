@@ -410,7 +410,7 @@ impl NfsDest {
         name: &[u8],
         src: &Path,
     ) -> io::Result<bool> {
-        let file = File::open(src)?;
+        let file = crate::walk::short_path(src, |p| File::open(p))?;
         let size = file.metadata()?.len();
         let Some((fh, at)) = self.rt.block_on(self.lookup(dir, name))? else {
             return Ok(false);
