@@ -73,6 +73,11 @@ pub struct Cli {
     #[arg(long)]
     pub delete: bool,
 
+    /// Delete at most NUM entries (each one inside a removed directory counts), then skip
+    /// further deletions and exit 25; 0 deletes nothing and reports what it would.
+    #[arg(long, value_name = "NUM")]
+    pub max_delete: Option<u64>,
+
     /// Exclude paths matching PATTERN (rsync rules: leading / anchors, trailing / = dirs only).
     #[arg(long, value_name = "PATTERN", value_parser = clap::value_parser!(OsString))]
     pub exclude: Vec<OsString>,
@@ -217,6 +222,7 @@ impl Cli {
             dest,
             dry_run: self.dry_run,
             delete: self.delete,
+            max_delete: self.max_delete,
             filter,
             compare: if self.checksum {
                 Compare::Checksum

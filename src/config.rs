@@ -38,6 +38,8 @@ pub struct Config {
     pub dry_run: bool,
     /// `--delete`: remove destination entries the source lacks.
     pub delete: bool,
+    /// `--max-delete`: how many entries may be removed in all.
+    pub max_delete: Option<u64>,
     /// Exclude/include rules.
     pub filter: Filter,
     /// Up-to-date test.

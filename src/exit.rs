@@ -19,6 +19,8 @@ pub const INTERRUPTED: i32 = 20;
 pub const PARTIAL: i32 = 23;
 /// Some source files vanished before they could be copied (rsync: "some files vanished").
 pub const VANISHED: i32 = 24;
+/// `--max-delete` stopped deletions; the rest of the run went on (rsync uses 25 too).
+pub const DEL_LIMIT: i32 = 25;
 /// The NFS server stopped answering within `--timeout` (rsync: "timeout in data send/receive").
 pub const TIMEOUT: i32 = 30;
 
@@ -33,6 +35,7 @@ Exit codes:
   20  interrupted (SIGINT/SIGTERM); in-flight files were finished or left detectably partial
   23  partial transfer: some files failed (each printed with its path and cause)
   24  some source files vanished during the run
+  25  --max-delete stopped deletions (the rest of the sync was done)
   30  NFS server timed out (--timeout)";
 
 /// An error that ends the whole run, with the exit code it maps to.

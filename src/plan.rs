@@ -117,6 +117,7 @@ mod tests {
             dest: Default::default(),
             dry_run: false,
             delete: false,
+            max_delete: None,
             filter: Default::default(),
             compare,
             modify_window: None,

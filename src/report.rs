@@ -43,6 +43,8 @@ pub struct Stats {
     pub vanished: AtomicU64,
     /// Special files skipped for lack of `--specials`/`--devices`.
     pub specials_skipped: AtomicU64,
+    /// Deletions `--max-delete` did not allow.
+    pub deletes_skipped: AtomicU64,
     /// Entries given the nearest time the destination can store instead of their own.
     pub times_clamped: AtomicU64,
 }
@@ -71,6 +73,7 @@ pub struct Summary {
     pub vanished: u64,
     pub specials_skipped: u64,
     pub times_clamped: u64,
+    pub deletes_skipped: u64,
     pub elapsed_s: f64,
     /// Concurrency at the end of the run (the fixed value with `--jobs N`).
     pub jobs: usize,
@@ -103,6 +106,7 @@ impl Summary {
             vanished: g(&s.vanished),
             specials_skipped: g(&s.specials_skipped),
             times_clamped: g(&s.times_clamped),
+            deletes_skipped: g(&s.deletes_skipped),
             elapsed_s,
             jobs: tune.final_jobs,
             jobs_initial: tune.initial,
@@ -259,6 +263,21 @@ impl Output {
         } else if self.verbose > 0 {
             self.emit(self.json, &format!("{}", rel.display()));
         }
+    }
+
+    /// A removed entry, as rsync prints it: `*deleting   PATH` with `-i` (a directory
+    /// with its slash), `deleting PATH` with `-v`.
+    pub fn deletion(&self, rel: &Path, is_dir: bool) {
+        if self.quiet || !(self.itemize || self.verbose > 0) {
+            return;
+        }
+        let slash = if is_dir { "/" } else { "" };
+        let line = if self.itemize {
+            format!("*deleting   {}{slash}", rel.display())
+        } else {
+            format!("deleting {}{slash}", rel.display())
+        };
+        self.emit(self.json, &line);
     }
 
     /// A `-v` diagnostic line (e.g. the job controller's decisions), to stderr.

@@ -24,7 +24,9 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT};
 
-use super::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
+use super::{
+    AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
+};
 use crate::meta::{Kind, Meta, Time};
 
 /// Files up to this size are copied with one read and one write.
@@ -393,11 +395,16 @@ impl Destination for LocalDest {
     }
 
     fn remove(&self, dir: &LocalDir, name: &OsStr, kind: Kind) -> io::Result<()> {
-        if kind == Kind::Dir {
-            remove_tree_at(dir.fd(), name, self.euid == 0)
+        let flags = if kind == Kind::Dir {
+            AtFlags::REMOVEDIR
         } else {
-            Ok(rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty())?)
-        }
+            AtFlags::empty()
+        };
+        Ok(rustix::fs::unlinkat(dir.fd(), name, flags)?)
+    }
+
+    fn remove_tree(&self, dir: &LocalDir, name: &OsStr, each: &dyn Removal) -> io::Result<bool> {
+        remove_tree_at(dir.fd(), Path::new(name), each, self.euid == 0)
     }
 
     fn set_attrs(
@@ -576,16 +583,28 @@ pub fn mkdir_mode(meta: &Meta) -> u32 {
     }
 }
 
-/// Removes `name` in `parent` and everything below it, by descriptor, so that a
-/// symlink met on the way (or swapped in meanwhile) is removed, never followed.
-/// Without root, a read-only directory's entries cannot be unlinked, so such
+/// Removes `rel`'s last component in `parent` and everything below it, by descriptor,
+/// so that a symlink met on the way (or swapped in meanwhile) is removed, never
+/// followed. Without root, a read-only directory's entries cannot be unlinked, so such
 /// directories are made writable first, as rsync does.
-fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, root: bool) -> io::Result<()> {
+fn remove_tree_at(
+    parent: BorrowedFd<'_>,
+    rel: &Path,
+    each: &dyn Removal,
+    root: bool,
+) -> io::Result<bool> {
+    let name = rel.file_name().unwrap_or(rel.as_os_str());
     let dir = match LocalDir::open(parent, name) {
         Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
         // Replaced by something else meanwhile: remove that.
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            return Ok(rustix::fs::unlinkat(parent, name, AtFlags::empty())?);
+            if !each.may_remove(rel, Kind::File) {
+                return Ok(false);
+            }
+            rustix::fs::unlinkat(parent, name, AtFlags::empty())?;
+            each.removed(rel, Kind::File);
+            return Ok(true);
         }
         Err(e) => return Err(e),
     };
@@ -595,31 +614,43 @@ fn remove_tree_at(parent: BorrowedFd<'_>, name: &OsStr, root: bool) -> io::Resul
             rustix::fs::fchmod(dir.fd(), Mode::from_raw_mode((m.st_mode | 0o700) & 0o7777))?;
         }
     }
+    let mut all_gone = true;
     for e in rustix::fs::Dir::read_from(dir.fd())? {
         let e = e?;
         let child = OsStr::from_bytes(e.file_name().to_bytes());
         if child == "." || child == ".." {
             continue;
         }
-        let is_dir = match e.file_type() {
+        let kind = match e.file_type() {
             rustix::fs::FileType::Unknown => {
-                rustix::fs::statat(dir.fd(), child, AtFlags::SYMLINK_NOFOLLOW)
-                    .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode))?
-                    == rustix::fs::FileType::Directory
+                match rustix::fs::statat(dir.fd(), child, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => kind_of(rustix::fs::FileType::from_raw_mode(st.st_mode)),
+                    Err(rustix::io::Errno::NOENT) => continue,
+                    Err(e) => return Err(e.into()),
+                }
             }
-            t => t == rustix::fs::FileType::Directory,
+            t => kind_of(t),
         };
-        if is_dir {
-            remove_tree_at(dir.fd(), child, root)?;
-        } else {
+        let child_rel = rel.join(child);
+        if kind == Kind::Dir {
+            all_gone &= remove_tree_at(dir.fd(), &child_rel, each, root)?;
+        } else if each.may_remove(&child_rel, kind) {
             match rustix::fs::unlinkat(dir.fd(), child, AtFlags::empty()) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Ok(()) => each.removed(&child_rel, kind),
+                Err(rustix::io::Errno::NOENT) => {}
                 Err(e) => return Err(e.into()),
             }
+        } else {
+            all_gone = false;
         }
     }
     drop(dir);
-    Ok(rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?)
+    if !all_gone || !each.may_remove(rel, Kind::Dir) {
+        return Ok(false);
+    }
+    rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
+    each.removed(rel, Kind::Dir);
+    Ok(true)
 }
 
 /// Compares two readers byte for byte, in bounded memory.

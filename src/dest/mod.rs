@@ -116,6 +116,16 @@ impl SourceFile<'_> {
     }
 }
 
+/// What the engine is asked and told while a backend takes a directory tree apart.
+/// `rel` is the entry's path below the directory passed to
+/// [`Destination::remove_tree`] (so it starts with the removed directory's name).
+pub trait Removal: Sync {
+    /// Asked before an entry is removed; `false` keeps it.
+    fn may_remove(&self, rel: &Path, kind: Kind) -> bool;
+    /// Told once an entry is gone.
+    fn removed(&self, rel: &Path, kind: Kind);
+}
+
 /// A place the engine can write a tree into: a mounted directory or an NFSv3 export.
 pub trait Destination: Send + Sync {
     /// A handle to a directory in the destination (a path, or an NFS file handle).
@@ -206,8 +216,14 @@ pub trait Destination: Send + Sync {
     /// place with this, so until then the old copy stays whole.
     fn rename(&self, dir: &Self::Dir, from: &OsStr, to: &OsStr) -> io::Result<()>;
 
-    /// Removes an entry; directories are removed with everything in them.
+    /// Removes one entry that is not a directory (or an empty directory).
     fn remove(&self, dir: &Self::Dir, name: &OsStr, kind: Kind) -> io::Result<()>;
+
+    /// Removes the directory `name` with everything in it, deepest first, asking
+    /// `each` before each entry goes and telling it after (every removed entry is
+    /// itemized and counted, and `--max-delete` can stop it part-way). An entry `each`
+    /// keeps keeps the directories above it. Returns whether `name` is gone.
+    fn remove_tree(&self, dir: &Self::Dir, name: &OsStr, each: &dyn Removal) -> io::Result<bool>;
 
     /// Brings an existing entry's attributes in line with `meta`.
     fn set_attrs(

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::delete::Budget;
 use super::temp;
 use super::{DestKnown, DirNode, Engine, EntryJob, ScanJob, root_is_dir};
 use crate::dest::{AttrSet, DestEntry, Destination, RootState, local};
@@ -289,16 +290,20 @@ impl<D: Destination> Engine<'_, D> {
                 .into_values()
                 .filter(|e| {
                     let kind = e.kind.or(e.meta.map(|m| m.kind));
+                    // Excluded entries are never touched, temporaries or not.
+                    if !self.cfg.filter.is_empty()
+                        && self
+                            .cfg
+                            .filter
+                            .is_excluded(&node.rel.join(&e.name), kind == Some(Kind::Dir))
+                    {
+                        return false;
+                    }
                     // Another run's temporary in progress is never ours to remove.
                     if kind == Some(Kind::File) && temp::is_temp(&e.name) {
                         return listed_ok && temp::is_abandoned(&e.name);
                     }
                     may_delete
-                        && (self.cfg.filter.is_empty()
-                            || !self
-                                .cfg
-                                .filter
-                                .is_excluded(&node.rel.join(&e.name), kind == Some(Kind::Dir)))
                 })
                 .map(|e| (e.name, e.kind.or(e.meta.map(|m| m.kind))))
                 .collect();
@@ -350,13 +355,18 @@ impl<D: Destination> Engine<'_, D> {
             other => {
                 if let Some(kind) = other {
                     // Something else is in the way of the directory.
-                    if !dry && let Err(e) = self.dest.remove(pdir.unwrap(), &entry.name, kind) {
-                        self.dest_error(&rel, &e);
-                        self.complete(&parent);
-                        return;
+                    match self.delete(pdir, &entry.name, &parent.rel, kind, Budget::Counted) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            self.complete(&parent);
+                            return;
+                        }
+                        Err(e) => {
+                            self.dest_error(&rel, &e);
+                            self.complete(&parent);
+                            return;
+                        }
                     }
-                    Stats::bump(&self.stats.files_deleted);
-                    self.out.change("*deleting  ", &rel);
                 }
                 parent.changed.store(true, Ordering::Relaxed);
                 let made = if dry {
@@ -428,28 +438,28 @@ impl<D: Destination> Engine<'_, D> {
         let dels = std::mem::take(&mut *node.deletions.lock().unwrap());
         for (name, kind) in dels {
             let rel = node.rel.join(&name);
-            if !self.cfg.dry_run
-                && let Some(dir) = &node.dir
-            {
-                let kind = match kind {
-                    Some(k) => k,
-                    None => match self.dest.stat(dir, &name) {
-                        Ok(Some(m)) => m.kind,
-                        Ok(None) => continue,
-                        Err(e) => {
-                            self.dest_error(&rel, &e);
-                            continue;
-                        }
-                    },
-                };
-                if let Err(e) = self.dest.remove(dir, &name, kind) {
-                    self.dest_error(&rel, &e);
-                    continue;
-                }
+            let kind = match (kind, &node.dir) {
+                (Some(k), _) => k,
+                (None, None) => continue,
+                (None, Some(dir)) => match self.dest.stat(dir, &name) {
+                    Ok(Some(m)) => m.kind,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        self.dest_error(&rel, &e);
+                        continue;
+                    }
+                },
+            };
+            // A killed run's temporary is ours to clear, not the user's data.
+            let budget = if kind == Kind::File && temp::is_temp(&name) {
+                Budget::Free
+            } else {
+                Budget::Counted
+            };
+            match self.delete(node.dir.as_ref(), &name, &node.rel, kind, budget) {
+                Ok(_) => node.changed.store(true, Ordering::Relaxed),
+                Err(e) => self.dest_error(&rel, &e),
             }
-            node.changed.store(true, Ordering::Relaxed);
-            Stats::bump(&self.stats.files_deleted);
-            self.out.change("*deleting  ", &rel);
         }
         let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
             return;

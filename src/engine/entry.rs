@@ -7,6 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use super::delete::Budget;
 use super::{Engine, EntryJob, is_fatal, temp};
 use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
@@ -106,24 +107,30 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
-    /// Removes what is in the way; `false` if that failed (already reported).
+    /// Removes what is in the way (another type, itemized and counted as a deletion);
+    /// `false` if that failed (already reported) or `--max-delete` kept it.
     fn make_way(&self, job: &EntryJob<D>, rel: &Path, existing: &Meta) -> bool {
-        if self.cfg.dry_run {
-            return true;
-        }
-        let dir = job
-            .parent
-            .dir
-            .as_ref()
-            .expect("existing entries have a directory");
-        match self.dest.remove(dir, &job.entry.name, existing.kind) {
-            Ok(()) => {
-                if existing.kind != job.entry.meta.kind {
-                    Stats::bump(&self.stats.files_deleted);
-                    self.out.change("*deleting  ", rel);
+        let dir = job.parent.dir.as_ref();
+        let r = match dir {
+            // The same kind (a symlink with another target): replaced, not deleted.
+            Some(dir) if existing.kind == job.entry.meta.kind => {
+                if self.cfg.dry_run {
+                    return true;
                 }
-                true
+                self.dest
+                    .remove(dir, &job.entry.name, existing.kind)
+                    .map(|()| true)
             }
+            _ => self.delete(
+                dir,
+                &job.entry.name,
+                &job.parent.rel,
+                existing.kind,
+                Budget::Counted,
+            ),
+        };
+        match r {
+            Ok(gone) => gone,
             Err(e) => {
                 self.dest_error(rel, &e);
                 false

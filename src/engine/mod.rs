@@ -11,6 +11,7 @@
 //! Crash safety comes from the order inside each file (the backend sets the mtime
 //! last) and here from never deleting in a directory whose source listing failed.
 
+mod delete;
 mod dir;
 mod entry;
 pub mod sched;
@@ -91,6 +92,8 @@ pub struct Engine<'a, D: Destination> {
     /// (dev, ino) of the directories this run writes the sources into — DEST for `SRC/`,
     /// DEST/NAME for `SRC` — so a DEST inside a source is not copied into itself.
     written_roots: Mutex<Vec<(u64, u64)>>,
+    /// Deletions `--max-delete` still allows.
+    delete_budget: AtomicU64,
     /// Who new entries belong to, so `chown` is skipped where it would change nothing.
     euid: u32,
     egid: u32,
@@ -120,6 +123,7 @@ pub fn run<D: Destination>(
         busy_us: AtomicU64::new(0),
         dest_display: display_dest(&cfg.dest),
         written_roots: Mutex::new(Vec::new()),
+        delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
         euid: rustix::process::geteuid().as_raw(),
         egid: rustix::process::getegid().as_raw(),
     };
@@ -186,8 +190,16 @@ pub fn run<D: Destination>(
         return Err(f);
     }
     summary.interrupted = engine.interrupted.load(Ordering::Relaxed);
+    if summary.deletes_skipped > 0 {
+        out.warn(format_args!(
+            "Deletions stopped due to --max-delete limit ({} skipped)",
+            summary.deletes_skipped
+        ));
+    }
     summary.exit_code = if summary.interrupted {
         exit::INTERRUPTED
+    } else if summary.deletes_skipped > 0 {
+        exit::DEL_LIMIT
     } else if summary.errors > 0 {
         exit::PARTIAL
     } else if summary.vanished > 0 {

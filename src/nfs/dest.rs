@@ -22,7 +22,9 @@ use tokio::sync::Semaphore;
 use super::client::{Answer, NFS3_TIMES, Nfs, dirop, meta, mtime_only, post_fh, post_op};
 use super::error;
 use super::mount::Mounted;
-use crate::dest::{AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, RootState, SourceFile};
+use crate::dest::{
+    AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
+};
 use crate::exit::{CONNECT, Fatal};
 use crate::meta::{Kind, Meta, Time};
 
@@ -529,11 +531,11 @@ impl Destination for NfsDest {
     }
 
     fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> io::Result<()> {
-        if kind == Kind::Dir {
-            self.remove_tree(dir, name.as_bytes())
-        } else {
-            self.remove_entry(dir, name.as_bytes(), false)
-        }
+        self.remove_entry(dir, name.as_bytes(), kind == Kind::Dir)
+    }
+
+    fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> io::Result<bool> {
+        self.remove_tree_impl(dir, Path::new(name), each)
     }
 
     fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> io::Result<()> {

@@ -11,13 +11,15 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3};
 use nfs3_types::xdr_codec::Opaque;
 
-use super::client::{Answer, Nfs, dirop, post_fh, post_op};
+use super::client::{Answer, Nfs, dirop, meta, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
+use crate::dest::Removal;
 use crate::meta::{Kind, Meta};
 
 impl NfsDest {
@@ -192,40 +194,90 @@ impl NfsDest {
         })
     }
 
-    /// Removes a directory and everything in it.
-    pub(super) fn remove_tree(&self, parent: &NfsDir, name: &[u8]) -> io::Result<()> {
+    /// Removes a directory and everything in it, deepest first (see
+    /// [`crate::dest::Destination::remove_tree`]).
+    pub(super) fn remove_tree_impl(
+        &self,
+        parent: &NfsDir,
+        rel: &Path,
+        each: &dyn Removal,
+    ) -> io::Result<bool> {
+        let name = rel.file_name().unwrap_or(rel.as_os_str()).as_bytes();
         let Some((fh, attrs)) = self.rt.block_on(self.lookup(parent, name))? else {
-            return Ok(());
+            return Ok(true);
         };
         if attrs.type_ != ftype3::NF3DIR {
-            return self.remove_entry(parent, name, false);
+            // Replaced by something else meanwhile: remove that.
+            let kind = meta(&attrs).kind;
+            if !each.may_remove(rel, kind) {
+                return Ok(false);
+            }
+            self.remove_entry(parent, name, false)?;
+            each.removed(rel, kind);
+            return Ok(true);
         }
         let dir = parent.child(fh, name);
         let entries = ok(self.rt.block_on(self.readdir(&dir.fh))?)?;
+        let mut all_gone = true;
         let mut files = Vec::new();
         for e in entries {
-            let is_dir =
-                matches!(&e.name_attributes, v3::Nfs3Option::Some(a) if a.type_ == ftype3::NF3DIR);
-            if is_dir {
-                self.remove_tree(&dir, e.name.0.as_ref())?;
+            let child = rel.join(OsStr::from_bytes(e.name.0.as_ref()));
+            let kind = match &e.name_attributes {
+                v3::Nfs3Option::Some(a) => meta(a).kind,
+                // READDIRPLUS without attributes: REMOVE tells a directory (NOTEMPTY or
+                // ISDIR), so try it as a directory only then.
+                v3::Nfs3Option::None => Kind::File,
+            };
+            if kind == Kind::Dir {
+                all_gone &= self.remove_tree_impl(&dir, &child, each)?;
+            } else if each.may_remove(&child, kind) {
+                files.push((child, kind));
             } else {
-                files.push(e.name.0.into_owned());
+                all_gone = false;
             }
         }
         // A directory's files go all at once.
         let handles: Vec<_> = files
-            .into_iter()
-            .map(|n| {
+            .iter()
+            .map(|(child, _)| {
                 let nfs = self.nfs.clone();
                 let fh = dir.fh.clone();
+                let n = child.file_name().unwrap_or_default().as_bytes().to_vec();
                 self.rt
                     .spawn(async move { remove_call(&nfs, &fh, &n, false).await })
             })
             .collect();
-        for h in handles {
-            self.rt.block_on(h).map_err(io::Error::other)??;
+        let mut first_err = None;
+        for (h, (child, kind)) in handles.into_iter().zip(&files) {
+            match self
+                .rt
+                .block_on(h)
+                .map_err(io::Error::other)
+                .and_then(|r| r)
+            {
+                Ok(()) => each.removed(child, *kind),
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EISDIR | libc::ENOTEMPTY | libc::EEXIST)
+                    ) =>
+                {
+                    all_gone &= self.remove_tree_impl(&dir, child, each)?;
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
         }
-        self.remove_entry(parent, name, true)
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        if !all_gone || !each.may_remove(rel, Kind::Dir) {
+            return Ok(false);
+        }
+        self.remove_entry(parent, name, true)?;
+        each.removed(rel, Kind::Dir);
+        Ok(true)
     }
 
     /// RENAME within one directory. After a retry, NOENT for `from` means our first

@@ -3,7 +3,9 @@
 use std::fs;
 
 use super::{assert_rerun_is_noop, exists, mixed_tree, sync};
-use crate::support::{Scratch, Target, Tree, assert_target_same, describe, nf, stat};
+use crate::support::{
+    Scratch, Target, Tree, assert_target_same, describe, json_stats, nf, slash, stat,
+};
 
 /// --delete removes what the source lacks (files, symlinks, nested and read-only
 /// directories); without it, extras stay.
@@ -101,4 +103,121 @@ pub fn delete_keeps_excluded(t: &dyn Target) {
         "stale.txt survived --delete"
     );
     assert_eq!(fs::read(dst.join("keep.txt")).unwrap(), b"keep\n");
+}
+
+/// Every removed entry, each one inside a removed tree too, is itemized (as rsync's
+/// `-i` prints it) and counted; `--max-delete N` removes at most N, skips the rest
+/// and exits 25; `--max-delete 0` removes nothing. The safety net for a source that
+/// came up empty (a mount that failed): `nfsync --delete EMPTY/ DST/`.
+pub fn delete_itemizes_every_entry_and_max_delete_limits(t: &dyn Target) {
+    let s = Scratch::new();
+    let empty = Tree::new(s.join("empty"));
+    empty.dir("");
+    let dst = t.dest_path("dst");
+    let extra = Tree::new(&dst);
+    for d in 0..3 {
+        for f in 0..10 {
+            extra.file(format!("gone/s{d}/f{f}"), "x\n");
+        }
+    }
+    extra.file("top1", "1\n").symlink("top2", "top1");
+    const ALL: u64 = 1 + 3 + 30 + 2;
+    let deleting = |out: &std::process::Output| -> Vec<String> {
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .chain(String::from_utf8_lossy(&out.stdout).lines())
+            .filter_map(|l| l.strip_prefix("*deleting   ").map(str::to_owned))
+            .collect();
+        v.sort();
+        v
+    };
+    let remaining = || count_entries(&dst);
+    let run = |extra_args: &[&str]| {
+        nf(t)
+            .args(["--json", "-i", "--delete"])
+            .args(extra_args)
+            .arg(slash(empty.root()))
+            .arg(t.dest_arg("dst"))
+            .output()
+            .unwrap()
+    };
+
+    // Dry run: the same lines rsync prints, nothing removed.
+    let out = run(&["--dry-run"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let mut want: Vec<String> = rsync_itemized(empty.root(), &dst)
+        .into_iter()
+        .filter_map(|l| l.strip_prefix("*deleting   ").map(str::to_owned))
+        .collect();
+    want.sort();
+    assert_eq!(want.len() as u64, ALL, "rsync's own count: {want:?}");
+    assert_eq!(
+        deleting(&out),
+        want,
+        "dry-run itemization differs from rsync's"
+    );
+    assert_eq!(stat(&json_stats(&out), "files_deleted"), ALL);
+    assert_eq!(remaining(), ALL, "a dry run removed something");
+
+    // --max-delete 0: nothing goes, exit 25, a warning.
+    let out = run(&["--max-delete", "0"]);
+    assert_eq!(out.status.code(), Some(25), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-delete"));
+    assert_eq!(remaining(), ALL);
+
+    // --max-delete 10: exactly ten go, each itemized and counted; exit 25.
+    let out = run(&["--max-delete", "10"]);
+    assert_eq!(out.status.code(), Some(25), "{}", describe(&out));
+    let stats = json_stats(&out);
+    assert_eq!(stat(&stats, "files_deleted"), 10, "{stats}");
+    // Skipped: the entries refused (directories above them are not asked).
+    let skipped = stat(&stats, "deletes_skipped");
+    assert!(skipped > 0 && skipped <= ALL - 10, "{stats}");
+    assert_eq!(deleting(&out).len(), 10, "{}", describe(&out));
+    assert_eq!(remaining(), ALL - 10);
+
+    // Without a limit the rest goes, every entry itemized; -v says "deleting".
+    let out = nf(t)
+        .args(["--json", "-v", "--delete"])
+        .arg(slash(empty.root()))
+        .arg(t.dest_arg("dst"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let verbose = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("deleting "))
+        .count() as u64;
+    assert_eq!(verbose, ALL - 10, "{}", describe(&out));
+    assert_eq!(stat(&json_stats(&out), "files_deleted"), ALL - 10);
+    assert_eq!(remaining(), 0);
+    assert_target_same(t, empty.root(), "dst");
+}
+
+/// Entries below `root`, not counting `root`.
+fn count_entries(root: &std::path::Path) -> u64 {
+    let mut n = 0;
+    for e in fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        n += 1;
+        if e.file_type().unwrap().is_dir() {
+            n += count_entries(&e.path());
+        }
+    }
+    n
+}
+
+/// What `rsync -ani --delete SRC/ DST/` would do, line by line.
+fn rsync_itemized(src: &std::path::Path, dst: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("rsync")
+        .args(["-ani", "--delete"])
+        .arg(slash(src))
+        .arg(slash(dst))
+        .output()
+        .expect("run rsync");
+    assert!(out.status.success(), "rsync: {}", describe(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }

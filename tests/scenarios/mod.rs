@@ -141,7 +141,10 @@ pub use basics::{
     odd_names,
 };
 pub use concurrent::concurrent_runs;
-pub use delete::{delete, delete_keeps_excluded, delete_scope_without_slash};
+pub use delete::{
+    delete, delete_itemizes_every_entry_and_max_delete_limits, delete_keeps_excluded,
+    delete_scope_without_slash,
+};
 pub use filters::{
     exclude_anchored, exclude_anchored_without_slash, exclude_dir_only, exclude_double_star,
     exclude_from, exclude_from_prefixed_and_stdin, exclude_glob, exclude_non_utf8,
@@ -239,4 +242,5 @@ define_scenarios!(
     output_options,
     concurrent_runs,
     out_of_range_times,
+    delete_itemizes_every_entry_and_max_delete_limits,
 );

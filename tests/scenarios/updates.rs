@@ -109,8 +109,22 @@ pub fn leftover_temporaries_are_removed(t: &dyn Target) {
     for name in dead.iter().chain(&kept) {
         fs::write(dst.join(name), "torn").unwrap();
     }
-    let stats = sync(t, &[], tree.root(), "dst");
+    // A dead run's temporary, but excluded: excluded names are never touched.
+    let excluded_dead = temp_of("notes", host, 0x7fff_fff0, 0);
+    fs::write(dst.join(&excluded_dead), "torn").unwrap();
+    let skip_notes = ["--exclude", ".notes*"];
+    let stats = sync(t, &skip_notes, tree.root(), "dst");
     assert_eq!(stat(&stats, "files_deleted"), 2, "{stats}");
+    assert!(
+        exists(&dst.join(&excluded_dead)),
+        "excluded temporary removed"
+    );
+    let stats = sync(t, &[], tree.root(), "dst");
+    assert_eq!(stat(&stats, "files_deleted"), 1, "{stats}");
+    assert!(
+        !exists(&dst.join(&excluded_dead)),
+        "{excluded_dead} left behind"
+    );
     for name in &dead {
         assert!(!exists(&dst.join(name)), "{name} left behind");
     }

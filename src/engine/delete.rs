@@ -1,0 +1,127 @@
+//! Removing what the destination has and the source lacks (`--delete`), or what is in
+//! the way of an entry of another type. Every removed entry — each one inside a removed
+//! tree too — is itemized and counted, and `--max-delete` stops removals part-way, as
+//! rsync's does: a safety net for a source that came up empty (a failed mount).
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::Engine;
+use crate::dest::{Destination, Removal};
+use crate::meta::Kind;
+use crate::report::Stats;
+
+/// Whether a removal counts against `--max-delete`: a user's entries do; a leftover
+/// temporary of a killed run (ours, never the user's data) does not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Budget {
+    Counted,
+    Free,
+}
+
+/// The engine's side of one removal: the budget, the counters, the itemized lines.
+struct Deleter<'a, 'e, D: Destination> {
+    engine: &'a Engine<'e, D>,
+    /// The removed entry's parent, relative to DEST.
+    base: &'a Path,
+    budget: Budget,
+}
+
+impl<D: Destination> Removal for Deleter<'_, '_, D> {
+    fn may_remove(&self, _rel: &Path, _kind: Kind) -> bool {
+        self.budget == Budget::Free || self.engine.take_delete()
+    }
+
+    fn removed(&self, rel: &Path, kind: Kind) {
+        Stats::bump(&self.engine.stats.files_deleted);
+        self.engine
+            .out
+            .deletion(&self.base.join(rel), kind == Kind::Dir);
+    }
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// One deletion from the `--max-delete` budget; `false` (and one more skipped
+    /// deletion counted) once it is spent.
+    fn take_delete(&self) -> bool {
+        let ok = self
+            .delete_budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if !ok {
+            Stats::bump(&self.stats.deletes_skipped);
+        }
+        ok
+    }
+
+    /// Removes `name` of kind `kind` from `dir` (at `base` below DEST), a directory with
+    /// everything in it. Returns whether it is gone (`false`: `--max-delete` kept it or
+    /// part of it). A dry run itemizes and counts the same entries and removes nothing.
+    pub(super) fn delete(
+        &self,
+        dir: Option<&D::Dir>,
+        name: &OsStr,
+        base: &Path,
+        kind: Kind,
+        budget: Budget,
+    ) -> io::Result<bool> {
+        let each = Deleter {
+            engine: self,
+            base,
+            budget,
+        };
+        let rel = Path::new(name);
+        match (self.cfg.dry_run, dir) {
+            (false, Some(dir)) if kind == Kind::Dir => self.dest.remove_tree(dir, name, &each),
+            (false, Some(dir)) => {
+                if !each.may_remove(rel, kind) {
+                    return Ok(false);
+                }
+                match self.dest.remove(dir, name, kind) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+                    Err(e) => return Err(e),
+                }
+                each.removed(rel, kind);
+                Ok(true)
+            }
+            (_, dir) => self.pretend_delete(dir, name, rel, kind, &each),
+        }
+    }
+
+    /// `--dry-run`: walks what would be removed, through the same seam, deepest first.
+    fn pretend_delete(
+        &self,
+        dir: Option<&D::Dir>,
+        name: &OsStr,
+        rel: &Path,
+        kind: Kind,
+        each: &Deleter<'_, '_, D>,
+    ) -> io::Result<bool> {
+        let mut all = true;
+        if kind == Kind::Dir
+            && let Some(dir) = dir
+        {
+            let (sub, _) = self.dest.open_dir(dir, name)?;
+            let mut children = self.dest.list(&sub)?;
+            children.sort_by(|a, b| a.name.cmp(&b.name));
+            for c in children {
+                let ckind = match c.kind.or(c.meta.map(|m| m.kind)) {
+                    Some(k) => k,
+                    None => match self.dest.stat(&sub, &c.name)? {
+                        Some(m) => m.kind,
+                        None => continue,
+                    },
+                };
+                all &= self.pretend_delete(Some(&sub), &c.name, &rel.join(&c.name), ckind, each)?;
+            }
+        }
+        if all && each.may_remove(rel, kind) {
+            each.removed(rel, kind);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+}
