@@ -166,7 +166,7 @@ pub struct Cli {
     #[arg(long)]
     pub json: bool,
 
-    /// NFS: seconds without an answer before giving up on the server.
+    /// NFS: seconds without an answer before giving up on the server (0: wait forever).
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
 
@@ -244,7 +244,12 @@ impl Cli {
             stats: self.stats,
             itemize: self.itemize_changes,
             json: self.json,
-            timeout: Duration::from_secs(self.timeout.max(1)),
+            // 0 means no timeout, as in rsync: a wait of 136 years, which every timer
+            // and every multiple of it still holds without overflow.
+            timeout: Duration::from_secs(match self.timeout {
+                0 => u64::from(u32::MAX),
+                s => s,
+            }),
         })
     }
 }

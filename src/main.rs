@@ -12,7 +12,7 @@ use nfsync::config::Config;
 use nfsync::dest::{Destination, local::LocalDest};
 use nfsync::exit::{self, Fatal};
 use nfsync::progress::Progress;
-use nfsync::report::{Output, Stats};
+use nfsync::report::{Output, Stats, Summary};
 use nfsync::{engine, nfs};
 
 fn main() -> ExitCode {
@@ -24,6 +24,27 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(code as u8)
+}
+
+/// Runs the sync; a fatal error before the first copy still gives `--json` its object.
+fn sync(cfg: &Config) -> Result<i32, Fatal> {
+    let r = if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
+        nfs::connect(url, cfg).and_then(|dest| run(cfg, &dest))
+    } else {
+        run(cfg, &LocalDest::new(&cfg.dest, cfg.owners))
+    };
+    if let Err(f) = &r
+        && cfg.json
+    {
+        print_json(&Summary::failed(f, cfg.dry_run));
+    }
+    r
+}
+
+fn print_json(summary: &Summary) {
+    let mut o = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut o, summary);
+    let _ = writeln!(o);
 }
 
 fn real_main() -> Result<i32, Fatal> {
@@ -50,12 +71,7 @@ fn real_main() -> Result<i32, Fatal> {
         .into_config(&matches)
         .map_err(|e| Fatal::new(exit::USAGE, format!("{e:#}")))?;
 
-    if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
-        let dest = nfs::connect(url, &cfg)?;
-        run(&cfg, &dest)
-    } else {
-        run(&cfg, &LocalDest::new(&cfg.dest, cfg.owners))
-    }
+    sync(&cfg)
 }
 
 fn run<D: Destination>(cfg: &Config, dest: &D) -> Result<i32, Fatal> {
@@ -77,13 +93,14 @@ fn run<D: Destination>(cfg: &Config, dest: &D) -> Result<i32, Fatal> {
     out.set_bar(None);
     drop(progress);
     let summary = result?;
+    if let Some(why) = &summary.fatal {
+        eprintln!("nfsync: {why}");
+    }
     if summary.interrupted {
         eprintln!("nfsync: interrupted; run the same command again to finish");
     }
     if cfg.json {
-        let mut o = std::io::stdout().lock();
-        let _ = serde_json::to_writer(&mut o, &summary);
-        let _ = writeln!(o);
+        print_json(&summary);
     }
     if cfg.stats && !cfg.quiet {
         let block = summary.stats_block();

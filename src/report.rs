@@ -85,6 +85,9 @@ pub struct Summary {
     pub dry_run: bool,
     pub interrupted: bool,
     pub exit_code: i32,
+    /// Why the run stopped early (exit 10, 11 or 30), so scripts see how far it got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fatal: Option<String>,
 }
 
 impl Summary {
@@ -116,6 +119,17 @@ impl Summary {
             dry_run,
             interrupted: false,
             exit_code: 0,
+            fatal: None,
+        }
+    }
+
+    /// The summary of a run that ended before it copied anything (the server could not
+    /// be reached, DEST is unusable): zero counts, the exit code and why.
+    pub fn failed(f: &crate::exit::Fatal, dry_run: bool) -> Summary {
+        Summary {
+            exit_code: f.code,
+            fatal: Some(f.message.clone()),
+            ..Summary::new(&Stats::default(), 0.0, TuneReport::default(), dry_run)
         }
     }
 

@@ -339,17 +339,47 @@ fn closed_port_fails_fast_with_connect_code() {
     };
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
-    let start = Instant::now();
+    // Refused is refused whatever the timeout (0: none at all), and --json still
+    // reports how the run ended.
+    for timeout in ["5", "1", "0"] {
+        let start = Instant::now();
+        let out = nfsync()
+            .args(["--json", "--timeout", timeout])
+            .arg(slash(&s.join("src")))
+            .arg(url_for(port, "/x"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&port.to_string()), "{err}");
+        assert!(err.contains("refused"), "{err}");
+        let json = json_stats(&out);
+        assert_eq!(json["exit_code"], 10, "{json}");
+        assert_eq!(json["files_copied"], 0, "{json}");
+        assert!(
+            json["fatal"].as_str().unwrap().contains("refused"),
+            "{json}"
+        );
+    }
+}
+
+/// `--timeout 0` means no timeout (as in rsync), and the scheme is case-insensitive.
+#[test]
+fn timeout_zero_and_an_upper_case_scheme_work() {
+    let server = MemServer::start();
+    let s = Scratch::new();
+    sample_tree(&s.join("src"));
+    let url = server.url("/upper").replacen("nfs://", "NFS://", 1);
     let out = nfsync()
-        .args(["--timeout", "5"])
+        .args(["--timeout", "0"])
         .arg(slash(&s.join("src")))
-        .arg(url_for(port, "/x"))
+        .arg(&url)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
-    assert!(start.elapsed() < Duration::from_secs(10));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&port.to_string()), "{err}");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(server.snapshot("/upper"), local_snapshot(&s.join("src")));
+    assert!(!Path::new(&url).exists() && !Path::new("NFS:").exists());
 }
 
 #[test]
@@ -882,7 +912,7 @@ fn silent_nfs_port_times_out() {
     Tree::new(s.join("src")).file("a", "x");
     let start = Instant::now();
     let out = nfsync()
-        .args(["--timeout", "2"])
+        .args(["--json", "--timeout", "2"])
         .arg(slash(&s.join("src")))
         .arg(format!(
             "nfs://127.0.0.1/d?nfsport={silent}&mountport={}",
@@ -898,4 +928,13 @@ fn silent_nfs_port_times_out() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&silent.to_string()), "{err}");
+    let json = json_stats(&out);
+    assert_eq!(json["exit_code"], 30, "{json}");
+    assert!(
+        json["fatal"]
+            .as_str()
+            .unwrap()
+            .contains(&silent.to_string()),
+        "{json}"
+    );
 }

@@ -187,7 +187,9 @@ pub fn run<D: Destination>(
         cfg.dry_run,
     );
     if let Some(f) = engine.fatal.lock().unwrap().take() {
-        return Err(f);
+        summary.exit_code = f.code;
+        summary.fatal = Some(f.message);
+        return Ok(summary);
     }
     summary.interrupted = engine.interrupted.load(Ordering::Relaxed);
     if summary.deletes_skipped > 0 {

@@ -185,15 +185,18 @@ async fn getport(
 }
 
 /// Connects, retrying a refused connection for a moment: a server that is just
-/// (re)starting may refuse before it listens. A closed port still fails within 2 s.
-async fn connect_retrying(addr: SocketAddr, resvport: bool) -> io::Result<TcpStream> {
+/// (re)starting may refuse before it listens. A closed port still fails within 2 s,
+/// and within half of `timeout`, so that it is reported as refused, not as silent.
+async fn connect_retrying(
+    addr: SocketAddr,
+    resvport: bool,
+    timeout: Duration,
+) -> io::Result<TcpStream> {
     let start = std::time::Instant::now();
+    let window = (timeout / 2).min(Duration::from_secs(2));
     loop {
         match connect_tcp(addr, resvport).await {
-            Err(e)
-                if e.kind() == io::ErrorKind::ConnectionRefused
-                    && start.elapsed() < Duration::from_secs(2) =>
-            {
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused && start.elapsed() < window => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             r => return r,
@@ -220,7 +223,7 @@ pub async fn mount(
     };
     let maddr = SocketAddr::new(ip, mount_port);
     let what = format!("MOUNT service at {maddr}");
-    let sock = bounded(&what, timeout, connect_retrying(maddr, resvport))
+    let sock = bounded(&what, timeout, connect_retrying(maddr, resvport, timeout))
         .await
         .map_err(|mut f| {
             f.message.push_str(efs_hint(host));

@@ -30,7 +30,8 @@ pub struct NfsUrl {
 
 /// Whether DEST names an NFS server rather than a local path.
 pub fn is_nfs_url(s: &str) -> bool {
-    s.starts_with("nfs://")
+    // URL schemes are case-insensitive (RFC 3986): `NFS://` is a URL, not a local path.
+    s.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("nfs://"))
 }
 
 fn decode(s: &str) -> Result<String, String> {
@@ -61,7 +62,8 @@ fn num<T: std::str::FromStr>(key: &str, v: &str) -> Result<T, String> {
 /// Parses an `nfs://` URL.
 pub fn parse(url: &str) -> Result<NfsUrl, String> {
     let rest = url
-        .strip_prefix("nfs://")
+        .get(6..)
+        .filter(|_| is_nfs_url(url))
         .ok_or_else(|| format!("{url:?} does not start with nfs://"))?;
     // `nfs://h/dir?opts/` (a trailing slash added to a URL that has a query, as
     // scripts do for "into this directory") means the same as `nfs://h/dir/?opts`.
@@ -94,7 +96,14 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
     }
     let mut u = NfsUrl {
         host,
-        nfs_port: port.map(|p| num("port", p)).transpose()?,
+        nfs_port: port
+            .map(|p| match p.parse::<u16>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!(
+                    "{url:?}: port {p:?} is not a port number (1 to 65535)"
+                )),
+            })
+            .transpose()?,
         mount_port: None,
         path: decode(path)?,
         uid: None,
@@ -177,5 +186,25 @@ mod tests {
         assert!(parse("nfs://h/x?noresvprot").is_err());
         assert!(parse("nfs:///x").is_err());
         assert!(parse("nfs://h:99999/x").is_err());
+    }
+
+    #[test]
+    fn the_scheme_is_case_insensitive_and_a_bad_port_is_named() {
+        for url in ["NFS://h:2049/x", "Nfs://h:2049/x", "nFs://h:2049/x"] {
+            assert!(is_nfs_url(url), "{url}");
+            assert_eq!(parse(url).unwrap().nfs_port, Some(2049));
+        }
+        assert!(!is_nfs_url("nfs:/h/x") && !is_nfs_url("nfs") && !is_nfs_url("./nfs://x"));
+        for (url, port) in [
+            ("nfs://h:99999/x", "99999"),
+            ("nfs://h:abc/x", "abc"),
+            ("nfs://h:0/x", "0"),
+        ] {
+            let e = parse(url).unwrap_err();
+            assert!(
+                e.contains(&format!("port \"{port}\"")) && e.contains("65535"),
+                "{e}"
+            );
+        }
     }
 }
