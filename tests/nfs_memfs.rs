@@ -364,6 +364,35 @@ fn closed_port_fails_fast_with_connect_code() {
     }
 }
 
+/// MOUNT answers but the NFS port is closed: refused, exit 10, also with a short timeout.
+#[test]
+fn closed_nfs_port_is_refused_not_timed_out() {
+    let server = MemServer::start();
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    for timeout in ["1", "3"] {
+        let out = nfsync()
+            .args(["--timeout", timeout])
+            .arg(slash(&s.join("src")))
+            .arg(format!(
+                "nfs://127.0.0.1/d?nfsport={closed}&mountport={}",
+                server.port
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("refused") && err.contains(&closed.to_string()),
+            "{err}"
+        );
+    }
+}
+
 /// `--timeout 0` means no timeout (as in rsync), and the scheme is case-insensitive.
 #[test]
 fn timeout_zero_and_an_upper_case_scheme_work() {
