@@ -5,9 +5,10 @@
 //! the waits the protocol requires, and all workers share a few multiplexed TCP
 //! connections, so hundreds of calls are in flight at once.
 //!
-//! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records; [`rpc`]
-//! is the multiplexed RPC transport; [`mount`] does portmapper + MOUNT via
-//! `nfs3_client`; [`client`] adds NFS retry rules;
+//! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records, after
+//! [`shape`] has checked every length in them against the record; [`rpc`] is the
+//! multiplexed RPC transport; [`mount`] does portmapper + MOUNT one call at a time over
+//! the same record layer; [`client`] adds NFS retry rules;
 //! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
 //! `write`, links, nodes and removal in `objects`, and attribute policy in `attrs`.
 //!
@@ -22,6 +23,7 @@ pub mod error;
 pub mod mount;
 mod objects;
 pub mod rpc;
+pub mod shape;
 pub mod url;
 pub mod wire;
 mod write;
