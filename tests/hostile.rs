@@ -20,10 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use nfs3_client::nfs3_types::mount::dirpath;
 use nfs3_client::nfs3_types::mount::{
     export_node, exports, fhandle3, mountres3, mountres3_ok, mountstat3, name,
 };
-use nfs3_client::nfs3_types::mount::dirpath;
 use nfs3_client::nfs3_types::nfs3::{self as v3, Nfs3Option, Nfs3Result, nfsstat3};
 use nfs3_client::nfs3_types::rpc::{
     accept_stat_data, accepted_reply, auth_flavor, msg_body, opaque_auth, reply_body, rpc_msg,
@@ -144,7 +144,11 @@ impl Rng {
         }
     }
     fn post_op_attr(&mut self) -> v3::post_op_attr {
-        if self.coin() { Nfs3Option::Some(self.fattr()) } else { Nfs3Option::None }
+        if self.coin() {
+            Nfs3Option::Some(self.fattr())
+        } else {
+            Nfs3Option::None
+        }
     }
     fn wcc(&mut self) -> v3::wcc_data {
         let before = if self.coin() {
@@ -167,7 +171,11 @@ impl Rng {
         }
     }
     fn post_op_fh(&mut self) -> v3::post_op_fh3 {
-        if self.coin() { Nfs3Option::Some(self.fh()) } else { Nfs3Option::None }
+        if self.coin() {
+            Nfs3Option::Some(self.fh())
+        } else {
+            Nfs3Option::None
+        }
     }
     fn verf(&mut self) -> [u8; 8] {
         self.next().to_be_bytes()
@@ -175,7 +183,13 @@ impl Rng {
     /// An NFS result: OK with `ok`'s value, or an error status with `fail`'s.
     fn res<T, E>(&mut self, ok: fn(&mut Rng) -> T, fail: fn(&mut Rng) -> E) -> Nfs3Result<T, E> {
         use nfsstat3::*;
-        let errs = [NFS3ERR_NOENT, NFS3ERR_ACCES, NFS3ERR_EXIST, NFS3ERR_NOSPC, NFS3ERR_STALE];
+        let errs = [
+            NFS3ERR_NOENT,
+            NFS3ERR_ACCES,
+            NFS3ERR_EXIST,
+            NFS3ERR_NOSPC,
+            NFS3ERR_STALE,
+        ];
         if self.coin() {
             Nfs3Result::Ok(ok(self))
         } else {
@@ -210,8 +224,11 @@ fn addr() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 2049))
 }
 
+/// What a decode gave (packed again, or the error) and its largest allocation.
+type Decoded = (Result<Vec<u8>, String>, usize);
+
 /// Decodes `rec` as `R` (watched) and packs the result again (not watched).
-fn decode<R: Unpack + Pack + Shape>(rec: &[u8]) -> (Result<Vec<u8>, String>, usize) {
+fn decode<R: Unpack + Pack + Shape>(rec: &[u8]) -> Decoded {
     let (res, largest) = largest_allocation(|| decode_reply::<R>(addr(), XID, rec));
     let repacked = res
         .map(|v| {
@@ -227,7 +244,7 @@ fn decode<R: Unpack + Pack + Shape>(rec: &[u8]) -> (Result<Vec<u8>, String>, usi
 struct Kind {
     name: &'static str,
     make: fn(&mut Rng) -> (Vec<u8>, Vec<u8>),
-    decode: fn(&[u8]) -> (Result<Vec<u8>, String>, usize),
+    decode: fn(&[u8]) -> Decoded,
     /// Lists grow by the elements actually present, and an element takes more room in
     /// memory than its minimal 4 to 32 bytes on the wire (then doubled by `Vec`).
     list_growth: usize,
@@ -352,7 +369,7 @@ fn mutate(rec: &mut Vec<u8>, op: u8, at: usize, val: u32) {
     }
     let at = at % rec.len();
     let word = at & !3;
-    let v = if val % 2 == 0 {
+    let v = if val.is_multiple_of(2) {
         HOSTILE[(val as usize / 2) % HOSTILE.len()]
     } else {
         val
@@ -435,4 +452,273 @@ fn mount_reply_claiming_a_4gib_flavor_list_is_refused() {
     assert!(err.contains("4294967280 entries"), "{err}");
     assert!(err.contains("127.0.0.1:2049"), "{err}");
     assert!(largest < 1024, "{largest} bytes");
+}
+
+// ------------------------------------------------------------------ end to end
+
+/// One RFC 5531 record from `s` (fragments joined), or `None` at EOF.
+fn read_rec(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut rec = Vec::new();
+    loop {
+        let mut mark = [0u8; 4];
+        s.read_exact(&mut mark).ok()?;
+        let mark = u32::from_be_bytes(mark);
+        let start = rec.len();
+        rec.resize(start + (mark & 0x7fff_ffff) as usize, 0);
+        s.read_exact(&mut rec[start..]).ok()?;
+        if mark & 0x8000_0000 != 0 {
+            return Some(rec);
+        }
+    }
+}
+
+fn write_rec(s: &mut TcpStream, words: &[u32]) -> std::io::Result<()> {
+    let mut out = (0x8000_0000u32 | (words.len() as u32 * 4))
+        .to_be_bytes()
+        .to_vec();
+    out.extend(words.iter().flat_map(|w| w.to_be_bytes()));
+    s.write_all(&out)
+}
+
+fn word(rec: &[u8], i: usize) -> u32 {
+    rec.get(i * 4..i * 4 + 4)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// A reply whose verifier claims 0xfffffff0 bytes: valid up to that length, which
+/// every reply type carries, so it fits whatever call it answers.
+fn verifier_claims_4gib(xid: u32) -> Vec<u32> {
+    vec![xid, 1, 0, 0, 0xffff_fff0, 0, 0, 0]
+}
+
+/// A served connection: its socket (to shut down) and its thread (to join).
+type Conn = (TcpStream, JoinHandle<()>);
+
+/// Threads and sockets of the test servers on 127.0.0.1, all shut down and joined on
+/// drop (also when the test fails), so nothing outlives the test.
+#[derive(Default)]
+struct Servers {
+    stop: Arc<AtomicBool>,
+    listeners: Vec<(u16, JoinHandle<()>)>,
+    conns: Arc<Mutex<Vec<Conn>>>,
+}
+
+impl Servers {
+    /// Accepts connections on a fresh port and hands each to `serve` on its own thread.
+    fn listen(&mut self, serve: impl Fn(TcpStream) + Send + Sync + 'static) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let (stop, conns, serve) = (self.stop.clone(), self.conns.clone(), Arc::new(serve));
+        let h = std::thread::spawn(move || {
+            for c in l.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(c) = c else { break };
+                let (keep, serve) = (c.try_clone().unwrap(), serve.clone());
+                conns
+                    .lock()
+                    .unwrap()
+                    .push((keep, std::thread::spawn(move || serve(c))));
+            }
+        });
+        self.listeners.push((port, h));
+        port
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for (port, h) in self.listeners.drain(..) {
+            let _ = TcpStream::connect(("127.0.0.1", port)); // wakes the accept loop
+            let _ = h.join();
+        }
+        for (sock, h) in self.conns.lock().unwrap().drain(..) {
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+            let _ = h.join();
+        }
+    }
+}
+
+/// A server answering every call on `port` with `answer(xid, prog, proc)`.
+fn answering(servers: &mut Servers, answer: fn(u32, u32, u32) -> Vec<u32>) -> u16 {
+    servers.listen(move |mut s| {
+        while let Some(call) = read_rec(&mut s) {
+            let words = answer(word(&call, 0), word(&call, 3), word(&call, 5));
+            if write_rec(&mut s, &words).is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// A proxy to `target` that answers calls whose arguments contain `needle` itself, with
+/// [`verifier_claims_4gib`]; every other call and reply passes unchanged.
+fn poisoning_proxy(servers: &mut Servers, target: u16, needle: &'static [u8]) -> u16 {
+    servers.listen(move |client| {
+        let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+            return;
+        };
+        let poisoned = Arc::new(Mutex::new(HashSet::new()));
+        let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+        let marked = poisoned.clone();
+        let (mut c_out, mut s_in) = (client, server);
+        let up = std::thread::spawn(move || {
+            while let Some(call) = read_rec(&mut c_in) {
+                if call.windows(needle.len()).any(|w| w == needle) {
+                    marked.lock().unwrap().insert(word(&call, 0));
+                }
+                let mut out = (0x8000_0000u32 | call.len() as u32).to_be_bytes().to_vec();
+                out.extend_from_slice(&call);
+                if s_out.write_all(&out).is_err() {
+                    break;
+                }
+            }
+            let _ = s_out.shutdown(std::net::Shutdown::Both);
+        });
+        while let Some(rep) = read_rec(&mut s_in) {
+            let xid = word(&rep, 0);
+            let sent = if poisoned.lock().unwrap().remove(&xid) {
+                write_rec(&mut c_out, &verifier_claims_4gib(xid))
+            } else {
+                let mut out = (0x8000_0000u32 | rep.len() as u32).to_be_bytes().to_vec();
+                out.extend_from_slice(&rep);
+                c_out.write_all(&out)
+            };
+            if sent.is_err() {
+                break;
+            }
+        }
+        let _ = c_out.shutdown(std::net::Shutdown::Both);
+        let _ = up.join();
+    })
+}
+
+/// The address space nfsync may use in these tests (`ulimit -v 3000000`, as in the
+/// issue): a run needs far less, an allocation of a claimed 4 GiB cannot succeed.
+const ADDRESS_SPACE: u64 = 3_000_000 * 1024;
+
+/// Runs nfsync with `args` under [`ADDRESS_SPACE`].
+fn nfsync_limited(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(support::bin());
+    cmd.args(args);
+    // SAFETY: setrlimit is async-signal-safe and touches nothing of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: ADDRESS_SPACE,
+                rlim_max: ADDRESS_SPACE,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Exit code 10, not a signal, and one line naming the server and what it sent.
+fn assert_refused_cleanly(out: &std::process::Output, port: u16) {
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), None, "{}", describe(out));
+    assert_eq!(out.status.code(), Some(10), "{}", describe(out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(lines[0].contains("invalid RPC reply"), "{err}");
+}
+
+#[test]
+fn server_claiming_4gib_in_every_reply_gets_an_error_exit() {
+    let mut servers = Servers::default();
+    let port = answering(&mut servers, |xid, _, _| verifier_claims_4gib(xid));
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    let url = format!("nfs://127.0.0.1/x?nfsport={port}&mountport={port}");
+    let out = nfsync_limited(&[
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        &slash(&s.join("src")),
+        url.as_ref(),
+    ]);
+    assert_refused_cleanly(&out, port);
+}
+
+/// The issue's case: MOUNT answers the export list, then MNT with a root handle and
+/// 0xfffffff0 auth flavors.
+#[test]
+fn mnt_reply_claiming_4gib_flavors_gets_an_error_exit() {
+    let mut servers = Servers::default();
+    let port = answering(&mut servers, |xid, _, proc| match proc {
+        5 => vec![xid, 1, 0, 0, 0, 0, 0], // EXPORT: an empty list
+        _ => vec![xid, 1, 0, 0, 0, 0, 0, 4, 0xabcd, 0xffff_fff0, 1],
+    });
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("a", "x");
+    let url = format!("nfs://127.0.0.1/x?nfsport={port}&mountport={port}");
+    let out = nfsync_limited(&[
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        &slash(&s.join("src")),
+        url.as_ref(),
+    ]);
+    assert_refused_cleanly(&out, port);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("auth flavor"));
+}
+
+/// A garbage reply to one file's call is that file's error (exit 23); the rest is copied.
+#[test]
+fn garbage_reply_for_one_file_is_a_per_file_error() {
+    use nfs3_server::memfs::MemFs;
+    use nfs3_server::tcp::{NFSTcp, NFSTcpListener};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(NFSTcpListener::bind("127.0.0.1:0", MemFs::default()))
+        .unwrap();
+    let memfs = listener.get_listen_port();
+    rt.spawn(async move { listener.handle_forever().await });
+    let mut servers = Servers::default();
+    let proxy = poisoning_proxy(&mut servers, memfs, b"hostile");
+    let s = Scratch::new();
+    Tree::new(s.join("src"))
+        .file("a", "x")
+        .file("b", "y")
+        .file("hostile", "z");
+    let url = format!("nfs://127.0.0.1/d?nfsport={proxy}&mountport={memfs}");
+    let out = nfsync_limited(&[
+        "--json".as_ref(),
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        &slash(&s.join("src")),
+        url.as_ref(),
+    ]);
+    drop(servers);
+    rt.shutdown_background();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), None, "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("hostile") && l.contains("invalid RPC reply")),
+        "{err}"
+    );
+    assert_eq!(
+        stat(&json_stats(&out), "files_copied"),
+        2,
+        "{}",
+        describe(&out)
+    );
 }
