@@ -129,17 +129,41 @@ pub fn run<D: Destination>(
     };
     engine.plan_roots()?;
 
-    std::thread::scope(|s| {
-        let spawn = |n: usize| {
-            for i in 0..n {
-                std::thread::Builder::new()
-                    .name(format!("nfsync-worker-{i}"))
-                    .spawn_scoped(s, || engine.work())
-                    .expect("spawn worker thread");
+    let started = std::thread::scope(|s| {
+        // A container's pids limit can refuse threads: that means fewer workers (said
+        // once, with -v), and only no worker at all ends the run.
+        let mut refused = false;
+        let mut spawn = |n: usize, first: usize| -> (usize, Option<io::Error>) {
+            if refused {
+                return (0, None);
             }
+            let mut id = first;
+            let (k, err) = spawn_up_to(n, || {
+                id += 1;
+                std::thread::Builder::new()
+                    .name(format!("nfsync-worker-{}", id - 1))
+                    .spawn_scoped(s, || engine.work())
+                    .map(drop)
+            });
+            if let Some(e) = &err {
+                refused = true;
+                engine.out.verbose(
+                    1,
+                    format_args!("no more worker threads ({e}): running with {}", first + k),
+                );
+            }
+            (k, err)
         };
-        let mut spawned = ctl.jobs();
-        spawn(spawned);
+        let mut spawned = match spawn(ctl.jobs(), 0) {
+            (0, err) => {
+                let e = err.map_or_else(String::new, |e| e.to_string());
+                return Err(Fatal::new(
+                    exit::FILE_IO,
+                    format!("cannot start a worker thread: {e}"),
+                ));
+            }
+            (k, _) => k,
+        };
         // The controller's loop: measure each interval, adjust the cap, spawn more
         // workers when the cap grows past those running.
         let tick = Duration::from_millis(100);
@@ -171,14 +195,15 @@ pub fn run<D: Destination>(
                     .verbose(1, format_args!("{change} at {:.1}s", now.as_secs_f64()));
                 engine.sched.set_limit(n);
                 if n > spawned {
-                    spawn(n - spawned);
-                    spawned = n;
+                    spawned += spawn(n - spawned, spawned).0;
                 }
             }
             (last_ops, last_busy, last_bytes) = (ops, busy, bytes);
         }
         engine.sched.wake_all();
+        Ok(())
     });
+    started?;
 
     let mut summary = Summary::new(
         &engine.stats,
@@ -335,7 +360,42 @@ fn fatal_code(e: &io::Error) -> Option<i32> {
     }
 }
 
+/// Starts up to `n` threads with `spawn_one`, stopping at the first the OS refuses;
+/// returns how many started and the refusal.
+fn spawn_up_to(
+    n: usize,
+    mut spawn_one: impl FnMut() -> io::Result<()>,
+) -> (usize, Option<io::Error>) {
+    for started in 0..n {
+        if let Err(e) = spawn_one() {
+            return (started, Some(e));
+        }
+    }
+    (n, None)
+}
+
 /// Whether a destination error ends the run.
 fn is_fatal(e: &io::Error) -> bool {
     fatal_code(e).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_threads_mean_fewer_workers() {
+        let mut allowed = 3;
+        let (started, err) = spawn_up_to(8, || {
+            if allowed == 0 {
+                return Err(io::Error::from_raw_os_error(libc::EAGAIN));
+            }
+            allowed -= 1;
+            Ok(())
+        });
+        assert_eq!(started, 3);
+        assert_eq!(err.unwrap().raw_os_error(), Some(libc::EAGAIN));
+        let (started, err) = spawn_up_to(4, || Ok(()));
+        assert_eq!((started, err.is_none()), (4, true));
+    }
 }

@@ -16,6 +16,7 @@ use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error;
 use super::rpc::{RpcClient, RpcError};
+use super::shape::Shape;
 use crate::meta::{Kind, Meta, Time};
 
 /// The outcome of one NFS procedure.
@@ -49,8 +50,8 @@ impl Nfs {
     pub async fn call<A, T, E>(&self, proc: v3::NFS_PROGRAM, args: &A) -> io::Result<Answer<T>>
     where
         A: Pack,
-        T: Unpack,
-        E: Unpack,
+        T: Unpack + Shape,
+        E: Unpack + Shape,
     {
         let mut ambiguous = false;
         let mut first_failure: Option<Instant> = None;

@@ -5,9 +5,10 @@
 //! the waits the protocol requires, and all workers share a few multiplexed TCP
 //! connections, so hundreds of calls are in flight at once.
 //!
-//! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records; [`rpc`]
-//! is the multiplexed RPC transport; [`mount`] does portmapper + MOUNT via
-//! `nfs3_client`; [`client`] adds NFS retry rules;
+//! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records, after
+//! [`shape`] has checked every length in them against the record; [`rpc`] is the
+//! multiplexed RPC transport; [`mount`] does portmapper + MOUNT one call at a time over
+//! the same record layer; [`client`] adds NFS retry rules;
 //! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
 //! `write`, links, nodes and removal in `objects`, and attribute policy in `attrs`.
 //!
@@ -22,6 +23,7 @@ pub mod error;
 pub mod mount;
 mod objects;
 pub mod rpc;
+pub mod shape;
 pub mod url;
 pub mod wire;
 mod write;
@@ -53,11 +55,7 @@ pub const DEFAULT_WINDOW: usize = 64;
 /// CONNECT (unreachable, refused, wrong port, garbage) or TIMEOUT.
 pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
     let parsed = url::parse(url).map_err(|e| Fatal::new(crate::exit::USAGE, e))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("nfsync-nfs")
-        .enable_all()
-        .build()
+    let rt = runtime(RUNTIME_THREADS)
         .map_err(|e| Fatal::new(CONNECT, format!("cannot start the NFS runtime: {e}")))?;
     let timeout = if config.timeout.is_zero() {
         Duration::from_secs(30)
@@ -98,6 +96,49 @@ pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
     let (m, nfs, info) = setup?;
     let label = format!("nfs://{}{}", parsed.host, m.export);
     Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config))
+}
+
+/// Threads driving the connections' reader and writer tasks.
+const RUNTIME_THREADS: usize = 2;
+
+/// The runtime for the NFS tasks, on as many of `want` threads as the OS allows now.
+///
+/// tokio panics when it cannot start a worker thread (a container's pids limit), so
+/// the threads are tried first; with none to spare the tasks run on a current-thread
+/// runtime, driven by whichever engine worker is waiting in `block_on`.
+fn runtime(want: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let n = startable_threads(want);
+    if n == 0 {
+        return tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(n)
+        .thread_name("nfsync-nfs")
+        .enable_all()
+        .build()
+}
+
+/// How many of `want` threads can be started right now (each is started, then ended).
+fn startable_threads(want: usize) -> usize {
+    let (hold, wait) = std::sync::mpsc::channel::<()>();
+    let wait = Arc::new(std::sync::Mutex::new(wait));
+    let mut started = Vec::new();
+    for _ in 0..want {
+        let wait = wait.clone();
+        // Each probe stays alive until all are started, so they count together.
+        match std::thread::Builder::new().spawn(move || drop(wait.lock().map(|w| w.recv()))) {
+            Ok(h) => started.push(h),
+            Err(_) => break,
+        }
+    }
+    drop(hold);
+    let n = started.len();
+    for h in started {
+        let _ = h.join();
+    }
+    n
 }
 
 const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfsync as root (it \

@@ -1,9 +1,10 @@
 //! Getting from a URL to a root file handle: name lookup, portmapper, MOUNT v3.
 //!
-//! These are a handful of calls done once per run, so they use `nfs3_client`'s
-//! one-call-at-a-time `MountClient` and `PortmapperClient` over our own sockets (which
-//! bind a privileged source port only when asked, and turn EOF into an error instead
-//! of the crate's retry-forever read loop). Every step is bounded by `--timeout`.
+//! These are a handful of calls done once per run, one at a time on their own
+//! connection, through the same record layer and reply checks as the NFS calls
+//! ([`read_record`], [`decode_reply`]): `nfs3_client`'s `MountClient` allocates the
+//! record by its mark and every array by its declared length, so a hostile MOUNT
+//! reply could abort us. Every step is bounded by `--timeout`.
 //!
 //! Failures here end the run with a message that says what to fix, so they are
 //! [`Fatal`]s with exit code [`CONNECT`] (or [`TIMEOUT`]).
@@ -12,38 +13,49 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use nfs3_client::io::{AsyncRead, AsyncWrite};
-use nfs3_client::{MountClient, MountError, PortmapError, PortmapperClient};
-use nfs3_types::mount::{dirpath, mountstat3};
+use nfs3_types::mount::{MOUNT_PROGRAM, dirpath, exports, mountres3, mountstat3};
 use nfs3_types::nfs3::nfs_fh3;
+use nfs3_types::portmap::{PMAP_PROG, mapping};
 use nfs3_types::rpc::{auth_unix, opaque_auth};
-use nfs3_types::xdr_codec::Opaque;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::rpc::connect_tcp;
+use super::rpc::{RpcError, connect_tcp, decode_reply, encode_call, next_xid, read_record};
+use super::shape::Shape;
 use super::url::NfsUrl;
 use crate::exit::{CONNECT, Fatal, TIMEOUT};
 
-/// `nfs3_client`'s I/O traits over a tokio socket.
-struct Io(TcpStream);
-
-impl AsyncRead for Io {
-    async fn async_read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.0.read(buf).await?;
-        if n == 0 && !buf.is_empty() {
-            // nfs3_client's read_exact loops until the buffer is full; a closed
-            // socket must end that loop.
-            return Err(io::ErrorKind::UnexpectedEof.into());
+/// One call on a connection that carries nothing else, so the next record is its reply.
+async fn call_once<A: Pack, R: Unpack + Shape>(
+    sock: &mut TcpStream,
+    (prog, vers, proc): (u32, u32, u32),
+    cred: &opaque_auth<'static>,
+    args: &A,
+) -> Result<R, RpcError> {
+    let addr = sock.peer_addr().map_err(|source| RpcError::Connect {
+        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        source,
+    })?;
+    let xid = next_xid();
+    let record = encode_call(xid, (prog, vers, proc), cred, args).ok_or(RpcError::Garbage {
+        addr,
+        what: "could not encode the call".into(),
+    })?;
+    if sock.write_all(&record).await.is_err() {
+        return Err(RpcError::Disconnected { addr, sent: false });
+    }
+    let reply = match read_record(sock).await {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            return Err(RpcError::Garbage {
+                addr,
+                what: e.to_string(),
+            });
         }
-        Ok(n)
-    }
-}
-
-impl AsyncWrite for Io {
-    async fn async_write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf).await
-    }
+        Err(_) => return Err(RpcError::Disconnected { addr, sent: true }),
+    };
+    decode_reply(addr, xid, &reply)
 }
 
 /// What MOUNT gave us.
@@ -155,15 +167,25 @@ async fn getport(
             ));
             f
         })?;
-    let mut client = PortmapperClient::new(Io(sock));
+    let mut sock = sock;
+    let args = mapping {
+        prog,
+        vers,
+        prot: nfs3_types::portmap::IPPROTO_TCP,
+        port: 0,
+    };
+    let call = (
+        nfs3_types::portmap::PROGRAM,
+        nfs3_types::portmap::VERSION,
+        PMAP_PROG::PMAPPROC_GETPORT as u32,
+    );
     let r = tokio::time::timeout(
         t,
-        client.getport(prog, vers, nfs3_types::portmap::IPPROTO_TCP),
+        call_once::<_, u32>(&mut sock, call, &opaque_auth::default(), &args),
     )
     .await;
     match r {
-        Ok(Ok(port)) => Ok(port),
-        Ok(Err(PortmapError::ProgramUnavailable)) => {
+        Ok(Ok(0)) => {
             let hint = match efs_hint(host) {
                 "" => {
                     " (NFSv4-only servers, such as AWS EFS, have no NFSv3 MOUNT service: \
@@ -176,6 +198,8 @@ async fn getport(
                 format!("{host} does not serve {name} over TCP{hint}"),
             ))
         }
+        Ok(Ok(port)) => u16::try_from(port)
+            .map_err(|_| Fatal::new(CONNECT, format!("{what}: answered port {port}"))),
         Ok(Err(e)) => Err(Fatal::new(CONNECT, format!("{what}: {e}"))),
         Err(_) => Err(Fatal::new(
             TIMEOUT,
@@ -223,22 +247,39 @@ pub async fn mount(
     };
     let maddr = SocketAddr::new(ip, mount_port);
     let what = format!("MOUNT service at {maddr}");
-    let sock = bounded(&what, timeout, connect_retrying(maddr, resvport, timeout))
+    let mut sock = bounded(&what, timeout, connect_retrying(maddr, resvport, timeout))
         .await
         .map_err(|mut f| {
             f.message.push_str(efs_hint(host));
             f
         })?;
-    let mut mc = MountClient::new_with_auth(Io(sock), cred.clone(), opaque_auth::default());
+    let proc = |p: MOUNT_PROGRAM| {
+        (
+            nfs3_types::mount::PROGRAM,
+            nfs3_types::mount::VERSION,
+            p as u32,
+        )
+    };
 
     // The export list tells us where the export ends and DEST's subdirectory begins.
     let want = normalize(&url.path);
-    let exports: Vec<String> = match tokio::time::timeout(timeout, mc.export()).await {
+    // A server may refuse to list (or not answer); then MNT is tried blind. One that
+    // answers garbage ends the run here: its MNT reply would be no better.
+    let listed = call_once::<_, exports>(
+        &mut sock,
+        proc(MOUNT_PROGRAM::MOUNTPROC3_EXPORT),
+        cred,
+        &Void,
+    );
+    let exports: Vec<String> = match tokio::time::timeout(timeout, listed).await {
         Ok(Ok(list)) => list
             .into_inner()
             .into_iter()
             .map(|e| String::from_utf8_lossy(&e.ex_dir.0).into_owned())
             .collect(),
+        Ok(Err(e @ RpcError::Garbage { .. })) => {
+            return Err(Fatal::new(CONNECT, format!("MOUNT EXPORT: {e}")));
+        }
         _ => Vec::new(),
     };
     let mut candidates: Vec<String> = exports
@@ -275,8 +316,10 @@ pub async fn mount(
     let mut first_err = None;
     for export in &candidates {
         let dir = dirpath(Opaque::owned(export.as_bytes().to_vec()));
-        match tokio::time::timeout(timeout, mc.mnt(dir)).await {
-            Ok(Ok(ok)) => {
+        let mnt =
+            call_once::<_, mountres3>(&mut sock, proc(MOUNT_PROGRAM::MOUNTPROC3_MNT), cred, &dir);
+        match tokio::time::timeout(timeout, mnt).await {
+            Ok(Ok(mountres3::Ok(ok))) => {
                 let rest = want[export.len()..].trim_start_matches('/');
                 return Ok(Mounted {
                     nfs_addr: SocketAddr::new(ip, nfs_port),
@@ -289,7 +332,7 @@ pub async fn mount(
                         .collect(),
                 });
             }
-            Ok(Err(MountError::Denied(stat))) => {
+            Ok(Ok(mountres3::Err(stat))) => {
                 first_err.get_or_insert(mnt_message(host, export, stat, resvport, &exports));
                 if matches!(stat, mountstat3::MNT3ERR_ACCES) {
                     break;

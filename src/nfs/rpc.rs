@@ -9,8 +9,8 @@
 //! semaphore per connection bounds the calls in flight (and with them the memory).
 //!
 //! Every byte from the server is untrusted: record marks are checked against
-//! [`MAX_RECORD`] before anything is allocated, and decoding failures become errors,
-//! never panics.
+//! [`MAX_RECORD`] before anything is allocated, lengths inside a record against the
+//! record ([`super::shape`]), and decoding failures become errors, never panics.
 
 use std::collections::HashMap;
 use std::io;
@@ -22,6 +22,7 @@ use std::time::Duration;
 use nfs3_types::rpc::{RPC_VERSION_2, auth_stat, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
+use super::shape::Shape;
 pub use super::wire::{MAX_RECORD, decode_reply, read_record};
 use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -119,7 +120,7 @@ const SLOW_CALL_LIMIT: u32 = 20;
 static NEXT_XID: AtomicU32 = AtomicU32::new(0);
 static XID_SEEDED: AtomicBool = AtomicBool::new(false);
 
-fn next_xid() -> u32 {
+pub(super) fn next_xid() -> u32 {
     if !XID_SEEDED.swap(true, Ordering::Relaxed) {
         // Seed from time and pid so a restarted client does not repeat a previous
         // run's xids against the server's duplicate request cache.
@@ -233,7 +234,11 @@ impl RpcClient {
     }
 
     /// Calls procedure `proc` with `args` and decodes the result as `R`.
-    pub async fn call<A: Pack, R: Unpack>(&self, proc: u32, args: &A) -> Result<R, RpcError> {
+    pub async fn call<A: Pack, R: Unpack + Shape>(
+        &self,
+        proc: u32,
+        args: &A,
+    ) -> Result<R, RpcError> {
         if let Some(n) = self.sent.get(proc as usize) {
             n.fetch_add(1, Ordering::Relaxed);
         }
@@ -244,29 +249,12 @@ impl RpcClient {
     }
 
     fn encode<A: Pack>(&self, xid: u32, proc: u32, args: &A) -> Result<Vec<u8>, RpcError> {
-        let msg = rpc_msg {
-            xid,
-            body: msg_body::CALL(call_body {
-                rpcvers: RPC_VERSION_2,
-                prog: self.ep.prog,
-                vers: self.ep.vers,
-                proc,
-                cred: self.cred.borrow(),
-                verf: opaque_auth::default(),
-            }),
-        };
-        let len = msg.packed_size() + args.packed_size();
-        let mut buf = Vec::with_capacity(len + 4);
-        let mark = 0x8000_0000u32 | u32::try_from(len).unwrap_or(0x7fff_ffff);
-        buf.extend_from_slice(&mark.to_be_bytes());
-        let packed = msg.pack(&mut buf).and_then(|_| args.pack(&mut buf));
-        if packed.is_err() || buf.len() != len + 4 || len > 0x7fff_ffff {
-            return Err(RpcError::Garbage {
+        encode_call(xid, (self.ep.prog, self.ep.vers, proc), &self.cred, args).ok_or(
+            RpcError::Garbage {
                 addr: self.ep.addr,
                 what: "could not encode the call".into(),
-            });
-        }
-        Ok(buf)
+            },
+        )
     }
 
     /// Sends one encoded record and waits for the reply with the same xid. Failures
@@ -382,6 +370,33 @@ impl RpcClient {
         *guard = Some(conn.clone());
         Ok(conn)
     }
+}
+
+/// One call record, record mark included: `(prog, vers, proc)` with `cred` and `args`.
+/// `None` when the arguments do not encode (or exceed a record).
+pub fn encode_call<A: Pack>(
+    xid: u32,
+    (prog, vers, proc): (u32, u32, u32),
+    cred: &opaque_auth<'static>,
+    args: &A,
+) -> Option<Vec<u8>> {
+    let msg = rpc_msg {
+        xid,
+        body: msg_body::CALL(call_body {
+            rpcvers: RPC_VERSION_2,
+            prog,
+            vers,
+            proc,
+            cred: cred.borrow(),
+            verf: opaque_auth::default(),
+        }),
+    };
+    let len = msg.packed_size() + args.packed_size();
+    let mark = 0x8000_0000u32 | u32::try_from(len).ok().filter(|&l| l <= 0x7fff_ffff)?;
+    let mut buf = Vec::with_capacity(len + 4);
+    buf.extend_from_slice(&mark.to_be_bytes());
+    let packed = msg.pack(&mut buf).and_then(|_| args.pack(&mut buf));
+    (packed.is_ok() && buf.len() == len + 4).then_some(buf)
 }
 
 /// The slot's connection if it is open and alive (never connects, never waits).

@@ -1,8 +1,9 @@
 //! The bytes on the wire: RFC 5531 record marking and reply decoding.
 //!
 //! Every byte here comes from the server and is untrusted: a record's size is checked
-//! against [`MAX_RECORD`] before anything is allocated, and whatever does not decode
-//! is an error, never a panic.
+//! against [`MAX_RECORD`] before anything is allocated, every length inside it against
+//! the record before `nfs3_types` decodes it ([`super::shape`]), and whatever does not
+//! decode is an error, never a panic.
 
 use std::io::{self, Cursor};
 use std::net::SocketAddr;
@@ -12,6 +13,7 @@ use nfs3_types::xdr_codec::Unpack;
 use tokio::io::AsyncReadExt;
 
 use super::rpc::RpcError;
+use super::shape::{Shape, check_reply};
 
 /// Largest reply record accepted (all fragments together). Our biggest replies are
 /// READ and READDIRPLUS, whose sizes we choose (at most 1 MiB of data); anything much
@@ -39,9 +41,15 @@ pub async fn read_record<R: tokio::io::AsyncRead + Unpin>(rd: &mut R) -> io::Res
     }
 }
 
-/// Decodes a reply record: RPC header checks, then the result.
-pub fn decode_reply<R: Unpack>(addr: SocketAddr, xid: u32, bytes: &[u8]) -> Result<R, RpcError> {
+/// Decodes a reply record: RPC header checks, then the result. The record is walked
+/// first, so no length the server declares can make the decoder allocate past it.
+pub fn decode_reply<R: Unpack + Shape>(
+    addr: SocketAddr,
+    xid: u32,
+    bytes: &[u8],
+) -> Result<R, RpcError> {
     let garbage = |what: String| RpcError::Garbage { addr, what };
+    check_reply::<R>(bytes).map_err(|e| garbage(e.to_string()))?;
     let mut cur = Cursor::new(bytes);
     let (msg, _) = rpc_msg::unpack(&mut cur).map_err(|e| garbage(format!("bad header: {e}")))?;
     if msg.xid != xid {
