@@ -341,17 +341,14 @@ impl<D: Destination> Engine<'_, D> {
         };
         let mut found = None;
         let dir = match existing {
-            Some(Kind::Dir) => match self.dest.open_dir(pdir.unwrap(), &entry.name) {
-                Ok((d, m)) => {
-                    found = Some(m);
-                    Some(d)
-                }
-                Err(e) => {
-                    self.dest_error(&rel, &e);
-                    self.complete(&parent);
+            Some(Kind::Dir) => {
+                let Some((d, m)) = self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent)
+                else {
                     return;
-                }
-            },
+                };
+                found = Some(m);
+                Some(d)
+            }
             other => {
                 if let Some(kind) = other {
                     // Something else is in the way of the directory.
@@ -376,17 +373,13 @@ impl<D: Destination> Engine<'_, D> {
                         Ok(d) => Some(d),
                         // Another run made it meanwhile: use it, as one we found.
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            match self.dest.open_dir(pdir.unwrap(), &entry.name) {
-                                Ok((d, m)) => {
-                                    found = Some(m);
-                                    Some(d)
-                                }
-                                Err(e) => {
-                                    self.dest_error(&rel, &e);
-                                    self.complete(&parent);
-                                    return;
-                                }
-                            }
+                            let Some((d, m)) =
+                                self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent)
+                            else {
+                                return;
+                            };
+                            found = Some(m);
+                            Some(d)
                         }
                         Err(e) => {
                             self.dest_error(&rel, &e);
@@ -419,6 +412,25 @@ impl<D: Destination> Engine<'_, D> {
             self.plan_children(&node, children, fresh, true);
         }
         self.complete(&node);
+    }
+
+    /// Opens a destination directory that exists; on failure reports it and completes
+    /// the parent's count (the caller then gives up on this directory).
+    fn open_existing(
+        &self,
+        pdir: &D::Dir,
+        name: &std::ffi::OsStr,
+        rel: &Path,
+        parent: &Arc<DirNode<D>>,
+    ) -> Option<(D::Dir, Meta)> {
+        match self.dest.open_dir(pdir, name) {
+            Ok(opened) => Some(opened),
+            Err(e) => {
+                self.dest_error(rel, &e);
+                self.complete(parent);
+                None
+            }
+        }
     }
 
     /// Remembers a directory this run writes a source into.
