@@ -23,12 +23,16 @@ _nfsync() {
 
     case "${cmd}" in
         nfsync)
-            opts="-a -r -n -c -j -H -v -q -i -h -V --archive --recursive --dry-run --delete --exclude --include --exclude-from --checksum --size-only --modify-window --jobs --hard-links --specials --devices --owner --no-owner --group --no-group --numeric-ids --verbose --quiet --progress --no-progress --stats --itemize-changes --json --timeout --generate --help --version"
+            opts="-a -r -n -c -j -H -v -q -i -h -V --archive --recursive --dry-run --delete --max-delete --exclude --include --exclude-from --checksum --size-only --modify-window --jobs --hard-links --specials --devices --owner --no-owner --group --no-group --numeric-ids --verbose --quiet --progress --no-progress --stats --itemize-changes --json --timeout --generate --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --max-delete)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --exclude)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -1,9 +1,10 @@
+complete -c nfsync -l max-delete -d 'Delete at most NUM entries (each one inside a removed directory counts), then skip further deletions and exit 25; 0 deletes nothing and reports what it would' -r
 complete -c nfsync -l exclude -d 'Exclude paths matching PATTERN (rsync rules: leading / anchors, trailing / = dirs only)' -r
 complete -c nfsync -l include -d 'Don\'t exclude paths matching PATTERN (rules apply in order; the first match wins)' -r
 complete -c nfsync -l exclude-from -d 'Read exclude patterns from FILE (\'-\' for stdin; \'+ PAT\' includes, \'- PAT\' excludes)' -r -F
 complete -c nfsync -l modify-window -d 'Treat mtimes within SECS seconds as equal' -r
 complete -c nfsync -s j -l jobs -d 'Files in flight: a number, or \'auto\' to find the best by measuring' -r
-complete -c nfsync -l timeout -d 'NFS: seconds without an answer before giving up on the server' -r
+complete -c nfsync -l timeout -d 'NFS: seconds without an answer before giving up on the server (0: wait forever)' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'

@@ -15,13 +15,14 @@ _nfsync() {
 
     local context curcontext="$curcontext" state line
     _arguments "${_arguments_options[@]}" : \
+'--max-delete=[Delete at most NUM entries (each one inside a removed directory counts), then skip further deletions and exit 25; 0 deletes nothing and reports what it would]:NUM:_default' \
 '*--exclude=[Exclude paths matching PATTERN (rsync rules\: leading / anchors, trailing / = dirs only)]:PATTERN:_default' \
 '*--include=[Don'\''t exclude paths matching PATTERN (rules apply in order; the first match wins)]:PATTERN:_default' \
 '*--exclude-from=[Read exclude patterns from FILE ('\''-'\'' for stdin; '\''+ PAT'\'' includes, '\''- PAT'\'' excludes)]:FILE:_files' \
 '--modify-window=[Treat mtimes within SECS seconds as equal]:SECS:_default' \
 '-j+[Files in flight\: a number, or '\''auto'\'' to find the best by measuring]:N|auto:_default' \
 '--jobs=[Files in flight\: a number, or '\''auto'\'' to find the best by measuring]:N|auto:_default' \
-'--timeout=[NFS\: seconds without an answer before giving up on the server]:SECS:_default' \
+'--timeout=[NFS\: seconds without an answer before giving up on the server (0\: wait forever)]:SECS:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
