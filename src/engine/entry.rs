@@ -583,7 +583,11 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 match self.dest.hard_link(dir, &job.entry.name, ldir, lname) {
                     Ok(()) => {}
-                    Err(e) if !last && is_race(&e) => return Attempt::Raced,
+                    // NotFound: another run is replacing the leader's name (linking it to
+                    // its own first name) this very moment; look again.
+                    Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
+                        return Attempt::Raced;
+                    }
                     Err(e) => {
                         self.dest_error(rel, &e);
                         return Attempt::Done(false);
