@@ -636,19 +636,25 @@ fn assert_refused_cleanly(out: &std::process::Output, port: u16) {
     assert!(lines[0].contains("invalid RPC reply"), "{err}");
 }
 
-#[test]
-fn server_claiming_4gib_in_every_reply_gets_an_error_exit() {
-    let mut servers = Servers::default();
-    let port = answering(&mut servers, |xid, _, _| verifier_claims_4gib(xid));
+/// One small file to `nfs://127.0.0.1:port/x` (MOUNT and NFS on `port`), under the
+/// memory limit.
+fn sync_one_file_to(port: u16) -> std::process::Output {
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     let url = format!("nfs://127.0.0.1/x?nfsport={port}&mountport={port}");
-    let out = nfsync_limited(&[
+    nfsync_limited(&[
         "--timeout".as_ref(),
         "5".as_ref(),
         &slash(&s.join("src")),
         url.as_ref(),
-    ]);
+    ])
+}
+
+#[test]
+fn server_claiming_4gib_in_every_reply_gets_an_error_exit() {
+    let mut servers = Servers::default();
+    let port = answering(&mut servers, |xid, _, _| verifier_claims_4gib(xid));
+    let out = sync_one_file_to(port);
     assert_refused_cleanly(&out, port);
 }
 
@@ -661,15 +667,7 @@ fn mnt_reply_claiming_4gib_flavors_gets_an_error_exit() {
         5 => vec![xid, 1, 0, 0, 0, 0, 0], // EXPORT: an empty list
         _ => vec![xid, 1, 0, 0, 0, 0, 0, 4, 0xabcd, 0xffff_fff0, 1],
     });
-    let s = Scratch::new();
-    Tree::new(s.join("src")).file("a", "x");
-    let url = format!("nfs://127.0.0.1/x?nfsport={port}&mountport={port}");
-    let out = nfsync_limited(&[
-        "--timeout".as_ref(),
-        "5".as_ref(),
-        &slash(&s.join("src")),
-        url.as_ref(),
-    ]);
+    let out = sync_one_file_to(port);
     assert_refused_cleanly(&out, port);
     assert!(String::from_utf8_lossy(&out.stderr).contains("auth flavor"));
 }
