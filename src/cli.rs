@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use clap::{ArgAction, Parser, ValueEnum};
 
-use crate::config::{Compare, Config, Jobs};
+use crate::config::Config;
 use crate::dest::OwnerPolicy;
 use crate::exit;
 use crate::filter::Filter;
+use crate::plan::Compare;
+use crate::tune::Jobs;
 
 /// What `--generate` writes.
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -6,26 +6,8 @@ use std::time::Duration;
 
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
-
-/// How to decide that a destination file is already up to date.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compare {
-    /// Size and mtime equal (rsync's default quick check).
-    QuickCheck,
-    /// Size equal (`--size-only`).
-    SizeOnly,
-    /// Size equal and identical bytes (`-c/--checksum`).
-    Checksum,
-}
-
-/// How many files to keep in flight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Jobs {
-    /// Measure and adapt (`--jobs auto`, the default).
-    Auto,
-    /// A fixed count (`--jobs N`).
-    Fixed(usize),
-}
+use crate::plan::{Compare, Rules};
+use crate::tune::Jobs;
 
 /// Everything the engine needs to know about one run.
 #[derive(Clone, Debug)]
@@ -72,4 +54,17 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
+}
+
+impl Config {
+    /// The rules [`crate::plan`] decides by.
+    pub fn rules(&self) -> Rules<'_> {
+        Rules {
+            compare: self.compare,
+            modify_window: self.modify_window,
+            owners: self.owners,
+            delete: self.delete,
+            filter: &self.filter,
+        }
+    }
 }

@@ -1,28 +1,59 @@
 //! Exit codes, in one place. They follow rsync's where rsync has the same situation,
 //! so scripts that check rsync's codes keep working.
 
-use std::fmt;
+use std::io;
+use std::path::PathBuf;
 
-/// Everything was copied (or was already up to date).
-pub const OK: i32 = 0;
-/// Bad command line.
-pub const USAGE: i32 = 1;
-/// A source is missing or DEST cannot be used (rsync: "errors selecting input/output files, dirs").
-pub const SELECT: i32 = 3;
-/// The NFS server could not be reached or refused the export (rsync: "error in socket I/O").
-pub const CONNECT: i32 = 10;
-/// A fatal I/O error stopped the run midway (rsync: "error in file I/O").
-pub const FILE_IO: i32 = 11;
-/// Interrupted by SIGINT or SIGTERM; the summary was printed (rsync uses 20 too).
-pub const INTERRUPTED: i32 = 20;
-/// Some files could not be copied; the rest were (rsync: "partial transfer due to error").
-pub const PARTIAL: i32 = 23;
-/// Some source files vanished before they could be copied (rsync: "some files vanished").
-pub const VANISHED: i32 = 24;
-/// `--max-delete` stopped deletions; the rest of the run went on (rsync uses 25 too).
-pub const DEL_LIMIT: i32 = 25;
-/// The NFS server stopped answering within `--timeout` (rsync: "timeout in data send/receive").
-pub const TIMEOUT: i32 = 30;
+use crate::dest;
+
+/// How a run ended, as the process exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ExitCode {
+    /// Everything was copied (or was already up to date).
+    Success = 0,
+    /// Bad command line.
+    Usage = 1,
+    /// A source is missing or DEST cannot be used (rsync: "errors selecting input/output
+    /// files, dirs").
+    Select = 3,
+    /// The NFS server could not be reached or refused the export (rsync: "error in
+    /// socket I/O").
+    Connect = 10,
+    /// A fatal I/O error stopped the run midway (rsync: "error in file I/O").
+    FileIo = 11,
+    /// Interrupted by SIGINT or SIGTERM; the summary was printed (rsync uses 20 too).
+    Interrupted = 20,
+    /// Some files could not be copied; the rest were (rsync: "partial transfer due to
+    /// error").
+    Partial = 23,
+    /// Some source files vanished before they could be copied (rsync: "some files
+    /// vanished").
+    Vanished = 24,
+    /// `--max-delete` stopped deletions; the rest of the run went on (rsync uses 25 too).
+    DelLimit = 25,
+    /// The NFS server stopped answering within `--timeout` (rsync: "timeout in data
+    /// send/receive").
+    Timeout = 30,
+}
+
+impl ExitCode {
+    /// The number the process exits with.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+impl From<ExitCode> for std::process::ExitCode {
+    fn from(c: ExitCode) -> Self {
+        std::process::ExitCode::from(c as u8)
+    }
+}
+
+impl serde::Serialize for ExitCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i32(self.code())
+    }
+}
 
 /// The table printed in `--help` and README.
 pub const TABLE: &str = "\
@@ -38,29 +69,67 @@ Exit codes:
   25  --max-delete stopped deletions (the rest of the sync was done)
   30  NFS server timed out (--timeout)";
 
-/// An error that ends the whole run, with the exit code it maps to.
-#[derive(Debug)]
-pub struct Fatal {
-    /// Exit code from this module.
-    pub code: i32,
-    /// One line naming the path or server and the cause.
-    pub message: String,
+/// An error that ends the whole run. Per-entry failures never become one: they are
+/// printed, counted, and the run goes on (exit 23).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The command line (or the `nfs://` URL in it) cannot be used.
+    #[error("{0}")]
+    Usage(String),
+    /// A source or DEST cannot be looked at.
+    #[error("{}: {source}", path.display())]
+    Select {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A source or DEST is the wrong kind of thing for the command.
+    #[error("{}: {why}", path.display())]
+    Unusable { path: PathBuf, why: String },
+    /// The NFS server cannot be reached, or refused us, while setting up.
+    #[error("{0}")]
+    Connect(String),
+    /// The NFS server did not answer within `--timeout` while setting up.
+    #[error("{0}")]
+    Timeout(String),
+    /// The destination went away mid-run (see [`dest::Error`]).
+    #[error("{}: {source}", path.display())]
+    Dest {
+        path: PathBuf,
+        #[source]
+        source: dest::Error,
+    },
+    /// A local failure outside any file (starting threads, writing output).
+    #[error("{what}: {source}")]
+    Local {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
 }
 
-impl Fatal {
-    /// Builds a fatal error.
-    pub fn new(code: i32, message: impl Into<String>) -> Fatal {
-        Fatal {
-            code,
-            message: message.into(),
+impl Error {
+    /// The exit code this error ends the run with: the one mapping from errors to codes.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Usage(_) => ExitCode::Usage,
+            Error::Select { .. } | Error::Unusable { .. } => ExitCode::Select,
+            Error::Connect(_) => ExitCode::Connect,
+            Error::Timeout(_) => ExitCode::Timeout,
+            Error::Dest { source, .. } => match source {
+                dest::Error::Unreachable(_) => ExitCode::Connect,
+                dest::Error::TimedOut(_) => ExitCode::Timeout,
+                dest::Error::Entry(_) => ExitCode::FileIo,
+            },
+            Error::Local { .. } => ExitCode::FileIo,
         }
     }
 }
 
-impl fmt::Display for Fatal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+/// Adds advice to a set-up error's message (what to change in the URL or on the server).
+pub fn with_hint(mut e: Error, hint: &str) -> Error {
+    if let Error::Connect(m) | Error::Timeout(m) | Error::Usage(m) = &mut e {
+        m.push_str(hint);
     }
+    e
 }
-
-impl std::error::Error for Fatal {}

@@ -15,5 +15,6 @@ pub mod nfs;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod temp;
 pub mod tune;
 pub mod walk;

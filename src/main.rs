@@ -1,7 +1,6 @@
 //! The `nfsync` command: parse, build a destination, run the engine, report.
 
 use std::io::Write;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -9,34 +8,74 @@ use clap::{CommandFactory, FromArgMatches};
 
 use nfsync::cli::{self, Cli};
 use nfsync::config::Config;
-use nfsync::dest::{Destination, local::LocalDest};
-use nfsync::exit::{self, Fatal};
+use nfsync::dest::{Destination, local};
+use nfsync::exit::{Error, ExitCode};
 use nfsync::progress::Progress;
 use nfsync::report::{Output, Stats, Summary};
 use nfsync::{engine, nfs};
 
-fn main() -> ExitCode {
+fn main() -> std::process::ExitCode {
     let code = match real_main() {
         Ok(code) => code,
-        Err(f) => {
-            eprintln!("nfsync: {f}");
-            f.code
+        Err(e) => {
+            eprintln!("nfsync: {e}");
+            e.exit_code()
         }
     };
-    ExitCode::from(code as u8)
+    code.into()
+}
+
+fn real_main() -> Result<ExitCode, Error> {
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return Ok(if e.use_stderr() {
+                ExitCode::Usage
+            } else {
+                ExitCode::Success
+            });
+        }
+    };
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| Error::Usage(e.to_string()))?;
+    if let Some(kind) = cli.generate {
+        let mut out = std::io::stdout().lock();
+        cli::generate(kind, &mut out).map_err(|source| Error::Local {
+            what: "writing to stdout".into(),
+            source,
+        })?;
+        let _ = out.flush();
+        return Ok(ExitCode::Success);
+    }
+    let cfg = cli
+        .into_config(&matches)
+        .map_err(|e| Error::Usage(format!("{e:#}")))?;
+    prepare_process();
+    let out = Arc::new(Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json));
+    sync(&cfg, &out)
+}
+
+/// Process-wide settings the copy relies on, made once here rather than by whichever
+/// part happens to need them first.
+fn prepare_process() {
+    // Modes are nfsync's to give (rsync -p): files and directories are created with
+    // their final permission bits in one call, which a umask would cut.
+    rustix::process::umask(rustix::fs::Mode::empty());
+    // Every directory in flight holds a descriptor on the mount path.
+    local::raise_fd_limit();
 }
 
 /// Runs the sync; a fatal error before the first copy still gives `--json` its object.
-fn sync(cfg: &Config) -> Result<i32, Fatal> {
+fn sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
     let r = if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
-        nfs::connect(url, cfg).and_then(|dest| run(cfg, &dest))
+        nfs::connect(url, cfg, out.clone()).and_then(|dest| run(cfg, &dest, out))
     } else {
-        run(cfg, &LocalDest::new(&cfg.dest, cfg.owners))
+        run(cfg, &local::LocalDest::new(&cfg.dest, cfg.owners), out)
     };
-    if let Err(f) = &r
+    if let Err(e) = &r
         && cfg.json
     {
-        print_json(&Summary::failed(f, cfg.dry_run));
+        print_json(&Summary::failed(e, cfg.dry_run));
     }
     r
 }
@@ -47,57 +86,29 @@ fn print_json(summary: &Summary) {
     let _ = writeln!(o);
 }
 
-fn real_main() -> Result<i32, Fatal> {
-    let matches = match Cli::command().try_get_matches() {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return Ok(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            });
-        }
-    };
-    let cli =
-        Cli::from_arg_matches(&matches).map_err(|e| Fatal::new(exit::USAGE, e.to_string()))?;
-    if let Some(kind) = cli.generate {
-        let mut out = std::io::stdout().lock();
-        cli::generate(kind, &mut out).map_err(|e| Fatal::new(exit::FILE_IO, e.to_string()))?;
-        let _ = out.flush();
-        return Ok(exit::OK);
-    }
-    let cfg = cli
-        .into_config(&matches)
-        .map_err(|e| Fatal::new(exit::USAGE, format!("{e:#}")))?;
-
-    sync(&cfg)
-}
-
-fn run<D: Destination>(cfg: &Config, dest: &D) -> Result<i32, Fatal> {
+fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<ExitCode, Error> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping exits at once.
         let _ = signal_hook::flag::register_conditional_shutdown(
             sig,
-            exit::INTERRUPTED,
+            ExitCode::Interrupted.code(),
             interrupted.clone(),
         );
         let _ = signal_hook::flag::register(sig, interrupted.clone());
     }
     let stats = Arc::new(Stats::default());
-    let out = Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json);
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
-    let result = engine::run(cfg, dest, &out, stats, interrupted);
+    let result = engine::run(cfg, dest, out, stats, interrupted);
     out.set_bar(None);
     drop(progress);
     let summary = result?;
     if let Some(why) = &summary.fatal {
-        eprintln!("nfsync: {why}");
+        out.note(why);
     }
     if summary.interrupted {
-        eprintln!("nfsync: interrupted; run the same command again to finish");
+        out.note("interrupted; run the same command again to finish");
     }
     if cfg.json {
         print_json(&summary);
@@ -111,7 +122,7 @@ fn run<D: Destination>(cfg: &Config, dest: &D) -> Result<i32, Fatal> {
         }
     }
     if !cfg.quiet && !cfg.json {
-        eprintln!("nfsync: {}", summary.one_line());
+        out.note(summary.one_line());
     }
     Ok(summary.exit_code)
 }

@@ -1,15 +1,140 @@
-//! Deciding what one entry needs, given the source and what the destination holds.
+//! Deciding what to do, given the source and what the destination holds.
 //!
-//! Pure functions, no I/O: the engine gathers the two sides' attributes (from one
-//! listing per directory, plus a `stat` only where the listing did not carry them) and
-//! asks here what to do. rsync's rules: a regular file is up to date when size and
-//! mtime match (or size alone with `--size-only`, or size and bytes with
-//! `--checksum`); attributes that differ on an up-to-date file are fixed in place;
-//! anything of another type is removed first.
+//! Pure functions, no I/O: the engine gathers the two sides (one listing per directory,
+//! plus a `stat` only where the listing did not carry attributes) and asks here what to
+//! do; it only carries the answer out. Two levels:
+//! * a directory ([`plan_dir`]): which source children go ahead (excludes), what the
+//!   listing already says about each, and what gets deleted (`--delete`, and
+//!   temporaries a killed run left behind);
+//! * an entry ([`decide_file`] and friends): rsync's rules. A regular file is up to date
+//!   when size and mtime match (or size alone with `--size-only`, or size and bytes
+//!   with `--checksum`); attributes that differ on an up-to-date file are fixed in
+//!   place; anything of another type is removed first.
 
-use crate::config::{Compare, Config};
-use crate::dest::AttrSet;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::dest::{AttrSet, DestEntry, OwnerPolicy};
+use crate::filter::Filter;
 use crate::meta::{Kind, Meta};
+use crate::temp;
+use crate::walk::SrcEntry;
+
+/// How to decide that a destination file is already up to date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compare {
+    /// Size and mtime equal (rsync's default quick check).
+    QuickCheck,
+    /// Size equal (`--size-only`).
+    SizeOnly,
+    /// Size equal and identical bytes (`-c/--checksum`).
+    Checksum,
+}
+
+/// The part of the command line that decisions depend on.
+#[derive(Clone, Copy, Debug)]
+pub struct Rules<'a> {
+    /// Up-to-date test.
+    pub compare: Compare,
+    /// `--modify-window SECS`.
+    pub modify_window: Option<u64>,
+    /// Which ownership to keep.
+    pub owners: OwnerPolicy,
+    /// `--delete`.
+    pub delete: bool,
+    /// Exclude/include rules.
+    pub filter: &'a Filter,
+}
+
+/// What the destination listing said about an entry before its job ran.
+#[derive(Clone, Copy, Debug)]
+pub enum DestKnown {
+    /// Not there.
+    Missing,
+    /// There, with these attributes.
+    Present(Meta),
+    /// There (of this kind, if the listing said), attributes not yet known.
+    Unknown(Option<Kind>),
+}
+
+/// What is known of a destination directory's contents.
+pub enum Listing {
+    /// This run just created it (or would, in a dry run): it is empty.
+    Fresh,
+    /// Its entries.
+    Listed(Vec<DestEntry>),
+    /// It could not be listed (already reported): nothing is known, nothing deleted.
+    Unknown,
+}
+
+/// One directory's plan.
+pub struct DirPlan {
+    /// Source children to bring over, each with what the listing said of its name.
+    pub children: Vec<(SrcEntry, DestKnown)>,
+    /// Destination entries to remove after the children, sorted by name.
+    pub deletions: Vec<(OsString, Option<Kind>)>,
+}
+
+/// Matches a source directory's children against the destination's listing.
+///
+/// `rel` is the directory's path below DEST (filters match on it); `source_whole` is
+/// false when the source listing failed part-way, and then nothing is deleted: a name
+/// missing from a partial listing says nothing. Excluded names are neither copied nor
+/// deleted. Another run's temporary is removed only once provably abandoned (see
+/// [`temp`]), with or without `--delete`.
+pub fn plan_dir(
+    rel: &Path,
+    entries: Vec<SrcEntry>,
+    listing: Listing,
+    source_whole: bool,
+    rules: &Rules<'_>,
+) -> DirPlan {
+    let excluded = |name: &std::ffi::OsStr, is_dir: bool| {
+        !rules.filter.is_empty() && rules.filter.is_excluded(&rel.join(name), is_dir)
+    };
+    let fresh = matches!(listing, Listing::Fresh);
+    let mut listed: Option<HashMap<OsString, DestEntry>> = match listing {
+        Listing::Listed(l) => Some(l.into_iter().map(|e| (e.name.clone(), e)).collect()),
+        Listing::Fresh | Listing::Unknown => None,
+    };
+    let mut children = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let there = listed.as_mut().and_then(|m| m.remove(&entry.name));
+        if excluded(&entry.name, entry.meta.kind == Kind::Dir) {
+            continue;
+        }
+        let known = match (fresh, &listed, there) {
+            (true, _, _) => DestKnown::Missing,
+            (false, Some(_), None) => DestKnown::Missing,
+            (false, Some(_), Some(DestEntry { meta: Some(m), .. })) => DestKnown::Present(m),
+            (false, Some(_), Some(DestEntry { kind, .. })) => DestKnown::Unknown(kind),
+            (false, None, _) => DestKnown::Unknown(None),
+        };
+        children.push((entry, known));
+    }
+    let mut deletions: Vec<_> = listed
+        .into_iter()
+        .flat_map(|m| m.into_values())
+        .filter_map(|e| {
+            let kind = e.kind.or(e.meta.map(|m| m.kind));
+            if excluded(&e.name, kind == Some(Kind::Dir)) {
+                return None;
+            }
+            let remove = if kind == Some(Kind::File) && temp::is_temp(&e.name) {
+                source_whole && temp::is_abandoned(&e.name)
+            } else {
+                source_whole && rules.delete
+            };
+            remove.then_some((e.name, kind))
+        })
+        .collect();
+    deletions.sort();
+    DirPlan {
+        children,
+        deletions,
+    }
+}
 
 /// What an entry needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +152,7 @@ pub enum Decision {
 }
 
 /// Which attributes differ between source and destination entries of the same kind.
-pub fn attr_diff(src: &Meta, dst: &Meta, cfg: &Config, check_mtime: bool) -> AttrSet {
+pub fn attr_diff(src: &Meta, dst: &Meta, cfg: &Rules<'_>, check_mtime: bool) -> AttrSet {
     let owner =
         (cfg.owners.owner && src.uid != dst.uid) || (cfg.owners.group && src.gid != dst.gid);
     AttrSet {
@@ -39,7 +164,7 @@ pub fn attr_diff(src: &Meta, dst: &Meta, cfg: &Config, check_mtime: bool) -> Att
 }
 
 /// Decides for a regular file.
-pub fn decide_file(src: &Meta, dst: Option<&Meta>, cfg: &Config) -> Decision {
+pub fn decide_file(src: &Meta, dst: Option<&Meta>, cfg: &Rules<'_>) -> Decision {
     let Some(dst) = dst else {
         return Decision::Create;
     };
@@ -66,7 +191,7 @@ pub fn decide_file(src: &Meta, dst: Option<&Meta>, cfg: &Config) -> Decision {
 }
 
 /// Once contents are known equal: up to date, or attributes to fix.
-pub fn after_content_matches(src: &Meta, dst: &Meta, cfg: &Config) -> Decision {
+pub fn after_content_matches(src: &Meta, dst: &Meta, cfg: &Rules<'_>) -> Decision {
     let diff = attr_diff(src, dst, cfg, true);
     if diff.is_empty() {
         Decision::UpToDate
@@ -81,7 +206,7 @@ pub fn decide_symlink(
     src: &Meta,
     dst: Option<&Meta>,
     same_target: Option<bool>,
-    cfg: &Config,
+    cfg: &Rules<'_>,
 ) -> Decision {
     let Some(dst) = dst else {
         return Decision::Create;
@@ -93,7 +218,7 @@ pub fn decide_symlink(
 }
 
 /// Decides for fifos, sockets and devices.
-pub fn decide_special(src: &Meta, dst: Option<&Meta>, cfg: &Config) -> Decision {
+pub fn decide_special(src: &Meta, dst: Option<&Meta>, cfg: &Rules<'_>) -> Decision {
     let Some(dst) = dst else {
         return Decision::Create;
     };
@@ -106,37 +231,20 @@ pub fn decide_special(src: &Meta, dst: Option<&Meta>, cfg: &Config) -> Decision 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Jobs;
-    use crate::dest::OwnerPolicy;
     use crate::meta::Time;
-    use std::time::Duration;
 
-    fn cfg(compare: Compare) -> Config {
-        Config {
-            sources: vec![],
-            dest: Default::default(),
-            dry_run: false,
-            delete: false,
-            max_delete: None,
-            filter: Default::default(),
+    static NO_FILTER: std::sync::LazyLock<Filter> = std::sync::LazyLock::new(Filter::default);
+
+    fn cfg(compare: Compare) -> Rules<'static> {
+        Rules {
             compare,
             modify_window: None,
-            jobs: Jobs::Fixed(1),
-            hard_links: false,
             owners: OwnerPolicy {
                 owner: true,
                 group: true,
             },
-            numeric_ids: false,
-            specials: false,
-            devices: false,
-            verbose: 0,
-            quiet: true,
-            progress: false,
-            stats: false,
-            itemize: false,
-            json: false,
-            timeout: Duration::from_secs(1),
+            delete: false,
+            filter: &NO_FILTER,
         }
     }
 

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::report::{Stats, human_bytes};
+use crate::report::Stats;
 
 /// A running progress display; stops when dropped.
 pub struct Progress {
@@ -48,8 +48,8 @@ impl Progress {
                     b.set_position(done);
                     b.set_message(format!(
                         "{} of {}",
-                        human_bytes(stats.bytes_copied.load(Relaxed)),
-                        human_bytes(stats.bytes_scanned.load(Relaxed))
+                        HumanBytes(stats.bytes_copied.load(Relaxed)),
+                        HumanBytes(stats.bytes_scanned.load(Relaxed))
                     ));
                     std::thread::sleep(Duration::from_millis(200));
                 }

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use serde::Serialize;
 
+use crate::exit::ExitCode;
 use crate::tune::TuneReport;
 
 /// Live counters, shared by all workers.
@@ -84,7 +85,7 @@ pub struct Summary {
     pub jobs_history: Vec<(f64, usize)>,
     pub dry_run: bool,
     pub interrupted: bool,
-    pub exit_code: i32,
+    pub exit_code: ExitCode,
     /// Why the run stopped early (exit 10, 11 or 30), so scripts see how far it got.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fatal: Option<String>,
@@ -118,17 +119,17 @@ impl Summary {
             jobs_history: tune.history,
             dry_run,
             interrupted: false,
-            exit_code: 0,
+            exit_code: ExitCode::Success,
             fatal: None,
         }
     }
 
     /// The summary of a run that ended before it copied anything (the server could not
     /// be reached, DEST is unusable): zero counts, the exit code and why.
-    pub fn failed(f: &crate::exit::Fatal, dry_run: bool) -> Summary {
+    pub fn failed(f: &crate::exit::Error, dry_run: bool) -> Summary {
         Summary {
-            exit_code: f.code,
-            fatal: Some(f.message.clone()),
+            exit_code: f.exit_code(),
+            fatal: Some(f.to_string()),
             ..Summary::new(&Stats::default(), 0.0, TuneReport::default(), dry_run)
         }
     }
@@ -139,7 +140,7 @@ impl Summary {
         format!(
             "{} files copied ({}), {} up to date, {} deleted, {} dirs created, {} errors in {:.2}s ({:.0} files/s, jobs {}){}",
             self.files_copied + self.links_created,
-            human_bytes(self.bytes_copied),
+            indicatif::HumanBytes(self.bytes_copied),
             self.files_skipped + self.attrs_updated,
             self.files_deleted,
             self.dirs_created,
@@ -198,22 +199,6 @@ impl Summary {
     }
 }
 
-/// Formats a byte count the way people read it.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
 /// Where messages go. Errors and warnings always go to stderr; itemized changes and
 /// `-v` names go to stdout, or to stderr when `--json` owns stdout.
 pub struct Output {
@@ -260,6 +245,12 @@ impl Output {
     /// A per-file error: one line naming the path and the cause.
     pub fn error(&self, path: &Path, cause: impl std::fmt::Display) {
         self.emit(true, &format!("nfsync: {}: {cause}", path.display()));
+    }
+
+    /// A line about the run as a whole (why it stopped, the closing summary): the
+    /// caller decides when it is wanted.
+    pub fn note(&self, msg: impl std::fmt::Display) {
+        self.emit(true, &format!("nfsync: {msg}"));
     }
 
     /// A warning (never suppressed by `-q`, like rsync's).

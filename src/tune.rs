@@ -16,7 +16,7 @@
 //!    window (4 connections × 64 calls by default: 512). A small file holds one call at
 //!    a time, so jobs beyond the window only wait in this process: a few keep the
 //!    window full while the client's CPU is busy elsewhere, many cost threads and CPU
-//!    (1,024 jobs were 30 % slower than 256 on the rig).
+//!    (benches/README.md has the measurements behind these rules).
 //! 1. **Slow start** (mount). Start at [`AUTO_START`] (64) and double every epoch
 //!    while doubling pays: throughput rose by at least [`SLOW_START_GAIN`] (20 %).
 //!    AzCopy keeps a doubling only for ≥ 1.5×; we keep going for less, because a
@@ -29,9 +29,9 @@
 //!    (connections, listings, the pipeline filling) rather than the jobs, is a
 //!    warm-up, not a reference.
 //! 2. **Steady state with probes.** Every probe period the controller tries, in turn,
-//!    1.5× the jobs (kept if throughput rose ≥ 5 %: on the nfs:// path a curve that
-//!    pays only +13 % per doubling at first and +24 % later is common, and a +10 % bar
-//!    left it at the foot of that curve) and 2/3 of them (kept if throughput stays
+//!    1.5× the jobs (kept if throughput rose ≥ 5 %: on the nfs:// path the curve often
+//!    pays little per step at first and more later, and a higher bar stops at its
+//!    foot) and 2/3 of them (kept if throughput stays
 //!    within 5 % of the value before the cut and 10 % of the best seen since the last
 //!    workload shift, so needless jobs are shed without drifting away from the best).
 //!    Probes are judged against a running mean of the epochs spent at the current
@@ -52,7 +52,7 @@
 //!    cut and a workload shift restart the floor too, and only epochs with at least the
 //!    current jobs count towards it: a floor from a faster moment (a server directory
 //!    still empty) or from fewer jobs would otherwise fire the guard again and again
-//!    on a flat curve, each cut losing a little (256 → 50 on the rig).
+//!    on a flat curve, each cut losing a little, all the way down.
 //! 4. **Workload shift.** When steady throughput moves by more than a third for two
 //!    epochs in a row (one is noise on a busy machine), probing restarts at the short
 //!    period.
@@ -62,7 +62,14 @@
 
 use std::time::Duration;
 
-use crate::config::Jobs;
+/// How many files to keep in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Jobs {
+    /// Measure and adapt (`--jobs auto`, the default).
+    Auto,
+    /// A fixed count (`--jobs N`).
+    Fixed(usize),
+}
 
 /// What the controller did, for `--stats` and `--json`.
 #[derive(Clone, Debug, Default)]
@@ -135,8 +142,7 @@ impl Bounds {
     /// nfs:// with `window` calls in flight at most. A small file holds one call at a
     /// time, so `window` jobs fill the wire: start there. Jobs beyond it can only wait
     /// in this process, ready when a slot frees while the client's CPU is busy
-    /// elsewhere; up to one window of them may pay, many more only cost threads (on
-    /// the rig 1,024 jobs took 3.8 s where 256 took 2.9 s: 5,000 × 64 KiB, 1.5 ms RTT).
+    /// elsewhere; up to one window of them may pay, many more only cost threads.
     pub fn nfs(window: usize) -> Bounds {
         let window = window.clamp(1, MAX_JOBS);
         Bounds {
@@ -384,8 +390,8 @@ impl Controller {
                     }
                     // A cut is judged against the throughput before the first cut of a
                     // run of them, not the last: each cut may lose up to 5 % to noise,
-                    // and three in a row (256 → 170 → 113 → 75 on the rig) would
-                    // otherwise walk down a flat curve and off its edge.
+                    // and several in a row would otherwise walk down a flat curve
+                    // and off its edge.
                     let reference = if up {
                         s
                     } else {

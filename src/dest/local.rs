@@ -27,15 +27,13 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use super::{
     AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
+use crate::dest;
 use crate::meta::{Kind, Meta};
 
 mod sys;
 
-pub use sys::same_bytes;
-use sys::{
-    chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, raise_fd_limit,
-    set_mtime_at,
-};
+use sys::{chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, set_mtime_at};
+pub use sys::{raise_fd_limit, same_bytes};
 
 /// How a destination directory is opened: never through a symlink.
 const DIR_FLAGS: OFlags = OFlags::RDONLY
@@ -45,18 +43,30 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
 
 /// An open destination directory. Cloning shares the descriptor.
 #[derive(Clone, Debug)]
-pub struct LocalDir(Arc<OwnedFd>);
+pub struct LocalDir {
+    fd: Arc<OwnedFd>,
+    /// The directory has its setgid bit, so what is created in it takes its group
+    /// rather than ours (and a new directory takes the bit too).
+    setgid: bool,
+}
 
 impl LocalDir {
     fn fd(&self) -> BorrowedFd<'_> {
-        self.0.as_fd()
+        self.fd.as_fd()
+    }
+
+    fn new(fd: OwnedFd) -> LocalDir {
+        LocalDir {
+            fd: Arc::new(fd),
+            setgid: false,
+        }
     }
 
     /// Opens `name` in `parent` as a directory, refusing a symlink (`ENOTDIR`, as for
     /// anything else that is not a directory).
     fn open(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<LocalDir> {
         match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
-            Ok(fd) => Ok(LocalDir(Arc::new(fd))),
+            Ok(fd) => Ok(LocalDir::new(fd)),
             Err(rustix::io::Errno::LOOP) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
             Err(e) => Err(e.into()),
         }
@@ -66,11 +76,12 @@ impl LocalDir {
     /// parent, which the user named.
     fn open_path(path: &Path) -> io::Result<LocalDir> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        Ok(LocalDir(Arc::new(rustix::fs::open(
-            path,
-            flags,
-            Mode::empty(),
-        )?)))
+        let d = LocalDir::new(rustix::fs::open(path, flags, Mode::empty())?);
+        let mode = rustix::fs::fstat(d.fd())?.st_mode;
+        Ok(LocalDir {
+            setgid: mode & 0o2000 != 0,
+            ..d
+        })
     }
 }
 
@@ -83,11 +94,10 @@ pub struct LocalDest {
 }
 
 impl LocalDest {
-    /// Prepares a destination at `root`. Clears the process umask, so that files are
-    /// created with their final permission bits in one operation.
+    /// A destination at `root`. Files and directories are created with the source's
+    /// permission bits in one call, so the caller clears the process umask first
+    /// (`nfsync` does in `main`), or they come out as the umask cuts them.
     pub fn new(root: impl Into<PathBuf>, owners: OwnerPolicy) -> LocalDest {
-        rustix::process::umask(Mode::empty());
-        raise_fd_limit();
         LocalDest {
             root: root.into(),
             owners,
@@ -125,30 +135,30 @@ impl Destination for LocalDest {
         true
     }
 
-    fn root_state(&self) -> io::Result<RootState> {
+    fn root_state(&self) -> dest::Result<RootState> {
         match fs::metadata(&self.root) {
             Ok(m) => Ok(RootState::Exists(Meta::from_std(&m))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(RootState::Missing),
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
-    fn root_dir(&self) -> io::Result<LocalDir> {
+    fn root_dir(&self) -> dest::Result<LocalDir> {
         // DEST may be a symlink to a directory: it is followed here, once, so its
         // attributes (set through the descriptor) land on the directory, as with rsync.
         match fs::metadata(&self.root) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+            Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o755)
                 .create(&self.root)?,
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
-        LocalDir::open_path(&self.root)
+        Ok(LocalDir::open_path(&self.root)?)
     }
 
-    fn root_parent(&self) -> io::Result<(LocalDir, OsString)> {
+    fn root_parent(&self) -> dest::Result<(LocalDir, OsString)> {
         let name = self
             .root
             .file_name()
@@ -160,7 +170,7 @@ impl Destination for LocalDest {
         Ok((LocalDir::open_path(parent)?, name.to_owned()))
     }
 
-    fn list(&self, dir: &LocalDir) -> io::Result<Vec<DestEntry>> {
+    fn list(&self, dir: &LocalDir) -> dest::Result<Vec<DestEntry>> {
         let mut out = Vec::new();
         for e in rustix::fs::Dir::read_from(dir.fd())? {
             let e = e?;
@@ -181,7 +191,7 @@ impl Destination for LocalDest {
         Ok(out)
     }
 
-    fn stat(&self, dir: &LocalDir, name: &OsStr) -> io::Result<Option<Meta>> {
+    fn stat(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<Meta>> {
         match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(meta_of(&st))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
@@ -189,15 +199,33 @@ impl Destination for LocalDest {
         }
     }
 
-    fn mkdir(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> io::Result<LocalDir> {
-        // Owner-writable until its children are in; set_dir_attrs gives the final mode.
-        rustix::fs::mkdirat(dir.fd(), name, Mode::from_raw_mode(mkdir_mode(meta)))?;
-        LocalDir::open(dir.fd(), name)
+    fn mkdir(
+        &self,
+        dir: &LocalDir,
+        name: &OsStr,
+        meta: &Meta,
+    ) -> dest::Result<(LocalDir, AttrSet)> {
+        // With the umask cleared, mkdir gives the final mode when that leaves the
+        // directory writable by us and has no special bit; else 0700 until
+        // set_dir_attrs. Owner and group are ours (the parent's group under setgid).
+        let mode = mkdir_mode(meta);
+        rustix::fs::mkdirat(dir.fd(), name, Mode::from_raw_mode(mode))?;
+        let made = LocalDir {
+            setgid: dir.setgid,
+            ..LocalDir::open(dir.fd(), name)?
+        };
+        let todo = AttrSet {
+            mode: mode != meta.mode,
+            owner: self.chown_ids(meta).is_some() || (self.owners.group && dir.setgid),
+            mtime: true,
+        };
+        Ok((made, todo))
     }
 
-    fn open_dir(&self, dir: &LocalDir, name: &OsStr) -> io::Result<(LocalDir, Meta)> {
-        let d = LocalDir::open(dir.fd(), name)?;
+    fn open_dir(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<(LocalDir, Meta)> {
+        let mut d = LocalDir::open(dir.fd(), name)?;
         let mut meta = meta_of(&rustix::fs::fstat(d.fd())?);
+        d.setgid = meta.mode & 0o2000 != 0;
         // A read-only directory we may have to write into (when not root): make it ours
         // to write; the mode we report is the one it now has, so the engine's final
         // set_dir_attrs restores the source's.
@@ -230,12 +258,12 @@ impl Destination for LocalDest {
                 // close() is where an NFS mount reports deferred write errors, and after
                 // it the descriptor cannot say which file it was: keep a duplicate (a
                 // local call, no round trip) until the result is known.
-                let keep = f.try_clone().map_err(CopyError::Dest)?;
+                let keep = f.try_clone().map_err(CopyError::dest)?;
                 match close_checked(f) {
                     Ok(()) => return Ok(bytes),
                     Err(e) => {
                         f = keep;
-                        Err(CopyError::Dest(e))
+                        Err(CopyError::Dest(e.into()))
                     }
                 }
             }
@@ -253,23 +281,29 @@ impl Destination for LocalDest {
         }
     }
 
-    fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
         Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
     }
 
-    fn read_link(&self, dir: &LocalDir, name: &OsStr) -> io::Result<OsString> {
+    fn read_link(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<OsString> {
         let t = rustix::fs::readlinkat(dir.fd(), name, Vec::new())?;
         Ok(OsString::from_vec(t.into_bytes()))
     }
 
-    fn symlink(&self, dir: &LocalDir, name: &OsStr, target: &OsStr, meta: &Meta) -> io::Result<()> {
+    fn symlink(
+        &self,
+        dir: &LocalDir,
+        name: &OsStr,
+        target: &OsStr,
+        meta: &Meta,
+    ) -> dest::Result<()> {
         rustix::fs::symlinkat(target, dir.fd(), name)?;
         if self.chown_ids(meta).is_some()
             && let Some((uid, gid)) = self.owner_ids(meta)
         {
             rustix::fs::chownat(dir.fd(), name, uid, gid, AtFlags::SYMLINK_NOFOLLOW)?;
         }
-        set_mtime_at(dir.fd(), name, meta.mtime)
+        Ok(set_mtime_at(dir.fd(), name, meta.mtime)?)
     }
 
     fn hard_link(
@@ -278,7 +312,7 @@ impl Destination for LocalDest {
         name: &OsStr,
         target_dir: &LocalDir,
         target_name: &OsStr,
-    ) -> io::Result<()> {
+    ) -> dest::Result<()> {
         // No AT_SYMLINK_FOLLOW: a symlink swapped in for the target is linked itself,
         // never what it points to.
         Ok(rustix::fs::linkat(
@@ -290,13 +324,13 @@ impl Destination for LocalDest {
         )?)
     }
 
-    fn mknod(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> io::Result<()> {
+    fn mknod(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> dest::Result<()> {
         let ft = match meta.kind {
             Kind::Fifo => rustix::fs::FileType::Fifo,
             Kind::Socket => rustix::fs::FileType::Socket,
             Kind::CharDev => rustix::fs::FileType::CharacterDevice,
             Kind::BlockDev => rustix::fs::FileType::BlockDevice,
-            _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            _ => return Err(io::Error::from_raw_os_error(libc::EINVAL).into()),
         };
         rustix::fs::mknodat(
             dir.fd(),
@@ -308,7 +342,7 @@ impl Destination for LocalDest {
         self.set_attrs(dir, name, meta, AttrSet::ALL)
     }
 
-    fn remove(&self, dir: &LocalDir, name: &OsStr, kind: Kind) -> io::Result<()> {
+    fn remove(&self, dir: &LocalDir, name: &OsStr, kind: Kind) -> dest::Result<()> {
         let flags = if kind == Kind::Dir {
             AtFlags::REMOVEDIR
         } else {
@@ -317,8 +351,13 @@ impl Destination for LocalDest {
         Ok(rustix::fs::unlinkat(dir.fd(), name, flags)?)
     }
 
-    fn remove_tree(&self, dir: &LocalDir, name: &OsStr, each: &dyn Removal) -> io::Result<bool> {
-        remove_tree_at(dir.fd(), Path::new(name), each, self.euid == 0)
+    fn remove_tree(&self, dir: &LocalDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
+        Ok(remove_tree_at(
+            dir.fd(),
+            Path::new(name),
+            each,
+            self.euid == 0,
+        )?)
     }
 
     fn set_attrs(
@@ -327,7 +366,7 @@ impl Destination for LocalDest {
         name: &OsStr,
         meta: &Meta,
         what: AttrSet,
-    ) -> io::Result<()> {
+    ) -> dest::Result<()> {
         // Owner first (chown clears setuid/setgid), then mode, then mtime.
         if what.owner
             && let Some((uid, gid)) = self.owner_ids(meta)
@@ -343,7 +382,7 @@ impl Destination for LocalDest {
         Ok(())
     }
 
-    fn set_dir_attrs(&self, dir: &LocalDir, meta: &Meta, what: AttrSet) -> io::Result<()> {
+    fn set_dir_attrs(&self, dir: &LocalDir, meta: &Meta, what: AttrSet) -> dest::Result<()> {
         if what.owner
             && let Some((uid, gid)) = self.owner_ids(meta)
         {
@@ -358,11 +397,11 @@ impl Destination for LocalDest {
         Ok(())
     }
 
-    fn same_content(&self, dir: &LocalDir, name: &OsStr, src: &Path) -> io::Result<bool> {
+    fn same_content(&self, dir: &LocalDir, name: &OsStr, src: &Path) -> dest::Result<bool> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
         let mut src = crate::walk::short_path(src, |p| File::open(p))?;
-        same_bytes(&mut src, &mut File::from(dst))
+        Ok(same_bytes(&mut src, &mut File::from(dst))?)
     }
 }
 
@@ -409,7 +448,7 @@ fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: &File) {
 
 /// The mode a new directory is created with: its final mode when that leaves it
 /// writable by us and needs no special bit (which `mkdir` would not apply), else 0700.
-pub fn mkdir_mode(meta: &Meta) -> u32 {
+fn mkdir_mode(meta: &Meta) -> u32 {
     if meta.mode & 0o7000 == 0 && meta.mode & 0o700 == 0o700 {
         meta.mode & 0o777
     } else {

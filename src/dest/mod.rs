@@ -11,7 +11,10 @@
 //! concurrency is how latency is hidden, so implementations must not serialise calls
 //! behind one lock.
 
+mod error;
 pub mod local;
+
+pub use error::{Error, Result};
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -87,7 +90,14 @@ pub enum CopyError {
     /// Reading the source failed.
     Source(io::Error),
     /// Writing the destination failed.
-    Dest(io::Error),
+    Dest(Error),
+}
+
+impl CopyError {
+    /// A destination failure (an `io::Error` is one entry's problem).
+    pub fn dest(e: impl Into<Error>) -> CopyError {
+        CopyError::Dest(e.into())
+    }
 }
 
 /// A source regular file opened for copying.
@@ -106,7 +116,7 @@ pub struct SourceFile<'a> {
 
 impl SourceFile<'_> {
     /// Re-checks size and mtime against the listing.
-    pub fn verify_unchanged(&self) -> Result<(), CopyError> {
+    pub fn verify_unchanged(&self) -> std::result::Result<(), CopyError> {
         let now = self.file.metadata().map_err(CopyError::Source)?;
         let now = Meta::from_std(&now);
         if now.size != self.meta.size || now.mtime != self.meta.mtime {
@@ -152,29 +162,31 @@ pub trait Destination: Send + Sync {
     }
 
     /// Looks at DEST itself.
-    fn root_state(&self) -> io::Result<RootState>;
+    fn root_state(&self) -> Result<RootState>;
 
     /// Returns DEST as a directory, creating it (and missing parents) if needed.
-    fn root_dir(&self) -> io::Result<Self::Dir>;
+    fn root_dir(&self) -> Result<Self::Dir>;
 
     /// DEST's parent directory and DEST's final name: used when a single file is
     /// copied to a new name.
-    fn root_parent(&self) -> io::Result<(Self::Dir, OsString)>;
+    fn root_parent(&self) -> Result<(Self::Dir, OsString)>;
 
     /// Lists a directory (one readdir, or READDIRPLUS pages).
-    fn list(&self, dir: &Self::Dir) -> io::Result<Vec<DestEntry>>;
+    fn list(&self, dir: &Self::Dir) -> Result<Vec<DestEntry>>;
 
     /// `lstat` of one entry; `Ok(None)` when it does not exist.
-    fn stat(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<Option<Meta>>;
+    fn stat(&self, dir: &Self::Dir, name: &OsStr) -> Result<Option<Meta>>;
 
     /// Creates a directory, writable by us until [`Destination::set_dir_attrs`] gives it
-    /// its final mode. When the final mode is owner-writable and has no setuid, setgid or
-    /// sticky bit, the directory is created with it (the engine then skips the `chmod`).
-    fn mkdir(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<Self::Dir>;
+    /// its final attributes. Returns it and what `set_dir_attrs` must still apply once
+    /// its children are in: each backend knows what its create already gave (the mode
+    /// when it leaves the directory writable, owners it passed along), and a `chmod` or
+    /// `chown` saved is a round trip saved per directory.
+    fn mkdir(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> Result<(Self::Dir, AttrSet)>;
 
     /// Opens an existing subdirectory, returning its current attributes too (so the
     /// engine can leave an unchanged directory's attributes alone).
-    fn open_dir(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<(Self::Dir, Meta)>;
+    fn open_dir(&self, dir: &Self::Dir, name: &OsStr) -> Result<(Self::Dir, Meta)>;
 
     /// Creates a regular file (which must not exist) with the source's content, then
     /// mode and ownership, and the mtime last. Returns the bytes written.
@@ -190,14 +202,13 @@ pub trait Destination: Send + Sync {
         dir: &Self::Dir,
         name: &OsStr,
         src: &SourceFile<'_>,
-    ) -> Result<u64, CopyError>;
+    ) -> std::result::Result<u64, CopyError>;
 
     /// Reads a symbolic link's target (to compare it with the source's).
-    fn read_link(&self, dir: &Self::Dir, name: &OsStr) -> io::Result<OsString>;
+    fn read_link(&self, dir: &Self::Dir, name: &OsStr) -> Result<OsString>;
 
     /// Creates a symbolic link (which must not exist) and sets its ownership and mtime.
-    fn symlink(&self, dir: &Self::Dir, name: &OsStr, target: &OsStr, meta: &Meta)
-    -> io::Result<()>;
+    fn symlink(&self, dir: &Self::Dir, name: &OsStr, target: &OsStr, meta: &Meta) -> Result<()>;
 
     /// Creates `name` as a hard link to the already written `target_dir/target_name`.
     fn hard_link(
@@ -206,40 +217,34 @@ pub trait Destination: Send + Sync {
         name: &OsStr,
         target_dir: &Self::Dir,
         target_name: &OsStr,
-    ) -> io::Result<()>;
+    ) -> Result<()>;
 
     /// Creates a fifo, socket or device node, with its attributes.
-    fn mknod(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> io::Result<()>;
+    fn mknod(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> Result<()>;
 
     /// Renames `from` to `to` within one directory, replacing a file at `to` in one step
     /// (rename(2), NFS RENAME): an update is written under a temporary name and put in
     /// place with this, so until then the old copy stays whole.
-    fn rename(&self, dir: &Self::Dir, from: &OsStr, to: &OsStr) -> io::Result<()>;
+    fn rename(&self, dir: &Self::Dir, from: &OsStr, to: &OsStr) -> Result<()>;
 
     /// Removes one entry that is not a directory (or an empty directory).
-    fn remove(&self, dir: &Self::Dir, name: &OsStr, kind: Kind) -> io::Result<()>;
+    fn remove(&self, dir: &Self::Dir, name: &OsStr, kind: Kind) -> Result<()>;
 
     /// Removes the directory `name` with everything in it, deepest first, asking
     /// `each` before each entry goes and telling it after (every removed entry is
     /// itemized and counted, and `--max-delete` can stop it part-way). An entry `each`
     /// keeps keeps the directories above it. Returns whether `name` is gone.
-    fn remove_tree(&self, dir: &Self::Dir, name: &OsStr, each: &dyn Removal) -> io::Result<bool>;
+    fn remove_tree(&self, dir: &Self::Dir, name: &OsStr, each: &dyn Removal) -> Result<bool>;
 
     /// Brings an existing entry's attributes in line with `meta`.
-    fn set_attrs(
-        &self,
-        dir: &Self::Dir,
-        name: &OsStr,
-        meta: &Meta,
-        what: AttrSet,
-    ) -> io::Result<()>;
+    fn set_attrs(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta, what: AttrSet) -> Result<()>;
 
     /// Gives a directory its final mode, ownership and mtime once its children are done.
     /// `what` says which of them differ from what the directory has (the engine knows,
     /// having created or opened it); a backend that sets everything in one call (NFS
     /// SETATTR) may ignore it.
-    fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta, what: AttrSet) -> io::Result<()>;
+    fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta, what: AttrSet) -> Result<()>;
 
     /// `--checksum`: whether the destination file's bytes equal the source's.
-    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> io::Result<bool>;
+    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> Result<bool>;
 }

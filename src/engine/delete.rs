@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::Engine;
-use crate::dest::{Destination, Removal};
+use crate::dest::{self, Destination, Removal};
 use crate::meta::Kind;
 use crate::report::Stats;
 
@@ -66,7 +66,7 @@ impl<D: Destination> Engine<'_, D> {
         base: &Path,
         kind: Kind,
         budget: Budget,
-    ) -> io::Result<bool> {
+    ) -> dest::Result<bool> {
         let each = Deleter {
             engine: self,
             base,
@@ -99,7 +99,7 @@ impl<D: Destination> Engine<'_, D> {
         rel: &Path,
         kind: Kind,
         each: &Deleter<'_, '_, D>,
-    ) -> io::Result<bool> {
+    ) -> dest::Result<bool> {
         let mut all = true;
         if kind == Kind::Dir
             && let Some(dir) = dir

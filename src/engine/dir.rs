@@ -1,24 +1,20 @@
 //! Directories: planning the roots, scanning a directory, finalizing it.
 
-use std::collections::{HashMap, VecDeque};
-use std::ffi::OsString;
+use std::collections::VecDeque;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::delete::Budget;
-use super::temp;
-use super::{DestKnown, DirNode, Engine, EntryJob, ScanJob, root_is_dir};
-use crate::dest::{AttrSet, DestEntry, Destination, RootState, local};
-use crate::exit::{self, Fatal};
+use super::{DestKnown, DirNode, Engine, EntryJob, Origin, ScanJob, root_is_dir};
+use crate::dest::{self, Destination, RootState};
+use crate::exit::Error;
 use crate::meta::{Kind, Meta};
-use crate::plan;
+use crate::plan::{self, Listing};
 use crate::report::Stats;
+use crate::temp;
 use crate::walk::{self, ListError, SrcEntry};
-
-/// What a listing of the destination directory told us, by name.
-type DestMap = HashMap<OsString, DestEntry>;
 
 /// A source operand after applying rsync's trailing-slash rule.
 struct Operand {
@@ -39,8 +35,22 @@ fn names_contents(p: &Path) -> bool {
 }
 
 impl<D: Destination> Engine<'_, D> {
+    /// DEST cannot be looked at or created: exit 3, unless the destination is gone.
+    fn unusable_dest(&self, e: dest::Error) -> Error {
+        match e {
+            dest::Error::Entry(source) => Error::Select {
+                path: self.cfg.dest.clone(),
+                source,
+            },
+            e => Error::Dest {
+                path: self.cfg.dest.clone(),
+                source: e,
+            },
+        }
+    }
+
     /// Resolves sources and DEST, then queues the first work.
-    pub(super) fn plan_roots(&self) -> Result<(), Fatal> {
+    pub(super) fn plan_roots(&self) -> Result<(), Error> {
         let mut operands = Vec::new();
         for src in &self.cfg.sources {
             let contents = names_contents(src);
@@ -50,8 +60,10 @@ impl<D: Destination> Engine<'_, D> {
             } else {
                 fs::symlink_metadata(src)
             };
-            let meta =
-                m.map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", src.display())))?;
+            let meta = m.map_err(|source| Error::Select {
+                path: src.clone(),
+                source,
+            })?;
             let meta = Meta::from_std(&meta);
             operands.push(Operand {
                 path: src.clone(),
@@ -59,10 +71,7 @@ impl<D: Destination> Engine<'_, D> {
                 meta,
             });
         }
-        let state = self
-            .dest
-            .root_state()
-            .map_err(|e| Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest.display())))?;
+        let state = self.dest.root_state().map_err(|e| self.unusable_dest(e))?;
         let dest_slash = has_trailing_slash(&self.cfg.dest);
 
         // One non-directory source onto a DEST that is not a directory: DEST is the
@@ -73,10 +82,8 @@ impl<D: Destination> Engine<'_, D> {
             && !dest_slash
         {
             let op = operands.pop().unwrap();
-            let (dir, name) = self.dest.root_parent().map_err(|e| {
-                Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest.display()))
-            })?;
-            let node = self.new_node(PathBuf::new(), Some(dir), None, None, None);
+            let (dir, name) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
+            let node = self.new_node(PathBuf::new(), Some(dir), None, Origin::Imagined, None);
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
@@ -102,21 +109,16 @@ impl<D: Destination> Engine<'_, D> {
         if let RootState::Exists(m) = &state
             && m.kind != Kind::Dir
         {
-            return Err(Fatal::new(
-                exit::SELECT,
-                format!(
-                    "{}: destination exists and is not a directory",
-                    self.cfg.dest.display()
-                ),
-            ));
+            return Err(Error::Unusable {
+                path: self.cfg.dest.clone(),
+                why: "destination exists and is not a directory".into(),
+            });
         }
         let fresh = matches!(state, RootState::Missing);
         let dir = if self.cfg.dry_run && fresh {
             None
         } else {
-            Some(self.dest.root_dir().map_err(|e| {
-                Fatal::new(exit::SELECT, format!("{}: {e}", self.cfg.dest.display()))
-            })?)
+            Some(self.dest.root_dir().map_err(|e| self.unusable_dest(e))?)
         };
         if fresh {
             Stats::bump(&self.stats.dirs_created);
@@ -126,14 +128,25 @@ impl<D: Destination> Engine<'_, D> {
         let only_contents = operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
         let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
-        let found = match state {
-            RootState::Exists(m) => Some(m),
-            RootState::Missing => None,
+        // DEST as it is now: one `root_dir` just made is finalized like one that was
+        // there (its backend made it with parents and a default mode).
+        let now = match (&state, &dir) {
+            (RootState::Missing, None) => None,
+            (RootState::Exists(m), _) if only_names => Some(*m),
+            _ => match self.dest.root_state() {
+                Ok(RootState::Exists(m)) => Some(m),
+                Ok(RootState::Missing) => None,
+                Err(e) => return Err(self.unusable_dest(e)),
+            },
         };
-        if !only_names && let Ok(RootState::Exists(m)) = self.dest.root_state() {
-            self.note_written_root(&m);
+        if !only_names && let Some(m) = &now {
+            self.note_written_root(m);
         }
-        let node = self.new_node(PathBuf::new(), dir, root_meta, found, None);
+        let origin = match now {
+            Some(m) => Origin::Found(m),
+            None => Origin::Imagined,
+        };
+        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None);
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
@@ -145,12 +158,14 @@ impl<D: Destination> Engine<'_, D> {
                     None => listing_ok = false,
                 }
             } else {
-                let name = op.path.file_name().map(|n| n.to_owned()).ok_or_else(|| {
-                    Fatal::new(
-                        exit::SELECT,
-                        format!("{}: cannot copy a path with no name", op.path.display()),
-                    )
-                })?;
+                let name =
+                    op.path
+                        .file_name()
+                        .map(|n| n.to_owned())
+                        .ok_or_else(|| Error::Unusable {
+                            path: op.path.clone(),
+                            why: "cannot copy a path with no name".into(),
+                        })?;
                 entries.push(SrcEntry {
                     name,
                     path: op.path,
@@ -169,14 +184,14 @@ impl<D: Destination> Engine<'_, D> {
         rel: PathBuf,
         dir: Option<D::Dir>,
         meta: Option<Meta>,
-        found: Option<Meta>,
+        origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
             rel,
             dir,
             meta,
-            found,
+            origin,
             pending: AtomicUsize::new(1),
             parent,
             changed: AtomicBool::new(false),
@@ -209,60 +224,40 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
-    /// Compares a directory's source entries with its destination listing and queues
-    /// one job per entry. `fresh`: the destination directory was just created, so it
-    /// is empty and needs no listing.
+    /// Lists the destination directory (unless `fresh`: just created, so empty), has
+    /// [`plan::plan_dir`] match it with the source's `entries`, then queues the children
+    /// and keeps the deletions for [`Engine::finalize`]. `source_whole` is false when
+    /// the source listing failed part-way (then nothing is deleted).
     fn plan_children(
         &self,
         node: &Arc<DirNode<D>>,
         entries: Vec<SrcEntry>,
         fresh: bool,
-        may_delete: bool,
+        source_whole: bool,
     ) {
-        let mut dest_map: Option<DestMap> = None;
-        // `may_delete` is false when the source directory could not be listed whole.
-        let listed_ok = may_delete;
-        let mut may_delete = may_delete && self.cfg.delete;
-        if !fresh && let Some(dir) = &node.dir {
-            match self.dest.list(dir) {
-                Ok(list) => {
-                    dest_map = Some(list.into_iter().map(|e| (e.name.clone(), e)).collect())
-                }
+        let listing = match &node.dir {
+            _ if fresh => Listing::Fresh,
+            None => Listing::Unknown,
+            Some(dir) => match self.dest.list(dir) {
+                Ok(list) => Listing::Listed(list),
                 Err(e) => {
-                    self.dest_error(&node.rel, &e);
-                    may_delete = false;
+                    self.dest_error(&node.rel, e);
+                    Listing::Unknown
                 }
-            }
-        }
+            },
+        };
+        let plan = plan::plan_dir(&node.rel, entries, listing, source_whole, &self.rules);
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
-        for entry in entries {
-            let is_dir = entry.meta.kind == Kind::Dir;
-            let rel = node.rel.join(&entry.name);
-            // Excluded entries are neither copied nor deleted on the other side.
-            let listed = dest_map.as_mut().and_then(|m| m.remove(&entry.name));
-            if !self.cfg.filter.is_empty() && self.cfg.filter.is_excluded(&rel, is_dir) {
-                continue;
-            }
-            let known = if fresh {
-                DestKnown::Missing
-            } else if dest_map.is_some() {
-                match listed {
-                    None => DestKnown::Missing,
-                    Some(DestEntry { meta: Some(m), .. }) => DestKnown::Present(m),
-                    Some(DestEntry { kind, .. }) => DestKnown::Unknown(kind),
+        for (entry, known) in plan.children {
+            if entry.meta.kind == Kind::Dir {
+                if self.is_written_root(&entry.meta) {
+                    self.out.warn(format_args!(
+                        "skipping directory {}: it is the destination being written",
+                        entry.path.display()
+                    ));
+                    continue;
                 }
-            } else {
-                DestKnown::Unknown(None)
-            };
-            if is_dir && self.is_written_root(&entry.meta) {
-                self.out.warn(format_args!(
-                    "skipping directory {}: it is the destination being written",
-                    entry.path.display()
-                ));
-                continue;
-            }
-            if is_dir {
                 Stats::bump(&self.stats.dirs_scanned);
                 scans.push(ScanJob {
                     parent: node.clone(),
@@ -283,33 +278,7 @@ impl<D: Destination> Engine<'_, D> {
                 });
             }
         }
-        // --delete removes what the source lacks; temporaries a killed run left behind
-        // (its process provably gone, see `temp`) go either way (but not where the source could not be listed).
-        if let Some(rest) = dest_map {
-            let mut dels: Vec<_> = rest
-                .into_values()
-                .filter(|e| {
-                    let kind = e.kind.or(e.meta.map(|m| m.kind));
-                    // Excluded entries are never touched, temporaries or not.
-                    if !self.cfg.filter.is_empty()
-                        && self
-                            .cfg
-                            .filter
-                            .is_excluded(&node.rel.join(&e.name), kind == Some(Kind::Dir))
-                    {
-                        return false;
-                    }
-                    // Another run's temporary in progress is never ours to remove.
-                    if kind == Some(Kind::File) && temp::is_temp(&e.name) {
-                        return listed_ok && temp::is_abandoned(&e.name);
-                    }
-                    may_delete
-                })
-                .map(|e| (e.name, e.kind.or(e.meta.map(|m| m.kind))))
-                .collect();
-            dels.sort();
-            *node.deletions.lock().unwrap() = dels;
-        }
+        *node.deletions.lock().unwrap() = plan.deletions;
         node.pending
             .fetch_add(scans.len() + jobs.len(), Ordering::AcqRel);
         self.sched.push(scans, jobs);
@@ -333,20 +302,20 @@ impl<D: Destination> Engine<'_, D> {
             (DestKnown::Unknown(None), Some(pd)) => match self.dest.stat(pd, &entry.name) {
                 Ok(m) => m.map(|m| m.kind),
                 Err(e) => {
-                    self.dest_error(&rel, &e);
+                    self.dest_error(&rel, e);
                     self.complete(&parent);
                     return;
                 }
             },
         };
-        let mut found = None;
+        let mut origin = Origin::Imagined;
         let dir = match existing {
             Some(Kind::Dir) => {
                 let Some((d, m)) = self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent)
                 else {
                     return;
                 };
-                found = Some(m);
+                origin = Origin::Found(m);
                 Some(d)
             }
             other => {
@@ -359,7 +328,7 @@ impl<D: Destination> Engine<'_, D> {
                             return;
                         }
                         Err(e) => {
-                            self.dest_error(&rel, &e);
+                            self.dest_error(&rel, e);
                             self.complete(&parent);
                             return;
                         }
@@ -370,7 +339,10 @@ impl<D: Destination> Engine<'_, D> {
                     None
                 } else {
                     match self.dest.mkdir(pdir.unwrap(), &entry.name, &entry.meta) {
-                        Ok(d) => Some(d),
+                        Ok((d, todo)) => {
+                            origin = Origin::Created(todo);
+                            Some(d)
+                        }
                         // Another run made it meanwhile: use it, as one we found.
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                             let Some((d, m)) =
@@ -378,17 +350,17 @@ impl<D: Destination> Engine<'_, D> {
                             else {
                                 return;
                             };
-                            found = Some(m);
+                            origin = Origin::Found(m);
                             Some(d)
                         }
                         Err(e) => {
-                            self.dest_error(&rel, &e);
+                            self.dest_error(&rel, e);
                             self.complete(&parent);
                             return;
                         }
                     }
                 };
-                if found.is_none() {
+                if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
                     self.out.change("cd+++++++++", &rel);
                 }
@@ -405,8 +377,8 @@ impl<D: Destination> Engine<'_, D> {
         {
             self.note_written_root(&m);
         }
-        let fresh = found.is_none();
-        let node = self.new_node(rel, dir, Some(entry.meta), found, Some(parent));
+        let fresh = !matches!(origin, Origin::Found(_));
+        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent));
         // An unreadable source directory is still created, but nothing is deleted in it.
         if let Some(children) = self.list_source(&entry.path) {
             self.plan_children(&node, children, fresh, true);
@@ -426,7 +398,7 @@ impl<D: Destination> Engine<'_, D> {
         match self.dest.open_dir(pdir, name) {
             Ok(opened) => Some(opened),
             Err(e) => {
-                self.dest_error(rel, &e);
+                self.dest_error(rel, e);
                 self.complete(parent);
                 None
             }
@@ -457,7 +429,7 @@ impl<D: Destination> Engine<'_, D> {
                     Ok(Some(m)) => m.kind,
                     Ok(None) => continue,
                     Err(e) => {
-                        self.dest_error(&rel, &e);
+                        self.dest_error(&rel, e);
                         continue;
                     }
                 },
@@ -470,7 +442,7 @@ impl<D: Destination> Engine<'_, D> {
             };
             match self.delete(node.dir.as_ref(), &name, &node.rel, kind, budget) {
                 Ok(_) => node.changed.store(true, Ordering::Relaxed),
-                Err(e) => self.dest_error(&rel, &e),
+                Err(e) => self.dest_error(&rel, e),
             }
         }
         let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
@@ -479,27 +451,16 @@ impl<D: Destination> Engine<'_, D> {
         if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
             return;
         }
-        let what = match &node.found {
-            // Created by us: the mode unless mkdir could give it, the owner unless it is
-            // already ours, and always the mtime (creating children moved it).
-            None => {
-                let parent_setgid = node
-                    .parent
-                    .as_ref()
-                    .and_then(|p| p.found)
-                    .is_some_and(|f| f.mode & 0o2000 != 0);
-                AttrSet {
-                    mode: local::mkdir_mode(meta) != meta.mode,
-                    owner: (self.cfg.owners.owner && meta.uid != self.euid)
-                        || (self.cfg.owners.group && (meta.gid != self.egid || parent_setgid)),
-                    mtime: true,
-                }
-            }
-            Some(found) => {
-                let mut d = plan::attr_diff(&self.as_stored(meta), found, self.cfg, true);
+        let what = match node.origin {
+            // Created by us: what mkdir could not give it, and always the mtime
+            // (creating children moved it).
+            Origin::Created(todo) => todo,
+            Origin::Found(found) => {
+                let mut d = plan::attr_diff(&self.as_stored(meta), &found, &self.rules, true);
                 d.mtime |= node.changed.load(Ordering::Relaxed);
                 d
             }
+            Origin::Imagined => return,
         };
         if what.is_empty() {
             return;
@@ -507,7 +468,7 @@ impl<D: Destination> Engine<'_, D> {
         match self.dest.set_dir_attrs(dir, meta, what) {
             Ok(()) if what.mtime => self.note_time(&node.rel, meta),
             Ok(()) => {}
-            Err(e) => self.dest_error(&node.rel, &e),
+            Err(e) => self.dest_error(&node.rel, e),
         }
     }
 }

@@ -8,23 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
-use super::{Engine, EntryJob, is_fatal, temp};
-use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
+use super::{Engine, EntryJob};
+use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
-use crate::plan::{self, Decision};
+use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
+use crate::temp;
 use crate::walk;
-
-/// What the destination listing said about an entry before its job ran.
-#[derive(Clone, Copy, Debug)]
-pub enum DestKnown {
-    /// Not there.
-    Missing,
-    /// There, with these attributes.
-    Present(Meta),
-    /// There (of this kind, if the listing said), attributes not yet known.
-    Unknown(Option<Kind>),
-}
 
 /// A set of source names sharing one inode (`-H`). The first one seen is copied; the
 /// others become hard links to its destination once it is done.
@@ -66,7 +56,7 @@ enum Attempt {
 /// Whether a destination error means another writer got to the name first: it exists
 /// now (we create exclusively), or the file we were writing was replaced (NFS answers
 /// STALE for a file renamed over), or our own temporary is gone.
-fn is_race(e: &io::Error) -> bool {
+fn is_race(e: &dest::Error) -> bool {
     e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
 }
 
@@ -103,7 +93,7 @@ impl<D: Destination> Engine<'_, D> {
             (DestKnown::Unknown(_), Some(dir)) => self
                 .dest
                 .stat(dir, &job.entry.name)
-                .map_err(|e| self.dest_error(rel, &e)),
+                .map_err(|e| self.dest_error(rel, e)),
         }
     }
 
@@ -117,9 +107,11 @@ impl<D: Destination> Engine<'_, D> {
                 if self.cfg.dry_run {
                     return true;
                 }
-                self.dest
-                    .remove(dir, &job.entry.name, existing.kind)
-                    .map(|()| true)
+                // NotFound: another run removed it a moment ago, which is as good.
+                match self.dest.remove(dir, &job.entry.name, existing.kind) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
+                    r => r.map(|()| true),
+                }
             }
             _ => self.delete(
                 dir,
@@ -132,7 +124,7 @@ impl<D: Destination> Engine<'_, D> {
         match r {
             Ok(gone) => gone,
             Err(e) => {
-                self.dest_error(rel, &e);
+                self.dest_error(rel, e);
                 false
             }
         }
@@ -149,7 +141,7 @@ impl<D: Destination> Engine<'_, D> {
                 .dest
                 .set_attrs(dir, &job.entry.name, &job.entry.meta, what)
             {
-                self.dest_error(rel, &e);
+                self.dest_error(rel, e);
                 return;
             }
         }
@@ -195,7 +187,7 @@ impl<D: Destination> Engine<'_, D> {
         let Ok(dst) = self.dest_meta(job, known, rel) else {
             return Attempt::Done(false);
         };
-        let mut decision = plan::decide_file(src, dst.as_ref(), self.cfg);
+        let mut decision = plan::decide_file(src, dst.as_ref(), &self.rules);
         if decision == Decision::CompareContent {
             let dir = job
                 .parent
@@ -206,11 +198,11 @@ impl<D: Destination> Engine<'_, D> {
                 .dest
                 .same_content(dir, &job.entry.name, &job.entry.path)
             {
-                Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), self.cfg),
+                Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), &self.rules),
                 Ok(false) => Decision::Replace,
                 Err(e) if !last && e.kind() == io::ErrorKind::NotFound => return Attempt::Raced,
                 Err(e) => {
-                    self.dest_error(rel, &e);
+                    self.dest_error(rel, e);
                     return Attempt::Done(false);
                 }
             };
@@ -316,7 +308,7 @@ impl<D: Destination> Engine<'_, D> {
                     Ok(()) => r,
                     Err(e) => {
                         // The temporary's name is ours alone: removing it by name is safe.
-                        if !is_fatal(&e) && !self.stop.load(Ordering::Relaxed) {
+                        if !e.is_fatal() && !self.stop.load(Ordering::Relaxed) {
                             let _ = self.dest.remove(dir, t, Kind::File);
                         }
                         if !last && e.kind() == io::ErrorKind::NotFound {
@@ -354,7 +346,7 @@ impl<D: Destination> Engine<'_, D> {
                 false
             }
             Err(CopyError::Dest(e)) => {
-                self.dest_error(rel, &e);
+                self.dest_error(rel, e);
                 false
             }
         };
@@ -389,7 +381,7 @@ impl<D: Destination> Engine<'_, D> {
                             return Attempt::Raced;
                         }
                         Err(e) => {
-                            self.dest_error(rel, &e);
+                            self.dest_error(rel, e);
                             return Attempt::Done(false);
                         }
                     }
@@ -397,7 +389,7 @@ impl<D: Destination> Engine<'_, D> {
                 _ => None,
             };
             let src = self.as_stored(&job.entry.meta);
-            match plan::decide_symlink(&src, dst.as_ref(), same_target, self.cfg) {
+            match plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules) {
                 Decision::UpToDate => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
@@ -423,7 +415,7 @@ impl<D: Destination> Engine<'_, D> {
         dst: Option<&Meta>,
         code: &str,
         last: bool,
-        create: impl FnOnce(&D::Dir) -> io::Result<()>,
+        create: impl FnOnce(&D::Dir) -> dest::Result<()>,
     ) -> Attempt {
         if let Some(d) = dst
             && !self.make_way(job, rel, d)
@@ -441,7 +433,7 @@ impl<D: Destination> Engine<'_, D> {
                 Ok(()) => {}
                 Err(e) if !last && is_race(&e) => return Attempt::Raced,
                 Err(e) => {
-                    self.dest_error(rel, &e);
+                    self.dest_error(rel, e);
                     return Attempt::Done(false);
                 }
             }
@@ -466,7 +458,8 @@ impl<D: Destination> Engine<'_, D> {
             let Ok(dst) = self.dest_meta(job, known, rel) else {
                 return Attempt::Done(false);
             };
-            match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), self.cfg) {
+            match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), &self.rules)
+            {
                 Decision::UpToDate => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
@@ -567,7 +560,7 @@ impl<D: Destination> Engine<'_, D> {
                         }
                         Ok(_) => {}
                         Err(e) => {
-                            self.dest_error(lrel, &e);
+                            self.dest_error(lrel, e);
                             return Attempt::Done(false);
                         }
                     }
@@ -589,7 +582,7 @@ impl<D: Destination> Engine<'_, D> {
                         return Attempt::Raced;
                     }
                     Err(e) => {
-                        self.dest_error(rel, &e);
+                        self.dest_error(rel, e);
                         return Attempt::Done(false);
                     }
                 }

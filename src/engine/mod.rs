@@ -14,8 +14,9 @@
 mod delete;
 mod dir;
 mod entry;
+#[cfg(test)]
+mod order;
 pub mod sched;
-mod temp;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -26,14 +27,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::dest::{Destination, RootState};
-use crate::exit::{self, Fatal};
+use crate::dest::{self, AttrSet, Destination, RootState};
+use crate::exit::{Error, ExitCode};
 use crate::meta::{Kind, Meta};
+use crate::plan::{self, DestKnown};
 use crate::report::{Output, Stats, Summary};
 use crate::tune::Controller;
 use crate::walk::SrcEntry;
-
-pub use entry::DestKnown;
 
 /// A directory being filled: it finalizes when its last child is done.
 pub struct DirNode<D: Destination> {
@@ -45,8 +45,8 @@ pub struct DirNode<D: Destination> {
     /// Source attributes to give the directory at the end (`None` for DEST itself when
     /// it receives several sources).
     meta: Option<Meta>,
-    /// Attributes the directory had when opened (`None` when created by us).
-    found: Option<Meta>,
+    /// How the directory came to be, which says what finalizing it must set.
+    origin: Origin,
     /// Children not yet finished, plus one held by the scan itself.
     pending: AtomicUsize,
     parent: Option<Arc<DirNode<D>>>,
@@ -54,6 +54,17 @@ pub struct DirNode<D: Destination> {
     changed: AtomicBool,
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
+}
+
+/// Where a destination directory came from.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    /// It was there, with these attributes: finalizing sets what differs.
+    Found(Meta),
+    /// This run created it; the backend said what its create could not give.
+    Created(AttrSet),
+    /// A dry run would have created it.
+    Imagined,
 }
 
 /// A directory to list.
@@ -73,6 +84,8 @@ pub struct EntryJob<D: Destination> {
 /// One run's shared state.
 pub struct Engine<'a, D: Destination> {
     cfg: &'a Config,
+    /// What decisions depend on (a view of `cfg`).
+    rules: plan::Rules<'a>,
     dest: &'a D,
     out: &'a Output,
     /// Live counters (read by the progress bar).
@@ -83,7 +96,7 @@ pub struct Engine<'a, D: Destination> {
     interrupted: Arc<AtomicBool>,
     /// Raised by SIGINT/SIGTERM or a fatal error: workers stop taking jobs.
     stop: AtomicBool,
-    fatal: Mutex<Option<Fatal>>,
+    fatal: Mutex<Option<Error>>,
     /// Completed jobs and their summed latency in microseconds, for the controller.
     ops_done: AtomicU64,
     busy_us: AtomicU64,
@@ -94,9 +107,6 @@ pub struct Engine<'a, D: Destination> {
     written_roots: Mutex<Vec<(u64, u64)>>,
     /// Deletions `--max-delete` still allows.
     delete_budget: AtomicU64,
-    /// Who new entries belong to, so `chown` is skipped where it would change nothing.
-    euid: u32,
-    egid: u32,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -106,11 +116,12 @@ pub fn run<D: Destination>(
     out: &Output,
     stats: Arc<Stats>,
     interrupted: Arc<AtomicBool>,
-) -> Result<Summary, Fatal> {
+) -> Result<Summary, Error> {
     let start = Instant::now();
     let mut ctl = Controller::new(cfg.jobs, dest.auto_bounds());
     let engine = Engine {
         cfg,
+        rules: cfg.rules(),
         dest,
         out,
         stats,
@@ -124,8 +135,6 @@ pub fn run<D: Destination>(
         dest_display: display_dest(&cfg.dest),
         written_roots: Mutex::new(Vec::new()),
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
-        euid: rustix::process::geteuid().as_raw(),
-        egid: rustix::process::getegid().as_raw(),
     };
     engine.plan_roots()?;
 
@@ -156,11 +165,11 @@ pub fn run<D: Destination>(
         };
         let mut spawned = match spawn(ctl.jobs(), 0) {
             (0, err) => {
-                let e = err.map_or_else(String::new, |e| e.to_string());
-                return Err(Fatal::new(
-                    exit::FILE_IO,
-                    format!("cannot start a worker thread: {e}"),
-                ));
+                let source = err.unwrap_or_else(|| io::Error::other("no thread started"));
+                return Err(Error::Local {
+                    what: "cannot start a worker thread".into(),
+                    source,
+                });
             }
             (k, _) => k,
         };
@@ -212,8 +221,8 @@ pub fn run<D: Destination>(
         cfg.dry_run,
     );
     if let Some(f) = engine.fatal.lock().unwrap().take() {
-        summary.exit_code = f.code;
-        summary.fatal = Some(f.message);
+        summary.exit_code = f.exit_code();
+        summary.fatal = Some(f.to_string());
         return Ok(summary);
     }
     summary.interrupted = engine.interrupted.load(Ordering::Relaxed);
@@ -224,15 +233,15 @@ pub fn run<D: Destination>(
         ));
     }
     summary.exit_code = if summary.interrupted {
-        exit::INTERRUPTED
+        ExitCode::Interrupted
     } else if summary.deletes_skipped > 0 {
-        exit::DEL_LIMIT
+        ExitCode::DelLimit
     } else if summary.errors > 0 {
-        exit::PARTIAL
+        ExitCode::Partial
     } else if summary.vanished > 0 {
-        exit::VANISHED
+        ExitCode::Vanished
     } else {
-        exit::OK
+        ExitCode::Success
     };
     Ok(summary)
 }
@@ -283,20 +292,20 @@ impl<'a, D: Destination> Engine<'a, D> {
         }
     }
 
-    fn dest_error(&self, rel: &Path, e: &io::Error) {
+    fn dest_error(&self, rel: &Path, e: dest::Error) {
         Stats::bump(&self.stats.errors);
-        let Some(code) = fatal_code(e) else {
-            self.out.error(&self.dest_path(rel), e);
+        if !e.is_fatal() {
+            self.out.error(&self.dest_path(rel), &e);
             return;
-        };
+        }
         // The destination is gone: the first such error ends the run and is the one
         // reported; the other workers' copies of it would only bury it.
         let mut f = self.fatal.lock().unwrap();
         if f.is_none() {
-            *f = Some(Fatal::new(
-                code,
-                format!("{}: {e}", self.dest_path(rel).display()),
-            ));
+            *f = Some(Error::Dest {
+                path: self.dest_path(rel),
+                source: e,
+            });
         }
         drop(f);
         self.stop.store(true, Ordering::Relaxed);
@@ -348,18 +357,6 @@ fn root_is_dir(state: &RootState) -> bool {
     matches!(state, RootState::Exists(m) if m.kind == Kind::Dir)
 }
 
-/// The exit code of a destination error that means the destination is gone (an NFS
-/// server that stopped answering or refuses connections); `None` for per-file errors.
-fn fatal_code(e: &io::Error) -> Option<i32> {
-    match e.kind() {
-        io::ErrorKind::TimedOut => Some(exit::TIMEOUT),
-        io::ErrorKind::NotConnected
-        | io::ErrorKind::ConnectionAborted
-        | io::ErrorKind::ConnectionRefused => Some(exit::CONNECT),
-        _ => None,
-    }
-}
-
 /// Starts up to `n` threads with `spawn_one`, stopping at the first the OS refuses;
 /// returns how many started and the refusal.
 fn spawn_up_to(
@@ -372,11 +369,6 @@ fn spawn_up_to(
         }
     }
     (n, None)
-}
-
-/// Whether a destination error ends the run.
-fn is_fatal(e: &io::Error) -> bool {
-    fatal_code(e).is_some()
 }
 
 #[cfg(test)]

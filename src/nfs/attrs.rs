@@ -9,17 +9,14 @@
 //!   asking for owners, so content, modes and mtimes still arrive;
 //! * symlink times: nfs-ganesha's VFS answers OK and keeps the server's time.
 
-use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use nfs3_types::nfs3::{self as v3, fattr3, nfs_fh3, nfsstat3, sattr3, set_mtime};
 
 use super::client::{Answer, nfs_time};
 use super::dest::NfsDest;
+use crate::dest;
 use crate::meta::Meta;
-
-/// The unstored-symlink-times warning is printed once per run.
-static SYMLINK_TIMES_WARNED: AtomicBool = AtomicBool::new(false);
 
 impl NfsDest {
     /// Adds the owners we keep to `s` (those `have` does not already show).
@@ -77,7 +74,7 @@ impl NfsDest {
         &self,
         fh: &nfs_fh3,
         mut s: sattr3,
-    ) -> io::Result<Answer<Option<fattr3>>> {
+    ) -> dest::Result<Answer<Option<fattr3>>> {
         let a = self.nfs.setattr_wcc(fh, s.clone()).await?;
         let a = match a.res {
             Err(stat) if self.owners_refused_by(&s, stat) => {
@@ -100,12 +97,12 @@ impl NfsDest {
     /// Stops asking for owners, with one warning.
     fn owners_not_kept(&self) {
         if !self.owners_refused.swap(true, Ordering::Relaxed) && !self.quiet {
-            eprintln!(
-                "nfsync: warning: {} does not let us set owners (root squashed?): files \
+            self.out.warn(format_args!(
+                "{} does not let us set owners (root squashed?): files \
                  get the server's owner. Use --no-owner --no-group not to ask, or export \
                  with no_root_squash",
                 self.label()
-            );
+            ));
         }
     }
 
@@ -116,13 +113,13 @@ impl NfsDest {
         if let Some(a) = after
             && !self.quiet
             && a.mtime != nfs_time(m.mtime)
-            && !SYMLINK_TIMES_WARNED.swap(true, Ordering::Relaxed)
+            && !self.symlink_times_warned.swap(true, Ordering::Relaxed)
         {
-            eprintln!(
-                "nfsync: warning: {} does not store symlink modification times; \
+            self.out.warn(format_args!(
+                "{} does not store symlink modification times; \
                  symlinks keep the server's time",
                 self.label()
-            );
+            ));
         }
     }
 }

@@ -17,6 +17,7 @@ use nfs3_types::xdr_codec::{Pack, Unpack};
 use super::error;
 use super::rpc::{RpcClient, RpcError};
 use super::shape::Shape;
+use crate::dest;
 use crate::meta::{Kind, Meta, Time};
 
 /// The outcome of one NFS procedure.
@@ -47,7 +48,7 @@ impl Nfs {
     }
 
     /// Calls `proc`, retrying through reconnects and JUKEBOX as described above.
-    pub async fn call<A, T, E>(&self, proc: v3::NFS_PROGRAM, args: &A) -> io::Result<Answer<T>>
+    pub async fn call<A, T, E>(&self, proc: v3::NFS_PROGRAM, args: &A) -> dest::Result<Answer<T>>
     where
         A: Pack,
         T: Unpack + Shape,
@@ -72,10 +73,10 @@ impl Nfs {
                 Ok(Nfs3Result::Err((nfsstat3::NFS3ERR_JUKEBOX, _))) => {
                     // The server is alive but busy (e.g. recalling data); it may take long.
                     if first_failure.get_or_insert_with(Instant::now).elapsed() > limit * 4 {
-                        return Err(io::Error::new(
+                        return Err(dest::Error::TimedOut(io::Error::new(
                             io::ErrorKind::TimedOut,
                             format!("{} kept answering NFS3ERR_JUKEBOX", self.rpc.addr()),
-                        ));
+                        )));
                     }
                 }
                 Ok(Nfs3Result::Err((stat, _))) => {
@@ -89,11 +90,8 @@ impl Nfs {
                         ambiguous = true;
                     }
                     if first_failure.get_or_insert_with(Instant::now).elapsed() > limit {
-                        let e = error::transport(e);
-                        return Err(io::Error::new(
-                            e.kind(),
-                            format!("NFS server gone for {} s ({e})", limit.as_secs()),
-                        ));
+                        let msg = format!("NFS server gone for {} s ({e})", limit.as_secs());
+                        return Err(error::transport_msg(&e, msg));
                     }
                 }
                 Err(e) => return Err(error::transport(e)),
@@ -116,7 +114,7 @@ impl Nfs {
         &self,
         dir: &nfs_fh3,
         name: &[u8],
-    ) -> io::Result<Answer<(nfs_fh3, fattr3)>> {
+    ) -> dest::Result<Answer<(nfs_fh3, fattr3)>> {
         let args = v3::LOOKUP3args {
             what: dirop(dir, name),
         };
@@ -154,7 +152,7 @@ impl Nfs {
     }
 
     /// GETATTR.
-    pub async fn getattr(&self, fh: &nfs_fh3) -> io::Result<Answer<fattr3>> {
+    pub async fn getattr(&self, fh: &nfs_fh3) -> dest::Result<Answer<fattr3>> {
         let args = v3::GETATTR3args { object: fh.clone() };
         let a = self
             .call::<_, v3::GETATTR3resok, nfs3_types::xdr_codec::Void>(
@@ -169,7 +167,7 @@ impl Nfs {
     }
 
     /// SETATTR without a guard.
-    pub async fn setattr(&self, fh: &nfs_fh3, attrs: sattr3) -> io::Result<Answer<()>> {
+    pub async fn setattr(&self, fh: &nfs_fh3, attrs: sattr3) -> dest::Result<Answer<()>> {
         let a = self.setattr_wcc(fh, attrs).await?;
         Ok(Answer {
             res: a.res.map(|_| ()),
@@ -182,7 +180,7 @@ impl Nfs {
         &self,
         fh: &nfs_fh3,
         attrs: sattr3,
-    ) -> io::Result<Answer<Option<fattr3>>> {
+    ) -> dest::Result<Answer<Option<fattr3>>> {
         let args = v3::SETATTR3args {
             object: fh.clone(),
             new_attributes: attrs,

@@ -23,10 +23,11 @@ use super::client::{Answer, NFS3_TIMES, Nfs, dirop, meta, mtime_only, post_fh, p
 use super::error;
 use super::mount::Mounted;
 use crate::dest::{
-    AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
+    self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
-use crate::exit::{CONNECT, Fatal};
+use crate::exit::Error;
 use crate::meta::{Kind, Meta, Time};
+use crate::report::Output;
 
 /// A directory on the server: its handle, and its path from the export root so a
 /// handle that went stale can be found again.
@@ -62,15 +63,15 @@ pub struct FsInfo {
 const MAX_IO: u32 = 1 << 20;
 
 /// FSINFO on the export root.
-pub async fn fsinfo(nfs: &Nfs, root: &nfs_fh3) -> Result<FsInfo, Fatal> {
+pub async fn fsinfo(nfs: &Nfs, root: &nfs_fh3) -> Result<FsInfo, Error> {
     let args = v3::FSINFO3args::from(root.clone());
     let a = nfs
         .call::<_, v3::FSINFO3resok, v3::FSINFO3resfail>(P::NFSPROC3_FSINFO, &args)
         .await
-        .map_err(|e| Fatal::new(CONNECT, format!("FSINFO: {e}")))?;
+        .map_err(|e| Error::Connect(format!("FSINFO: {e}")))?;
     let ok = a
         .res
-        .map_err(|s| Fatal::new(CONNECT, format!("FSINFO on the export root: {s}")))?;
+        .map_err(|s| Error::Connect(format!("FSINFO on the export root: {s}")))?;
     // As large as the server allows (fewer calls per file), within our own cap; a
     // server that says 0 gets a conservative 64 KiB.
     let size = |max: u32| {
@@ -91,10 +92,14 @@ pub struct NfsDest {
     label: String,
     pub(super) info: FsInfo,
     pub(super) owners: OwnerPolicy,
-    /// `-q`: no warnings.
+    /// `-q`: no warnings about the server's limits.
     pub(super) quiet: bool,
+    /// Where warnings go (above the progress bar).
+    pub(super) out: Arc<Output>,
     /// The server refused or ignored an owner change: stop asking (see `attrs`).
     pub(super) owners_refused: AtomicBool,
+    /// The server's unstored symlink times were reported (once per run).
+    pub(super) symlink_times_warned: AtomicBool,
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
     pub(super) budget: Arc<Semaphore>,
     /// Directory handles from the last listings, by (parent handle, name).
@@ -130,13 +135,14 @@ impl Drop for NfsDest {
                     format!("{name}={n}")
                 })
                 .collect();
-            eprintln!("nfsync: NFS calls: {}", counts.join(" "));
+            self.out
+                .note(format_args!("NFS calls: {}", counts.join(" ")));
         }
     }
 }
 
 /// The `io::Result` of an answer, with the status as errno.
-pub(super) fn ok<T>(a: Answer<T>) -> io::Result<T> {
+pub(super) fn ok<T>(a: Answer<T>) -> dest::Result<T> {
     a.res.map_err(error::status)
 }
 
@@ -148,6 +154,7 @@ impl NfsDest {
         info: FsInfo,
         label: String,
         config: &crate::config::Config,
+        out: Arc<Output>,
     ) -> NfsDest {
         NfsDest {
             rt,
@@ -158,7 +165,9 @@ impl NfsDest {
             info,
             owners: config.owners,
             quiet: config.quiet,
+            out,
             owners_refused: AtomicBool::new(false),
+            symlink_times_warned: AtomicBool::new(false),
             budget: Arc::new(Semaphore::new(BUDGET)),
             dir_cache: Mutex::new(HashMap::new()),
             link_cache: Mutex::new(HashMap::new()),
@@ -178,7 +187,7 @@ impl NfsDest {
     }
 
     /// Finds a directory again from the export root (after NFS3ERR_STALE).
-    async fn walk(&self, path: &[Vec<u8>]) -> io::Result<nfs_fh3> {
+    async fn walk(&self, path: &[Vec<u8>]) -> dest::Result<nfs_fh3> {
         let mut fh = self.root.clone();
         for c in path {
             fh = ok(self.nfs.lookup(&fh, c).await?)?.0;
@@ -187,10 +196,10 @@ impl NfsDest {
     }
 
     /// Runs `f` on the directory's handle, re-resolving it once if it went stale.
-    pub(super) async fn in_dir<T, F, Fut>(&self, dir: &NfsDir, f: F) -> io::Result<Answer<T>>
+    pub(super) async fn in_dir<T, F, Fut>(&self, dir: &NfsDir, f: F) -> dest::Result<Answer<T>>
     where
         F: Fn(nfs_fh3) -> Fut,
-        Fut: Future<Output = io::Result<Answer<T>>>,
+        Fut: Future<Output = dest::Result<Answer<T>>>,
     {
         let a = f(dir.fh.clone()).await?;
         if matches!(a.res, Err(nfsstat3::NFS3ERR_STALE)) && !dir.path.is_empty() {
@@ -205,7 +214,7 @@ impl NfsDest {
         &self,
         dir: &NfsDir,
         name: &[u8],
-    ) -> io::Result<Option<(nfs_fh3, fattr3)>> {
+    ) -> dest::Result<Option<(nfs_fh3, fattr3)>> {
         let a = self
             .in_dir(dir, |fh| async move { self.nfs.lookup(&fh, name).await })
             .await?;
@@ -225,7 +234,7 @@ impl NfsDest {
         name: &[u8],
         mut attrs: sattr3,
         strict: bool,
-    ) -> io::Result<nfs_fh3> {
+    ) -> dest::Result<nfs_fh3> {
         loop {
             let a = self
                 .in_dir(dir, |fh| {
@@ -246,7 +255,7 @@ impl NfsDest {
                     None => self.lookup_dir(dir, name).await,
                 },
                 Err(nfsstat3::NFS3ERR_EXIST) if strict && !a.ambiguous => {
-                    Err(io::Error::from_raw_os_error(libc::EEXIST))
+                    Err(io::Error::from_raw_os_error(libc::EEXIST).into())
                 }
                 Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
                 // Owners refused (root squashed): again without them, once.
@@ -260,15 +269,15 @@ impl NfsDest {
         }
     }
 
-    async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> io::Result<nfs_fh3> {
+    async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<nfs_fh3> {
         self.lookup_dir_meta(dir, name).await.map(|(fh, _)| fh)
     }
 
-    async fn lookup_dir_meta(&self, dir: &NfsDir, name: &[u8]) -> io::Result<(nfs_fh3, Meta)> {
+    async fn lookup_dir_meta(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<(nfs_fh3, Meta)> {
         match self.lookup(dir, name).await? {
             Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok((fh, meta(&a))),
-            Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
-            None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
+            None => Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
         }
     }
 
@@ -277,7 +286,7 @@ impl NfsDest {
     pub(super) async fn readdir(
         &self,
         fh: &nfs_fh3,
-    ) -> io::Result<Answer<Vec<v3::entryplus3<'static>>>> {
+    ) -> dest::Result<Answer<Vec<v3::entryplus3<'static>>>> {
         let mut restarts = 0;
         'restart: loop {
             let mut out = Vec::new();
@@ -334,7 +343,8 @@ impl NfsDest {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         "server's READDIRPLUS pages make no progress",
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -358,7 +368,7 @@ impl Destination for NfsDest {
         t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1)
     }
 
-    fn root_state(&self) -> io::Result<RootState> {
+    fn root_state(&self) -> dest::Result<RootState> {
         self.rt.block_on(async {
             let mut fh = self.root.clone();
             let mut attrs = None;
@@ -380,14 +390,14 @@ impl Destination for NfsDest {
         })
     }
 
-    fn root_dir(&self) -> io::Result<NfsDir> {
+    fn root_dir(&self) -> dest::Result<NfsDir> {
         let mut dir = self.root_nfs_dir();
         for c in &self.subpath {
             let name = c.as_bytes();
             let fh = self.rt.block_on(async {
                 match self.lookup(&dir, name).await? {
                     Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
-                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
                     None => {
                         let attrs = sattr3 {
                             mode: v3::Nfs3Option::Some(0o755),
@@ -402,19 +412,20 @@ impl Destination for NfsDest {
         Ok(dir)
     }
 
-    fn root_parent(&self) -> io::Result<(NfsDir, OsString)> {
+    fn root_parent(&self) -> dest::Result<(NfsDir, OsString)> {
         let Some((last, parents)) = self.subpath.split_last() else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{} is the export root, not a file name", self.label),
-            ));
+            )
+            .into());
         };
         let mut dir = self.root_nfs_dir();
         for c in parents {
             let fh = self.rt.block_on(async {
                 match self.lookup(&dir, c.as_bytes()).await? {
                     Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
-                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
                     None => {
                         let attrs = sattr3 {
                             mode: v3::Nfs3Option::Some(0o755),
@@ -429,7 +440,7 @@ impl Destination for NfsDest {
         Ok((dir, OsString::from(last)))
     }
 
-    fn list(&self, dir: &NfsDir) -> io::Result<Vec<DestEntry>> {
+    fn list(&self, dir: &NfsDir) -> dest::Result<Vec<DestEntry>> {
         let entries = ok(self
             .rt
             .block_on(self.in_dir(dir, |fh| async move { self.readdir(&fh).await }))?)?;
@@ -455,20 +466,21 @@ impl Destination for NfsDest {
         Ok(out)
     }
 
-    fn stat(&self, dir: &NfsDir, name: &OsStr) -> io::Result<Option<Meta>> {
+    fn stat(&self, dir: &NfsDir, name: &OsStr) -> dest::Result<Option<Meta>> {
         let r = self.rt.block_on(self.lookup(dir, name.as_bytes()))?;
         Ok(r.map(|(_, a)| meta(&a)))
     }
 
-    fn mkdir(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> io::Result<NfsDir> {
+    fn mkdir(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> dest::Result<(NfsDir, AttrSet)> {
         let name = name.as_bytes();
-        // Writable by us until set_dir_attrs gives the final mode.
+        // Writable by us until set_dir_attrs gives the final mode, owners and mtime in
+        // the one SETATTR that every new directory needs for its mtime anyway.
         let attrs = self.create_attrs(m, Some(m.mode | 0o700));
         let fh = self.rt.block_on(self.mkdir_fh(dir, name, attrs, true))?;
-        Ok(dir.child(fh, name))
+        Ok((dir.child(fh, name), AttrSet::ALL))
     }
 
-    fn open_dir(&self, dir: &NfsDir, name: &OsStr) -> io::Result<(NfsDir, Meta)> {
+    fn open_dir(&self, dir: &NfsDir, name: &OsStr) -> dest::Result<(NfsDir, Meta)> {
         let name = name.as_bytes();
         let cached = self
             .dir_cache
@@ -482,10 +494,10 @@ impl Destination for NfsDest {
         Ok((dir.child(fh, name), m))
     }
 
-    fn read_link(&self, dir: &NfsDir, name: &OsStr) -> io::Result<OsString> {
+    fn read_link(&self, dir: &NfsDir, name: &OsStr) -> dest::Result<OsString> {
         self.rt.block_on(async {
             let Some((fh, _)) = self.lookup(dir, name.as_bytes()).await? else {
-                return Err(io::Error::from_raw_os_error(libc::ENOENT));
+                return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
             };
             let args = v3::READLINK3args { symlink: fh };
             let r = ok(self
@@ -508,7 +520,7 @@ impl Destination for NfsDest {
         self.write_file_impl(dir, name.as_bytes(), src)
     }
 
-    fn symlink(&self, dir: &NfsDir, name: &OsStr, target: &OsStr, m: &Meta) -> io::Result<()> {
+    fn symlink(&self, dir: &NfsDir, name: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
         self.symlink_impl(dir, name, target, m)
     }
 
@@ -518,33 +530,33 @@ impl Destination for NfsDest {
         name: &OsStr,
         target_dir: &NfsDir,
         target_name: &OsStr,
-    ) -> io::Result<()> {
+    ) -> dest::Result<()> {
         self.hard_link_impl(dir, name, target_dir, target_name)
     }
 
-    fn mknod(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> io::Result<()> {
+    fn mknod(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> dest::Result<()> {
         self.mknod_impl(dir, name, m)
     }
 
-    fn rename(&self, dir: &NfsDir, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    fn rename(&self, dir: &NfsDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
         self.rename_impl(dir, from.as_bytes(), to.as_bytes())
     }
 
-    fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> io::Result<()> {
+    fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> dest::Result<()> {
         self.remove_entry(dir, name.as_bytes(), kind == Kind::Dir)
     }
 
-    fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> io::Result<bool> {
+    fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
         self.remove_tree_impl(dir, Path::new(name), each)
     }
 
-    fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> io::Result<()> {
+    fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {
         if what.is_empty() {
             return Ok(());
         }
         self.rt.block_on(async {
             let Some((fh, have)) = self.lookup(dir, name.as_bytes()).await? else {
-                return Err(io::Error::from_raw_os_error(libc::ENOENT));
+                return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
             };
             let mut s = sattr3::default();
             if what.mode && have.type_ != ftype3::NF3LNK {
@@ -570,7 +582,7 @@ impl Destination for NfsDest {
     /// One SETATTR with everything (ganesha drops setgid at MKDIR, so the mode always
     /// goes along; setting part costs the same call); none when nothing differs, which
     /// keeps a re-run's directories free.
-    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta, what: AttrSet) -> io::Result<()> {
+    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta, what: AttrSet) -> dest::Result<()> {
         if what.is_empty() {
             return Ok(());
         }
@@ -584,7 +596,7 @@ impl Destination for NfsDest {
         })
     }
 
-    fn same_content(&self, dir: &NfsDir, name: &OsStr, src: &Path) -> io::Result<bool> {
+    fn same_content(&self, dir: &NfsDir, name: &OsStr, src: &Path) -> dest::Result<bool> {
         self.same_content_impl(dir, name.as_bytes(), src)
     }
 }

@@ -1,15 +1,16 @@
-//! Turning NFS statuses and transport failures into `io::Error`s the engine understands.
+//! Turning NFS statuses and transport failures into the seam's [`dest::Error`].
 //!
 //! The engine prints `path: error` and counts the file, so an NFS status becomes the
 //! errno a local filesystem would have given (ENOSPC, EDQUOT, EROFS...), which reads
 //! the same as on the mount path. Transport failures that mean the server is gone for
-//! good become `TimedOut` / `NotConnected`, which the engine treats as fatal.
+//! good become [`dest::Error::TimedOut`] / [`dest::Error::Unreachable`], which end the run.
 
 use std::io;
 
 use nfs3_types::nfs3::nfsstat3;
 
 use super::rpc::RpcError;
+use crate::dest;
 
 /// The errno matching an NFSv3 status (RFC 1813 defines most of them as errno values).
 pub fn errno(stat: nfsstat3) -> i32 {
@@ -46,8 +47,13 @@ pub fn errno(stat: nfsstat3) -> i32 {
     }
 }
 
+/// An NFS status as a per-entry error.
+pub fn status(stat: nfsstat3) -> dest::Error {
+    dest::Error::Entry(status_io(stat))
+}
+
 /// An NFS status as an `io::Error`; statuses without a close errno keep their name.
-pub fn status(stat: nfsstat3) -> io::Error {
+pub fn status_io(stat: nfsstat3) -> io::Error {
     let e = errno(stat);
     if e == libc::EIO && stat != nfsstat3::NFS3ERR_IO {
         return io::Error::other(format!("server error {stat}"));
@@ -55,16 +61,25 @@ pub fn status(stat: nfsstat3) -> io::Error {
     io::Error::from_raw_os_error(e)
 }
 
-/// A transport failure as an `io::Error`: the kinds the engine treats as fatal when
-/// the server is gone, `InvalidData` when it speaks garbage.
-pub fn transport(e: RpcError) -> io::Error {
-    let kind = match &e {
-        RpcError::Timeout { .. } => io::ErrorKind::TimedOut,
-        RpcError::Connect { .. } | RpcError::Disconnected { .. } => io::ErrorKind::NotConnected,
-        RpcError::Auth { .. } => io::ErrorKind::PermissionDenied,
-        RpcError::Garbage { .. } | RpcError::Unavailable { .. } => io::ErrorKind::InvalidData,
-    };
-    io::Error::new(kind, e.to_string())
+/// A transport failure: run-ending when the server is gone or silent, a per-entry
+/// error when it refuses our credentials or speaks garbage for one call.
+pub fn transport(e: RpcError) -> dest::Error {
+    transport_msg(&e, e.to_string())
+}
+
+/// [`transport`] with a message of the caller's own.
+pub fn transport_msg(e: &RpcError, msg: String) -> dest::Error {
+    let io = |kind| io::Error::new(kind, msg);
+    match e {
+        RpcError::Timeout { .. } => dest::Error::TimedOut(io(io::ErrorKind::TimedOut)),
+        RpcError::Connect { .. } | RpcError::Disconnected { .. } => {
+            dest::Error::Unreachable(io(io::ErrorKind::NotConnected))
+        }
+        RpcError::Auth { .. } => dest::Error::Entry(io(io::ErrorKind::PermissionDenied)),
+        RpcError::Garbage { .. } | RpcError::Unavailable { .. } => {
+            dest::Error::Entry(io(io::ErrorKind::InvalidData))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -74,27 +89,27 @@ mod tests {
     #[test]
     fn quota_and_space_map_to_errnos() {
         assert_eq!(
-            status(nfsstat3::NFS3ERR_NOSPC).raw_os_error(),
+            status_io(nfsstat3::NFS3ERR_NOSPC).raw_os_error(),
             Some(libc::ENOSPC)
         );
         assert_eq!(
-            status(nfsstat3::NFS3ERR_DQUOT).raw_os_error(),
+            status_io(nfsstat3::NFS3ERR_DQUOT).raw_os_error(),
             Some(libc::EDQUOT)
         );
         assert_eq!(
-            status(nfsstat3::NFS3ERR_ROFS).raw_os_error(),
+            status_io(nfsstat3::NFS3ERR_ROFS).raw_os_error(),
             Some(libc::EROFS)
         );
         assert_eq!(
-            status(nfsstat3::NFS3ERR_ACCES).raw_os_error(),
+            status_io(nfsstat3::NFS3ERR_ACCES).raw_os_error(),
             Some(libc::EACCES)
         );
         assert_eq!(
-            status(nfsstat3::NFS3ERR_NAMETOOLONG).raw_os_error(),
+            status_io(nfsstat3::NFS3ERR_NAMETOOLONG).raw_os_error(),
             Some(libc::ENAMETOOLONG)
         );
         assert!(
-            status(nfsstat3::NFS3ERR_SERVERFAULT)
+            status_io(nfsstat3::NFS3ERR_SERVERFAULT)
                 .to_string()
                 .contains("SERVERFAULT")
         );

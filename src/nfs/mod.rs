@@ -35,7 +35,8 @@ pub use dest::{NfsDest, NfsDir};
 pub use url::is_nfs_url;
 
 use crate::config::Config;
-use crate::exit::{CONNECT, Fatal, TIMEOUT};
+use crate::exit::Error;
+use crate::report::Output;
 
 /// Default TCP connections per server (like `nconnect`).
 pub const DEFAULT_CONNS: usize = 4;
@@ -51,20 +52,19 @@ pub const DEFAULT_WINDOW: usize = 64;
 /// (default 4), `window=N` calls in flight per connection (default 64), `resvport` /
 /// `noresvport` (source port below 1024; default: when running as root), `version=3`.
 ///
-/// Every step is bounded by `config.timeout`; failures are [`Fatal`] with exit code
-/// CONNECT (unreachable, refused, wrong port, garbage) or TIMEOUT.
-pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
-    let parsed = url::parse(url).map_err(|e| Fatal::new(crate::exit::USAGE, e))?;
+/// Every step is bounded by `config.timeout`; failures are [`Error::Connect`]
+/// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
+pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<NfsDest, Error> {
+    let parsed = url::parse(url).map_err(Error::Usage)?;
     let rt = runtime(RUNTIME_THREADS)
-        .map_err(|e| Fatal::new(CONNECT, format!("cannot start the NFS runtime: {e}")))?;
+        .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))?;
     let timeout = if config.timeout.is_zero() {
         Duration::from_secs(30)
     } else {
         config.timeout
     };
     // Root binds a privileged source port as the kernel and libnfs do; others cannot.
-    // SAFETY: geteuid has no preconditions.
-    let is_root = unsafe { libc::geteuid() } == 0;
+    let is_root = rustix::process::geteuid().is_root();
     let resvport = parsed.resvport.unwrap_or(is_root);
     let cred = mount::credentials(&parsed);
     let setup = rt.block_on(async {
@@ -84,18 +84,18 @@ pub fn connect(url: &str, config: &Config) -> Result<NfsDest, Fatal> {
             .await
             .map_err(|e| setup_error(&e, resvport))?;
         nfs.null().await.map_err(|e| setup_error(&e, resvport))?;
-        let info = dest::fsinfo(&nfs, &m.root).await.map_err(|mut f| {
+        let info = dest::fsinfo(&nfs, &m.root).await.map_err(|f| {
             // ganesha lets an unprivileged port MOUNT, then refuses NFS calls.
-            if f.message.contains("AUTH_TOOWEAK") && !resvport {
-                f.message.push_str(PORT_HINT);
+            if f.to_string().contains("AUTH_TOOWEAK") && !resvport {
+                return crate::exit::with_hint(f, PORT_HINT);
             }
             f
         })?;
-        Ok::<_, Fatal>((m, nfs, info))
+        Ok::<_, Error>((m, nfs, info))
     });
     let (m, nfs, info) = setup?;
     let label = format!("nfs://{}{}", parsed.host, m.export);
-    Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config))
+    Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config, out))
 }
 
 /// Threads driving the connections' reader and writer tasks.
@@ -145,12 +145,7 @@ const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfs
      then binds a port below 1024), or allow other ports on the server (`insecure` in \
      /etc/exports for knfsd, `PrivilegedPort = false;` in the EXPORT block for nfs-ganesha)";
 
-fn setup_error(e: &rpc::RpcError, resvport: bool) -> Fatal {
-    let code = if matches!(e, rpc::RpcError::Timeout { .. }) {
-        TIMEOUT
-    } else {
-        CONNECT
-    };
+fn setup_error(e: &rpc::RpcError, resvport: bool) -> Error {
     let hint = match e {
         rpc::RpcError::Auth { .. } if !resvport => PORT_HINT,
         rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. } => {
@@ -158,5 +153,10 @@ fn setup_error(e: &rpc::RpcError, resvport: bool) -> Fatal {
         }
         _ => "",
     };
-    Fatal::new(code, format!("NFS service: {e}{hint}"))
+    let msg = format!("NFS service: {e}{hint}");
+    if matches!(e, rpc::RpcError::Timeout { .. }) {
+        Error::Timeout(msg)
+    } else {
+        Error::Connect(msg)
+    }
 }

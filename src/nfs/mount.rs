@@ -7,7 +7,7 @@
 //! reply could abort us. Every step is bounded by `--timeout`.
 //!
 //! Failures here end the run with a message that says what to fix, so they are
-//! [`Fatal`]s with exit code [`CONNECT`] (or [`TIMEOUT`]).
+//! [`Error::Connect`] (or [`Error::Timeout`]).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 use super::rpc::{RpcError, connect_tcp, decode_reply, encode_call, next_xid, read_record};
 use super::shape::Shape;
 use super::url::NfsUrl;
-use crate::exit::{CONNECT, Fatal, TIMEOUT};
+use crate::exit::{Error, with_hint};
 
 /// One call on a connection that carries nothing else, so the next record is its reply.
 async fn call_once<A: Pack, R: Unpack + Shape>(
@@ -81,28 +81,19 @@ fn efs_hint(host: &str) -> &'static str {
 
 /// AUTH_SYS credentials: the caller's uid, gid and groups unless the URL overrides them.
 pub fn credentials(url: &NfsUrl) -> opaque_auth<'static> {
-    // SAFETY: these libc calls have no preconditions.
-    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let uid = url.uid.unwrap_or(uid);
-    let gid = url.gid.unwrap_or(gid);
+    let uid = url.uid.unwrap_or(rustix::process::getuid().as_raw());
+    let gid = url.gid.unwrap_or(rustix::process::getgid().as_raw());
     let mut gids = Vec::new();
     if url.gid.is_none() && url.uid.is_none() {
-        let mut buf = [0 as libc::gid_t; 64];
-        // SAFETY: the buffer holds 64 entries and we pass that length.
-        let n = unsafe { libc::getgroups(64, buf.as_mut_ptr()) };
-        if n > 0 {
-            gids.extend(buf[..n as usize].iter().filter(|&&g| g != gid));
-        }
+        let groups = rustix::process::getgroups().unwrap_or_default();
+        gids.extend(groups.iter().map(|g| g.as_raw()).filter(|&g| g != gid));
     }
     gids.truncate(16); // AUTH_SYS carries at most 16 groups
-    let mut host = [0u8; 256];
-    // SAFETY: the buffer is 256 bytes and we pass a smaller length, so it stays
-    // NUL-terminated.
-    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), 255) };
-    let name = if rc == 0 {
-        host.iter().take_while(|&&b| b != 0).copied().collect()
-    } else {
+    let name = rustix::system::uname().nodename().to_bytes().to_vec();
+    let name = if name.is_empty() {
         b"nfsync".to_vec()
+    } else {
+        name
     };
     opaque_auth::auth_unix(&auth_unix {
         stamp: std::process::id(),
@@ -114,14 +105,14 @@ pub fn credentials(url: &NfsUrl) -> opaque_auth<'static> {
 }
 
 /// Resolves the server name (IP literals pass through), preferring IPv4.
-pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Fatal> {
+pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Error> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(ip);
     }
     let found = tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0)))
         .await
-        .map_err(|_| Fatal::new(TIMEOUT, format!("resolving {host}: timed out")))?
-        .map_err(|e| Fatal::new(CONNECT, format!("cannot resolve NFS server {host}: {e}")))?
+        .map_err(|_| Error::Timeout(format!("resolving {host}: timed out")))?
+        .map_err(|e| Error::Connect(format!("cannot resolve NFS server {host}: {e}")))?
         .map(|a| a.ip())
         .collect::<Vec<_>>();
     found
@@ -129,21 +120,21 @@ pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Fatal> {
         .find(|ip| ip.is_ipv4())
         .or(found.first())
         .copied()
-        .ok_or_else(|| Fatal::new(CONNECT, format!("{host} has no address")))
+        .ok_or_else(|| Error::Connect(format!("{host} has no address")))
 }
 
 async fn bounded<T, E: std::fmt::Display>(
     what: &str,
     timeout: Duration,
     fut: impl Future<Output = Result<T, E>>,
-) -> Result<T, Fatal> {
+) -> Result<T, Error> {
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Fatal::new(CONNECT, format!("{what}: {e}"))),
-        Err(_) => Err(Fatal::new(
-            TIMEOUT,
-            format!("{what}: no answer within {} s", timeout.as_secs()),
-        )),
+        Ok(Err(e)) => Err(Error::Connect(format!("{what}: {e}"))),
+        Err(_) => Err(Error::Timeout(format!(
+            "{what}: no answer within {} s",
+            timeout.as_secs()
+        ))),
     }
 }
 
@@ -155,17 +146,17 @@ async fn getport(
     name: &str,
     host: &str,
     t: Duration,
-) -> Result<u16, Fatal> {
+) -> Result<u16, Error> {
     let pm = SocketAddr::new(ip, nfs3_types::portmap::PMAP_PORT);
     let what = format!("portmapper at {pm} (to find {name})");
     let sock = bounded(&what, t, connect_tcp(pm, false))
         .await
-        .map_err(|mut f| {
-            f.message.push_str(&format!(
+        .map_err(|f| {
+            let hint = format!(
                 "; give the ports in the URL (?nfsport=N&mountport=N) to skip the portmapper{}",
                 efs_hint(host)
-            ));
-            f
+            );
+            with_hint(f, &hint)
         })?;
     let mut sock = sock;
     let args = mapping {
@@ -193,18 +184,18 @@ async fn getport(
                 }
                 h => h,
             };
-            Err(Fatal::new(
-                CONNECT,
-                format!("{host} does not serve {name} over TCP{hint}"),
-            ))
+            Err(Error::Connect(format!(
+                "{host} does not serve {name} over TCP{hint}"
+            )))
         }
-        Ok(Ok(port)) => u16::try_from(port)
-            .map_err(|_| Fatal::new(CONNECT, format!("{what}: answered port {port}"))),
-        Ok(Err(e)) => Err(Fatal::new(CONNECT, format!("{what}: {e}"))),
-        Err(_) => Err(Fatal::new(
-            TIMEOUT,
-            format!("{what}: no answer within {} s", t.as_secs()),
-        )),
+        Ok(Ok(port)) => {
+            u16::try_from(port).map_err(|_| Error::Connect(format!("{what}: answered port {port}")))
+        }
+        Ok(Err(e)) => Err(Error::Connect(format!("{what}: {e}"))),
+        Err(_) => Err(Error::Timeout(format!(
+            "{what}: no answer within {} s",
+            t.as_secs()
+        ))),
     }
 }
 
@@ -234,7 +225,7 @@ pub async fn mount(
     cred: &opaque_auth<'static>,
     resvport: bool,
     timeout: Duration,
-) -> Result<Mounted, Fatal> {
+) -> Result<Mounted, Error> {
     let host = &url.host;
     let ip = resolve(host, timeout).await?;
     let mount_port = match url.mount_port {
@@ -249,10 +240,7 @@ pub async fn mount(
     let what = format!("MOUNT service at {maddr}");
     let mut sock = bounded(&what, timeout, connect_retrying(maddr, resvport, timeout))
         .await
-        .map_err(|mut f| {
-            f.message.push_str(efs_hint(host));
-            f
-        })?;
+        .map_err(|f| with_hint(f, efs_hint(host)))?;
     let proc = |p: MOUNT_PROGRAM| {
         (
             nfs3_types::mount::PROGRAM,
@@ -278,7 +266,7 @@ pub async fn mount(
             .map(|e| String::from_utf8_lossy(&e.ex_dir.0).into_owned())
             .collect(),
         Ok(Err(e @ RpcError::Garbage { .. })) => {
-            return Err(Fatal::new(CONNECT, format!("MOUNT EXPORT: {e}")));
+            return Err(Error::Connect(format!("MOUNT EXPORT: {e}")));
         }
         _ => Vec::new(),
     };
@@ -291,13 +279,10 @@ pub async fn mount(
     if candidates.is_empty() && !exports.is_empty() {
         // Servers answer MNT of a non-export inconsistently (ganesha: ACCES), so say
         // what is exported instead of passing that on.
-        return Err(Fatal::new(
-            CONNECT,
-            format!(
-                "{host} has no export leading to {want}; it exports: {}",
-                exports.join(", ")
-            ),
-        ));
+        return Err(Error::Connect(format!(
+            "{host} has no export leading to {want}; it exports: {}",
+            exports.join(", ")
+        )));
     }
     if candidates.is_empty() {
         // No export list: try DEST itself, then ever shorter prefixes.
@@ -339,29 +324,22 @@ pub async fn mount(
                 }
             }
             Ok(Err(e)) => {
-                return Err(Fatal::new(
-                    CONNECT,
-                    format!(
-                        "{what}: MNT {export}: {e} (is {maddr} the MOUNT v3 service?){}",
-                        efs_hint(host)
-                    ),
-                ));
+                return Err(Error::Connect(format!(
+                    "{what}: MNT {export}: {e} (is {maddr} the MOUNT v3 service?){}",
+                    efs_hint(host)
+                )));
             }
             Err(_) => {
-                return Err(Fatal::new(
-                    TIMEOUT,
-                    format!(
-                        "{what}: MNT {export}: no answer within {} s",
-                        timeout.as_secs()
-                    ),
-                ));
+                return Err(Error::Timeout(format!(
+                    "{what}: MNT {export}: no answer within {} s",
+                    timeout.as_secs()
+                )));
             }
         }
     }
-    Err(Fatal::new(
-        CONNECT,
-        first_err.unwrap_or_else(|| format!("{host}: no export leads to {want}")),
-    ))
+    Err(Error::Connect(first_err.unwrap_or_else(|| {
+        format!("{host}: no export leads to {want}")
+    })))
 }
 
 fn mnt_message(

@@ -19,6 +19,7 @@ use nfs3_types::xdr_codec::Opaque;
 use super::client::{Answer, Nfs, dirop, meta, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
+use crate::dest;
 use crate::dest::Removal;
 use crate::meta::{Kind, Meta};
 
@@ -29,11 +30,11 @@ impl NfsDest {
         &self,
         dir: &NfsDir,
         name: &[u8],
-    ) -> io::Result<(nfs_fh3, Option<v3::fattr3>)> {
+    ) -> dest::Result<(nfs_fh3, Option<v3::fattr3>)> {
         self.lookup(dir, name)
             .await?
             .map(|(f, a)| (f, Some(a)))
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+            .ok_or_else(|| dest::Error::from(io::Error::from_raw_os_error(libc::ENOENT)))
     }
 
     pub(super) fn symlink_impl(
@@ -42,7 +43,7 @@ impl NfsDest {
         name: &OsStr,
         target: &OsStr,
         m: &Meta,
-    ) -> io::Result<()> {
+    ) -> dest::Result<()> {
         let name = name.as_bytes();
         let attrs = self.create_attrs(m, None);
         self.rt.block_on(async {
@@ -88,7 +89,7 @@ impl NfsDest {
         name: &OsStr,
         target_dir: &NfsDir,
         target_name: &OsStr,
-    ) -> io::Result<()> {
+    ) -> dest::Result<()> {
         let name = name.as_bytes();
         let tname = target_name.as_bytes();
         let cached = self
@@ -102,7 +103,7 @@ impl NfsDest {
                 Some(fh) => (fh, None),
                 None => match self.lookup(target_dir, tname).await? {
                     Some((fh, a)) => (fh, Some(a.fileid)),
-                    None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+                    None => return Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
                 },
             };
             let a = self
@@ -130,7 +131,7 @@ impl NfsDest {
                     if here.map(|(_, a)| a.fileid) == target {
                         Ok(())
                     } else {
-                        Err(io::Error::from_raw_os_error(libc::EEXIST))
+                        Err(io::Error::from_raw_os_error(libc::EEXIST).into())
                     }
                 }
                 // The file we wrote was replaced (another run renamed its copy over
@@ -146,7 +147,7 @@ impl NfsDest {
         })
     }
 
-    pub(super) fn mknod_impl(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> io::Result<()> {
+    pub(super) fn mknod_impl(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> dest::Result<()> {
         let name = name.as_bytes();
         let attrs = self.create_attrs(m, Some(m.mode));
         let spec = v3::specdata3 {
@@ -201,7 +202,7 @@ impl NfsDest {
         parent: &NfsDir,
         rel: &Path,
         each: &dyn Removal,
-    ) -> io::Result<bool> {
+    ) -> dest::Result<bool> {
         let name = rel.file_name().unwrap_or(rel.as_os_str()).as_bytes();
         let Some((fh, attrs)) = self.rt.block_on(self.lookup(parent, name))? else {
             return Ok(true);
@@ -252,7 +253,7 @@ impl NfsDest {
             match self
                 .rt
                 .block_on(h)
-                .map_err(io::Error::other)
+                .map_err(|e| dest::Error::from(io::Error::other(e)))
                 .and_then(|r| r)
             {
                 Ok(()) => each.removed(child, *kind),
@@ -282,7 +283,7 @@ impl NfsDest {
 
     /// RENAME within one directory. After a retry, NOENT for `from` means our first
     /// attempt did it: `to` is then looked up to be sure.
-    pub(super) fn rename_impl(&self, dir: &NfsDir, from: &[u8], to: &[u8]) -> io::Result<()> {
+    pub(super) fn rename_impl(&self, dir: &NfsDir, from: &[u8], to: &[u8]) -> dest::Result<()> {
         self.rt.block_on(async {
             let a = self
                 .in_dir(dir, |fh| async move {
@@ -312,7 +313,7 @@ impl NfsDest {
         })
     }
 
-    pub(super) fn remove_entry(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> io::Result<()> {
+    pub(super) fn remove_entry(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> dest::Result<()> {
         self.rt.block_on(async {
             let a = self
                 .in_dir(dir, |fh| async move {
@@ -335,7 +336,7 @@ pub(super) async fn remove_call(
     dir: &nfs_fh3,
     name: &[u8],
     is_dir: bool,
-) -> io::Result<()> {
+) -> dest::Result<()> {
     let res = if is_dir {
         let args = v3::RMDIR3args {
             object: dirop(dir, name),

@@ -28,6 +28,7 @@ use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use super::objects::remove_call;
+use crate::dest;
 use crate::dest::{CopyError, SourceFile};
 use crate::meta::Meta;
 
@@ -39,11 +40,11 @@ type PendingRead = (
     u64,
     usize,
     OwnedSemaphorePermit,
-    JoinHandle<io::Result<Vec<u8>>>,
+    JoinHandle<dest::Result<Vec<u8>>>,
 );
 
 /// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
-type ChunkResult = io::Result<(Option<writeverf3>, bool)>;
+type ChunkResult = dest::Result<(Option<writeverf3>, bool)>;
 
 /// Bytes of memory a chunk of `len` data bytes holds while in flight: the data read
 /// from the source, plus its encoded call (or, for `--checksum`, the local copy).
@@ -94,7 +95,8 @@ async fn write_chunk(
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("server acknowledged {n} of {} bytes written", rest.len()),
-            ));
+            )
+            .into());
         }
         pos += n;
         if r.committed != stable_how::FILE_SYNC {
@@ -118,7 +120,7 @@ impl NfsDest {
         dir: &NfsDir,
         name: &[u8],
         m: &Meta,
-    ) -> io::Result<(nfs_fh3, Option<fattr3>)> {
+    ) -> dest::Result<(nfs_fh3, Option<fattr3>)> {
         // We must be able to write what we create even when the source is read-only
         // (and root may be squashed to nobody); the final SETATTR, which is sent
         // anyway, then restores the exact mode.
@@ -153,12 +155,12 @@ impl NfsDest {
                         Some(fh) => Ok((fh, have)),
                         None => match self.lookup(dir, name).await? {
                             Some((fh, at)) => Ok((fh, Some(at))),
-                            None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+                            None => Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
                         },
                     };
                 }
                 Err(nfsstat3::NFS3ERR_EXIST) if !a.ambiguous => {
-                    return Err(io::Error::from_raw_os_error(libc::EEXIST));
+                    return Err(io::Error::from_raw_os_error(libc::EEXIST).into());
                 }
                 Err(nfsstat3::NFS3ERR_EXIST) => {
                     let Some((fh, at)) = self.lookup(dir, name).await? else {
@@ -180,7 +182,7 @@ impl NfsDest {
                             object: dirop(&dir.fh, name),
                         };
                         if is_dir {
-                            return Err(io::Error::from_raw_os_error(libc::EISDIR));
+                            return Err(io::Error::from_raw_os_error(libc::EISDIR).into());
                         }
                         let r = self
                             .nfs
@@ -202,14 +204,14 @@ impl NfsDest {
                 Err(s) => return Err(error::status(s)),
             }
         }
-        Err(io::Error::from_raw_os_error(libc::EEXIST))
+        Err(io::Error::from_raw_os_error(libc::EEXIST).into())
     }
 
     /// A call whose connection broke was sent again; the server may still run the first
     /// copy later. A late WRITE only bumps the mtime (same data): set it again. A late
     /// truncation would lose data: then the file is reported and left without the
     /// source's mtime, so the next run copies it. Looked at a few times over a second.
-    async fn settle_mtime(&self, fh: &nfs_fh3, s: v3::sattr3, m: &Meta) -> io::Result<()> {
+    async fn settle_mtime(&self, fh: &nfs_fh3, s: v3::sattr3, m: &Meta) -> dest::Result<()> {
         for wait_ms in [50, 200, 1000] {
             tokio::time::sleep(std::time::Duration::from_millis(wait_ms)).await;
             let now = ok(self.nfs.getattr(fh).await?)?;
@@ -224,7 +226,8 @@ impl NfsDest {
                 return Err(io::Error::other(
                     "the file changed on the server after it was written (a request \
                      delayed by a lost connection); it will be copied again",
-                ));
+                )
+                .into());
             }
             if now.mtime != nfs_time(m.mtime) {
                 ok(self.apply(fh, s.clone()).await?)?;
@@ -244,7 +247,7 @@ impl NfsDest {
         let (fh, have) = self
             .rt
             .block_on(self.create_file(dir, name, m))
-            .map_err(CopyError::Dest)?;
+            .map_err(CopyError::dest)?;
         let size = m.size;
         let filled = (|| {
             if size > 0 {
@@ -255,11 +258,11 @@ impl NfsDest {
             self.rt
                 .block_on(self.apply(&fh, s.clone()))
                 .and_then(ok)
-                .map_err(CopyError::Dest)?;
+                .map_err(CopyError::dest)?;
             if self.nfs.rpc().lost() != lost_before {
                 self.rt
                     .block_on(self.settle_mtime(&fh, s, m))
-                    .map_err(CopyError::Dest)?;
+                    .map_err(CopyError::dest)?;
             }
             Ok(())
         })();
@@ -300,7 +303,7 @@ impl NfsDest {
             let permit = self
                 .rt
                 .block_on(self.budget.clone().acquire_many_owned(held(size as u32)))
-                .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
+                .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?;
             let mut buf = vec![0u8; size as usize];
             read_full(file, &mut buf, 0)?;
             let r = self.rt.block_on(write_chunk(
@@ -311,7 +314,7 @@ impl NfsDest {
                 stable_how::FILE_SYNC,
             ));
             drop(permit);
-            return r.map(|_| ()).map_err(CopyError::Dest);
+            return r.map(|_| ()).map_err(CopyError::dest);
         }
         // The server may lose UNSTABLE data when it reboots; the changed verifier says so.
         for _ in 0..3 {
@@ -328,14 +331,14 @@ impl NfsDest {
                         .call::<_, v3::COMMIT3resok, v3::COMMIT3resfail>(P::NFSPROC3_COMMIT, &args),
                 )
                 .and_then(ok)
-                .map_err(CopyError::Dest)?;
+                .map_err(CopyError::dest)?;
             if verfs.iter().all(|v| v.is_none_or(|v| v == c.verf)) {
                 return Ok(());
             }
         }
-        Err(CopyError::Dest(io::Error::other(
-            "the server's write verifier kept changing (rebooting?)",
-        )))
+        Err(CopyError::Dest(
+            io::Error::other("the server's write verifier kept changing (rebooting?)").into(),
+        ))
     }
 
     /// All chunks as UNSTABLE writes, up to [`PER_FILE_INFLIGHT`] at once.
@@ -356,8 +359,8 @@ impl NfsDest {
             let (v, agree) = self
                 .rt
                 .block_on(h)
-                .map_err(|e| CopyError::Dest(io::Error::other(e)))?
-                .map_err(CopyError::Dest)?;
+                .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?
+                .map_err(CopyError::dest)?;
             // Verifiers that disagree within a chunk force a resend, like a change.
             verfs.push(if agree {
                 v
@@ -371,7 +374,7 @@ impl NfsDest {
             let permit = self
                 .rt
                 .block_on(self.budget.clone().acquire_many_owned(held(len as u32)))
-                .map_err(|e| CopyError::Dest(io::Error::other(e)))?;
+                .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?;
             let mut buf = vec![0u8; len];
             if let Err(e) = read_full(file, &mut buf, off) {
                 failed = Some(e);
@@ -409,7 +412,7 @@ impl NfsDest {
         dir: &NfsDir,
         name: &[u8],
         src: &Path,
-    ) -> io::Result<bool> {
+    ) -> dest::Result<bool> {
         let file = crate::walk::short_path(src, |p| File::open(p))?;
         let size = file.metadata()?.len();
         let Some((fh, at)) = self.rt.block_on(self.lookup(dir, name))? else {
@@ -463,7 +466,7 @@ impl NfsDest {
 }
 
 /// READs `len` bytes at `off` (several calls if the server returns less).
-async fn read_exact(nfs: &Nfs, fh: &nfs_fh3, off: u64, len: u32) -> io::Result<Vec<u8>> {
+async fn read_exact(nfs: &Nfs, fh: &nfs_fh3, off: u64, len: u32) -> dest::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(len as usize);
     while out.len() < len as usize {
         let args = v3::READ3args {
@@ -480,7 +483,8 @@ async fn read_exact(nfs: &Nfs, fh: &nfs_fh3, off: u64, len: u32) -> io::Result<V
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "READ returned more than asked",
-            ));
+            )
+            .into());
         }
         out.extend_from_slice(&data);
         if data.is_empty() || r.eof {

@@ -65,7 +65,7 @@ pub(super) fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, Co
             return Err(CopyError::SourceChanged);
         }
         if n > 0 {
-            dst.write_all(&buf[..n]).map_err(CopyError::Dest)?;
+            dst.write_all(&buf[..n]).map_err(CopyError::dest)?;
         }
         return Ok(n as u64);
     }
@@ -100,7 +100,7 @@ pub(super) fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, Co
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(CopyError::Source(e)),
         };
-        dst.write_all(&buf[..n]).map_err(CopyError::Dest)?;
+        dst.write_all(&buf[..n]).map_err(CopyError::dest)?;
         done += n as u64;
     }
 }
@@ -108,7 +108,7 @@ pub(super) fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, Co
 /// Every directory in progress holds a descriptor, and the engine may have a few
 /// hundred in progress at once: lift the soft limit on open files (often 1,024) to the
 /// hard one, as `ulimit -n` would. Failing that, runs go on with what there is.
-pub(super) fn raise_fd_limit() {
+pub fn raise_fd_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let mut l = getrlimit(Resource::Nofile);
     if l.current < l.maximum {
