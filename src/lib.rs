@@ -1,8 +1,18 @@
 //! nfsync: sync directory trees onto network filesystems with many operations in flight.
 //!
-//! Data flows one way: [`walk`] lists the source, [`plan`] compares each directory with
-//! the destination and decides what to do, [`engine`] runs those actions on many
-//! workers through a [`dest::Destination`], and [`report`] adds up what happened.
+//! ```text
+//! SRC ─▶ walk ─▶ plan ─────▶ engine ─────▶ Destination ─┬─▶ dest::local (a mounted directory)
+//!        list    match the   workers,      (the seam)    └─▶ nfs         (NFSv3 on the wire)
+//!                listings,   scheduler, tune
+//!                decide         └─▶ report ─▶ stderr, stdout, --json
+//! ```
+//!
+//! Data flows one way: [`walk`] lists the source, [`plan`] matches each directory with
+//! the destination's listing and decides what to do, [`engine`] carries that out on many
+//! workers through a [`dest::Destination`], and [`report`] adds up what happened. The
+//! engine never names a backend; [`dest::Error`] tells it whether a failure is one
+//! entry's or the destination's, and [`exit::Error::exit_code`] is the one place a
+//! run-ending error becomes an exit code.
 
 pub mod cli;
 pub mod config;

@@ -179,6 +179,30 @@ impl NfsDest {
         &self.label
     }
 
+    /// The directory at `path` below the export root, made (0755) where missing, as
+    /// `mkdir -p` would.
+    fn dir_below_root(&self, path: &[String]) -> dest::Result<NfsDir> {
+        let mut dir = self.root_nfs_dir();
+        for c in path {
+            let name = c.as_bytes();
+            let fh = self.rt.block_on(async {
+                match self.lookup(&dir, name).await? {
+                    Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
+                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
+                    None => {
+                        let attrs = sattr3 {
+                            mode: v3::Nfs3Option::Some(0o755),
+                            ..Default::default()
+                        };
+                        self.mkdir_fh(&dir, name, attrs, false).await
+                    }
+                }
+            })?;
+            dir = dir.child(fh, name);
+        }
+        Ok(dir)
+    }
+
     fn root_nfs_dir(&self) -> NfsDir {
         NfsDir {
             fh: self.root.clone(),
@@ -391,25 +415,7 @@ impl Destination for NfsDest {
     }
 
     fn root_dir(&self) -> dest::Result<NfsDir> {
-        let mut dir = self.root_nfs_dir();
-        for c in &self.subpath {
-            let name = c.as_bytes();
-            let fh = self.rt.block_on(async {
-                match self.lookup(&dir, name).await? {
-                    Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
-                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
-                    None => {
-                        let attrs = sattr3 {
-                            mode: v3::Nfs3Option::Some(0o755),
-                            ..Default::default()
-                        };
-                        self.mkdir_fh(&dir, name, attrs, false).await
-                    }
-                }
-            })?;
-            dir = dir.child(fh, name);
-        }
-        Ok(dir)
+        self.dir_below_root(&self.subpath)
     }
 
     fn root_parent(&self) -> dest::Result<(NfsDir, OsString)> {
@@ -420,24 +426,7 @@ impl Destination for NfsDest {
             )
             .into());
         };
-        let mut dir = self.root_nfs_dir();
-        for c in parents {
-            let fh = self.rt.block_on(async {
-                match self.lookup(&dir, c.as_bytes()).await? {
-                    Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
-                    Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
-                    None => {
-                        let attrs = sattr3 {
-                            mode: v3::Nfs3Option::Some(0o755),
-                            ..Default::default()
-                        };
-                        self.mkdir_fh(&dir, c.as_bytes(), attrs, false).await
-                    }
-                }
-            })?;
-            dir = dir.child(fh, c.as_bytes());
-        }
-        Ok((dir, OsString::from(last)))
+        Ok((self.dir_below_root(parents)?, OsString::from(last)))
     }
 
     fn list(&self, dir: &NfsDir) -> dest::Result<Vec<DestEntry>> {

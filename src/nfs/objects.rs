@@ -37,6 +37,26 @@ impl NfsDest {
             .ok_or_else(|| dest::Error::from(io::Error::from_raw_os_error(libc::ENOENT)))
     }
 
+    /// The handle and attributes of an object a creating call (SYMLINK, MKNOD) made,
+    /// looked up when the reply left them out or was an EXIST that answered our own
+    /// earlier attempt.
+    async fn created(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        res: Result<(v3::post_op_fh3, v3::post_op_attr), nfsstat3>,
+        ambiguous: bool,
+    ) -> dest::Result<(nfs_fh3, Option<v3::fattr3>)> {
+        match res {
+            Ok((obj, attrs)) => match post_fh(obj) {
+                Some(fh) => Ok((fh, post_op(attrs))),
+                None => self.made_by_us(dir, name).await,
+            },
+            Err(nfsstat3::NFS3ERR_EXIST) if ambiguous => self.made_by_us(dir, name).await,
+            Err(s) => Err(error::status(s)),
+        }
+    }
+
     pub(super) fn symlink_impl(
         &self,
         dir: &NfsDir,
@@ -66,15 +86,8 @@ impl NfsDest {
                     }
                 })
                 .await?;
-            let (fh, have) = match a.res {
-                Ok(r) => match post_fh(r.obj) {
-                    Some(fh) => (fh, post_op(r.obj_attributes)),
-                    None => self.made_by_us(dir, name).await?,
-                },
-                // Our own earlier attempt went through.
-                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self.made_by_us(dir, name).await?,
-                Err(s) => return Err(error::status(s)),
-            };
+            let made = a.res.map(|r| (r.obj, r.obj_attributes));
+            let (fh, have) = self.created(dir, name, made, a.ambiguous).await?;
             let after = ok(self
                 .apply(&fh, self.finish_attrs(m, have.as_ref(), false))
                 .await?)?;
@@ -180,14 +193,8 @@ impl NfsDest {
                     }
                 })
                 .await?;
-            let (fh, have) = match a.res {
-                Ok(r) => match post_fh(r.obj) {
-                    Some(fh) => (fh, post_op(r.obj_attributes)),
-                    None => self.made_by_us(dir, name).await?,
-                },
-                Err(nfsstat3::NFS3ERR_EXIST) if a.ambiguous => self.made_by_us(dir, name).await?,
-                Err(s) => return Err(error::status(s)),
-            };
+            let made = a.res.map(|r| (r.obj, r.obj_attributes));
+            let (fh, have) = self.created(dir, name, made, a.ambiguous).await?;
             ok(self
                 .apply(&fh, self.finish_attrs(m, have.as_ref(), true))
                 .await?)
