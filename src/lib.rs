@@ -22,6 +22,7 @@ pub mod exit;
 pub mod filter;
 pub mod meta;
 pub mod nfs;
+pub mod nfs4;
 pub mod plan;
 pub mod progress;
 pub mod report;

@@ -65,7 +65,13 @@ impl<'a> Walk<'a> {
         self.buf.len() - self.pos
     }
 
-    fn bad(&self, what: String) -> Bad {
+    /// The bytes not walked yet, for a type that decodes itself (NFSv4's COMPOUND).
+    pub fn rest(&self) -> &'a [u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// A failure at the current position.
+    pub fn bad(&self, what: String) -> Bad {
         Bad { at: self.pos, what }
     }
 
