@@ -172,19 +172,171 @@ pub mod attr {
     pub const TIME_MODIFY_SET: u32 = 54;
 }
 
+/// `stateid4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, XdrCodec)]
+pub struct StateId {
+    pub seqid: u32,
+    pub other: [u8; 12],
+}
+
+impl StateId {
+    /// RFC 8881's current stateid: "the stateid the previous operation of this
+    /// compound returned", which lets OPEN, WRITE, SETATTR and CLOSE share one call.
+    pub const CURRENT: StateId = StateId {
+        seqid: 1,
+        other: [0; 12],
+    };
+}
+
+/// `fattr4` as sent: which attributes, and their values packed in attribute order.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct Attrs {
+    pub mask: Bitmap,
+    pub vals: Opaque<'static>,
+}
+
+/// Builds an [`Attrs`]; attributes must be added in ascending number.
+#[derive(Default)]
+pub struct AttrsBuilder {
+    nums: Vec<u32>,
+    vals: Vec<u8>,
+}
+
+impl AttrsBuilder {
+    fn put(mut self, n: u32, v: &impl Pack) -> Self {
+        debug_assert!(self.nums.last().is_none_or(|&l| l < n));
+        self.nums.push(n);
+        v.pack(&mut self.vals).expect("packing into a Vec");
+        self
+    }
+    /// `mode` (permission bits with setuid, setgid and sticky).
+    pub fn mode(self, mode: u32) -> Self {
+        self.put(attr::MODE, &(mode & 0o7777))
+    }
+    /// `owner` and `owner_group` as numeric strings (RFC 8881 section 5.9).
+    pub fn owner(self, uid: Option<u32>, gid: Option<u32>) -> Self {
+        let mut b = self;
+        if let Some(u) = uid {
+            b = b.put(attr::OWNER, &Opaque::owned(u.to_string().into_bytes()));
+        }
+        if let Some(g) = gid {
+            b = b.put(
+                attr::OWNER_GROUP,
+                &Opaque::owned(g.to_string().into_bytes()),
+            );
+        }
+        b
+    }
+    /// `time_modify_set` to a client time (signed seconds: 1960 and 2200 fit).
+    pub fn mtime(self, sec: i64, nsec: u32) -> Self {
+        let mut v = Vec::with_capacity(16);
+        v.extend_from_slice(&1u32.to_be_bytes()); // SET_TO_CLIENT_TIME4
+        v.extend_from_slice(&sec.to_be_bytes());
+        v.extend_from_slice(&nsec.to_be_bytes());
+        let mut b = self;
+        b.nums.push(attr::TIME_MODIFY_SET);
+        b.vals.extend_from_slice(&v);
+        b
+    }
+    pub fn build(self) -> Attrs {
+        Attrs {
+            mask: Bitmap::of(&self.nums),
+            vals: Opaque::owned(self.vals),
+        }
+    }
+}
+
+/// `open_owner4`.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct OpenOwner {
+    pub client_id: u64,
+    pub owner: Opaque<'static>,
+}
+
+/// `createhow4`, the modes nfsync uses.
+#[derive(Debug, Clone, XdrCodec)]
+pub enum CreateHow {
+    /// Fails with EXIST when the name is taken: a new file is never someone else's.
+    #[xdr(1)]
+    Guarded(Attrs),
+}
+
+/// `openflag4`.
+#[derive(Debug, Clone, XdrCodec)]
+pub enum OpenHow {
+    #[xdr(0)]
+    NoCreate,
+    #[xdr(1)]
+    Create(CreateHow),
+}
+
+/// `open_claim4`: CLAIM_NULL, a name in the current directory.
+#[derive(Debug, Clone, XdrCodec)]
+pub enum OpenClaim {
+    #[xdr(0)]
+    Null(Opaque<'static>),
+}
+
+/// `OPEN4args`.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct OpenArgs {
+    pub seqid: u32,
+    pub share_access: u32,
+    pub share_deny: u32,
+    pub owner: OpenOwner,
+    pub how: OpenHow,
+    pub claim: OpenClaim,
+}
+
+/// OPEN4_SHARE_ACCESS_WRITE with OPEN4_SHARE_ACCESS_WANT_NO_DELEG: a copy tool has no
+/// use for a delegation, and one would have to be returned.
+pub const SHARE_WRITE_NO_DELEG: u32 = 0x0002 | 0x0400;
+
+/// `WRITE4args`.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct WriteArgs {
+    pub stateid: StateId,
+    pub offset: u64,
+    /// `stable_how4`: UNSTABLE4 0, DATA_SYNC4 1, FILE_SYNC4 2.
+    pub stable: u32,
+    pub data: Opaque<'static>,
+}
+
+/// `SETATTR4args`.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct SetAttrArgs {
+    pub stateid: StateId,
+    pub attrs: Attrs,
+}
+
+/// `CLOSE4args`.
+#[derive(Debug, Clone, Copy, XdrCodec)]
+pub struct CloseArgs {
+    pub seqid: u32,
+    pub stateid: StateId,
+}
+
 /// One operation of a COMPOUND (`nfs_argop4`), those nfsync sends.
 #[derive(Debug, Clone, XdrCodec)]
 pub enum Op {
+    #[xdr(4)]
+    Close(CloseArgs),
     #[xdr(9)]
     GetAttr(Bitmap),
     #[xdr(10)]
     GetFh,
     #[xdr(15)]
     Lookup(Opaque<'static>),
+    #[xdr(18)]
+    Open(OpenArgs),
     #[xdr(22)]
     PutFh(Opaque<'static>),
     #[xdr(24)]
     PutRootFh,
+    #[xdr(34)]
+    SetAttr(SetAttrArgs),
+    #[xdr(38)]
+    Write(WriteArgs),
     #[xdr(42)]
     ExchangeId(ExchangeIdArgs),
     #[xdr(43)]
@@ -212,11 +364,15 @@ impl Op {
     /// The operation's number, as replies name it.
     pub fn number(&self) -> u32 {
         match self {
+            Op::Close(_) => 4,
             Op::GetAttr(_) => 9,
             Op::GetFh => 10,
             Op::Lookup(_) => 15,
+            Op::Open(_) => 18,
             Op::PutFh(_) => 22,
             Op::PutRootFh => 24,
+            Op::SetAttr(_) => 34,
+            Op::Write(_) => 38,
             Op::ExchangeId(_) => 42,
             Op::CreateSession(_) => 43,
             Op::DestroySession(_) => 44,
@@ -268,6 +424,17 @@ pub enum Res {
         target_highest_slot: u32,
         flags: u32,
     },
+    Open {
+        stateid: StateId,
+    },
+    Write {
+        count: u32,
+        committed: u32,
+        verifier: Verifier,
+    },
+    /// SETATTR's `attrsset`, which comes whatever the status.
+    SetAttr(Bitmap),
+    Close,
 }
 
 /// `fattr4`: which attributes came, and their packed values.
@@ -376,7 +543,37 @@ impl<'a> Dec<'a> {
                 mask: Bitmap(self.u32s()?),
                 vals: self.opaque(usize::MAX)?.to_vec(),
             }),
+            4 => {
+                self.stateid()?;
+                Res::Close
+            }
             10 => Res::GetFh(self.opaque(FH_MAX)?.to_vec()),
+            18 => {
+                let stateid = self.stateid()?;
+                self.take(20)?; // change_info4
+                self.u32()?; // rflags
+                self.u32s()?; // attrset
+                match self.u32()? {
+                    0 => {}
+                    3 => {
+                        // OPEN_DELEGATE_NONE_EXT: why, and for two reasons a flag.
+                        if matches!(self.u32()?, 1 | 2) {
+                            self.u32()?;
+                        }
+                    }
+                    d => {
+                        return Err(
+                            self.bad(&format!("a delegation (type {d}) we asked not to get"))
+                        );
+                    }
+                }
+                Res::Open { stateid }
+            }
+            38 => Res::Write {
+                count: self.u32()?,
+                committed: self.u32()?,
+                verifier: self.fixed::<8>()?,
+            },
             15 | 22 | 24 | 44 | 57 | 58 => Res::Done,
             42 => {
                 let client_id = self.u64()?;
@@ -425,6 +622,13 @@ impl<'a> Dec<'a> {
         })
     }
 
+    fn stateid(&mut self) -> Result<StateId, XdrError> {
+        Ok(StateId {
+            seqid: self.u32()?,
+            other: self.fixed::<12>()?,
+        })
+    }
+
     /// A whole `COMPOUND4res`.
     pub fn reply(&mut self) -> Result<Reply, XdrError> {
         let status = self.u32()?;
@@ -438,7 +642,10 @@ impl<'a> Dec<'a> {
         for _ in 0..n {
             let op = self.u32()?;
             let st = self.u32()?;
-            let res = if st == status::OK {
+            let res = if op == 34 {
+                // SETATTR4res carries the attributes set whatever the status.
+                Res::SetAttr(Bitmap(self.u32s()?))
+            } else if st == status::OK {
                 self.result(op)?
             } else {
                 Res::Done

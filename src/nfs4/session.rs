@@ -117,6 +117,11 @@ impl Session {
         Ok(session)
     }
 
+    /// Our client id, which open owners name.
+    pub fn client_id(&self) -> u64 {
+        self.client_id
+    }
+
     /// How many calls may be in flight: the slots granted.
     pub fn slots(&self) -> usize {
         self.slots.lock().unwrap().len()
