@@ -1,12 +1,19 @@
 //! Helpers shared by the integration tests: a tree builder, an independent tree
 //! comparison (`rsync -anciH --delete`), a command builder for the `nfsync` binary, and
 //! the [`Target`] abstraction that lets one scenario run against several kinds of
-//! destination (a local directory in `tests/mount.rs`, an `nfs://` URL in the NFS tests).
+//! destination (a local directory, the in-process NFSv3 server, nfs-ganesha).
 //!
-//! Every test binary includes this module with `mod support;`, and no binary uses every
-//! helper, hence the `dead_code` allowance.
-#![allow(dead_code)]
+//! Submodules: [`ganesha`] (a private nfs-ganesha), [`inproc`] (the in-process NFSv3
+//! server and [`dirfs`], the file system it serves a local directory with), [`net`]
+//! (test TCP servers and proxies), [`nobody`] (runs as uid 65534 when root).
 
+pub mod dirfs;
+pub mod ganesha;
+pub mod inproc;
+pub mod net;
+pub mod nobody;
+
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -14,13 +21,17 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use filetime::FileTime;
 
-/// Path of the binary under test.
+/// Path of the binary under test: the one cargo built, or `$NFSYNC_BIN` where a test run
+/// as `nobody` was handed a copy it can execute (see [`nobody::runnable`]).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_nfsync"))
+    std::env::var_os(nobody::BIN_VAR)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_nfsync")))
 }
 
 /// How long any single nfsync run may take before the test fails instead of hanging.
@@ -33,18 +44,28 @@ pub fn nfsync() -> assert_cmd::Command {
     cmd
 }
 
-/// `program` (e.g. a privilege-dropping wrapper) with the test timeout; add the
-/// binary from [`bin`] and nfsync's arguments after the wrapper's own.
-pub fn nfsync_via(program: &str) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::new(program);
-    cmd.timeout(RUN_TIMEOUT);
-    cmd
-}
-
 /// True when the tests run as root (as they do in CI).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    rustix::process::geteuid().is_root()
+}
+
+/// Whether a test that needs root may run. As root: yes. Otherwise it says so once per
+/// process for each `what` (`skipping ganesha tests: not root`), straight to stderr so
+/// that libtest's output capture does not hide it, and the caller returns early. As
+/// root nothing is skipped: a missing server or tool then fails the test.
+pub fn root_or_skip(what: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let first = SAID
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(what.to_owned());
+    if first {
+        let _ = writeln!(std::io::stderr(), "skipping {what}: not root");
+    }
+    false
 }
 
 // ---------------------------------------------------------------------------------------
