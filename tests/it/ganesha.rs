@@ -109,6 +109,7 @@ impl Target for GaneshaTarget {
 
 scenario_tests!(files, GaneshaTarget::new());
 scenario_tests!(symlinks, GaneshaTarget::new());
+scenario_tests!(read_only_dirs, GaneshaTarget::new());
 scenario_tests!(hard_links, GaneshaTarget::new());
 scenario_tests!(specials, GaneshaTarget::new());
 scenario_tests!(owners, GaneshaTarget::new());

@@ -1,14 +1,15 @@
 //! Every shared scenario the in-process NFSv3 server can hold, each against a server of
 //! its own that serves a local directory ([`DirFs`]), read back like ganesha's export.
 //! The server has no LINK and no MKNOD, so the scenarios that need hard links or special
-//! files are left out; it needs no root, so other users get NFS-path scenarios too.
+//! files are left out. It runs as the test process: other users than root get the
+//! NFS-path scenarios too, all but those that need a server acting as root.
 
 use std::path::PathBuf;
 
 use crate::scenarios::scenario_tests;
 use crate::support::dirfs::DirFs;
 use crate::support::inproc::Server;
-use crate::support::{Scratch, Target};
+use crate::support::{Scratch, Target, root_or_skip};
 
 /// A destination on a fresh in-process server.
 struct InProcTarget {
@@ -18,6 +19,13 @@ struct InProcTarget {
 }
 
 impl InProcTarget {
+    /// A target whose server acts as root; `None` (and a line saying so) when the tests
+    /// run as another user.
+    fn as_root() -> Option<InProcTarget> {
+        root_or_skip("in-process server scenarios with read-only directories")
+            .then(InProcTarget::new)
+    }
+
     fn new() -> InProcTarget {
         let dir = Scratch::new();
         let export = dir.join("export");
@@ -42,4 +50,5 @@ impl Target for InProcTarget {
 
 scenario_tests!(files, Some(InProcTarget::new()));
 scenario_tests!(symlinks, Some(InProcTarget::new()));
+scenario_tests!(read_only_dirs, InProcTarget::as_root());
 scenario_tests!(owners, Some(InProcTarget::new()));

@@ -17,6 +17,7 @@ use crate::support::{
 
 scenario_tests!(files, Some(LocalTarget::new()));
 scenario_tests!(symlinks, Some(LocalTarget::new()));
+scenario_tests!(read_only_dirs, Some(LocalTarget::new()));
 scenario_tests!(hard_links, Some(LocalTarget::new()));
 scenario_tests!(specials, Some(LocalTarget::new()));
 scenario_tests!(owners, Some(LocalTarget::new()));
