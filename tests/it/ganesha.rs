@@ -7,7 +7,7 @@
 //! `rsync -anciH --delete`. Crash/restart and refusal cases get servers of their own.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use crate::scenarios::scenario_tests;
 use crate::support::ganesha::{self, Ganesha};
 use crate::support::net::Servers;
 use crate::support::{
-    Scratch, Target, Tree, count_files, describe, json_stats, nfsync, nobody, rsync_diff,
-    rsync_diff_with, slash, stat,
+    Scratch, Target, Tree, assert_copied, bin, count_files, describe, nobody, rsync_diff,
+    rsync_diff_with, run_nfsync, slash, sync_ok,
 };
 
 /// The server shared by the scenario tests, stopped at process exit.
@@ -141,6 +141,34 @@ fn many_files(root: &Path, dirs: usize, per_dir: usize) {
         .random_file("big/b", 3_000_001, 8);
 }
 
+/// Starts `nfsync --json --timeout TIMEOUT SRC/ URL` and returns it once the copy is
+/// under way (200 files in the export).
+fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
+    let child = Command::new(bin())
+        .args(["--json", "--timeout", timeout])
+        .arg(slash(src))
+        .arg(url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+/// Waits for `child` to end, failing with `hangs` if it takes longer than `limit`.
+fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
+    let since = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(since.elapsed() < limit, "{hangs}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn server_killed_mid_run_then_restarted() {
     let Some((dir, mut g)) = own_server(false) else {
@@ -149,33 +177,16 @@ fn server_killed_mid_run_then_restarted() {
     let src = dir.join("src");
     many_files(&src, 20, 150);
     let url = g.url("dst", "");
-    let mut child = std::process::Command::new(crate::support::bin())
-        .args(["--json", "--timeout", "30"])
-        .arg(slash(&src))
-        .arg(&url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Kill the server once the copy is under way.
     let started = Instant::now();
-    while count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let child = copy_under_way(&g, &src, &url, "30");
     g.kill();
     std::thread::sleep(Duration::from_secs(2));
     g.restart().unwrap();
-    let waited = Instant::now();
-    let out = loop {
-        if let Some(_status) = child.try_wait().unwrap() {
-            break child.wait_with_output().unwrap();
-        }
-        assert!(
-            waited.elapsed() < Duration::from_secs(120),
-            "nfsync hangs after restart"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(120),
+        "nfsync hangs after restart",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
         "run across the crash: exit {:?} after {:.1} s\n{err}",
@@ -194,27 +205,12 @@ fn server_killed_mid_run_then_restarted() {
         assert!(!err.trim().is_empty());
     }
     // A re-run finishes exactly.
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--json"], &src, &url);
     assert!(out.status.success(), "{}\n{}", describe(&out), g.log_tail());
     let diff = rsync_diff(&src, &g.export.join("dst"));
     assert!(diff.is_empty(), "after re-run:\n{diff}");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        0,
-        "{}",
-        describe(&out)
-    );
+    let out = run_nfsync(&["--json"], &src, &url);
+    assert_copied(&out, 0);
 }
 
 #[test]
@@ -224,30 +220,14 @@ fn server_gone_for_good_fails_in_bounded_time() {
     };
     let src = dir.join("src");
     many_files(&src, 20, 150);
-    let mut child = std::process::Command::new(crate::support::bin())
-        .args(["--json", "--timeout", "5"])
-        .arg(slash(&src))
-        .arg(g.url("dst", ""))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let child = copy_under_way(&g, &src, &g.url("dst", ""), "5");
     g.kill();
     let killed = Instant::now();
-    let out = loop {
-        if child.try_wait().unwrap().is_some() {
-            break child.wait_with_output().unwrap();
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(60),
-            "nfsync hangs without its server"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(60),
+        "nfsync hangs without its server",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
         "server gone: exit {:?} {:.1} s after the kill\n{err}",
@@ -268,12 +248,7 @@ fn privileged_export_refuses_noresvport_clearly() {
     let src = s.join("src");
     Tree::new(&src).file("a", "x");
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--timeout", "10"])
-        .arg(slash(&src))
-        .arg(g.url("dst", "noresvport"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--timeout", "10"], &src, g.url("dst", "noresvport"));
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     assert!(start.elapsed() < Duration::from_secs(20));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -290,12 +265,7 @@ fn privileged_export_refuses_noresvport_clearly() {
         "{err}"
     );
     // As root, the default binds a privileged port and is let in.
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(g.url("dst", ""))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, g.url("dst", ""));
     assert!(rsync_diff(&src, &g.export.join("dst")).is_empty());
 }
 
@@ -307,14 +277,11 @@ fn wrong_export_and_closed_port_fail_in_bounded_time() {
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--timeout", "10"])
-        .arg(slash(&s.join("src")))
-        .arg(format!(
-            "nfs://127.0.0.1/no/such/export?nfsport={nfs_port}&mountport={mnt_port}"
-        ))
-        .output()
-        .unwrap();
+    let out = run_nfsync(
+        &["--timeout", "10"],
+        &s.join("src"),
+        format!("nfs://127.0.0.1/no/such/export?nfsport={nfs_port}&mountport={mnt_port}"),
+    );
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/no/such/export"), "{err}");
@@ -328,15 +295,14 @@ fn wrong_export_and_closed_port_fail_in_bounded_time() {
         .local_addr()
         .unwrap()
         .port();
-    let out = nfsync()
-        .args(["--timeout", "10"])
-        .arg(slash(&s.join("src")))
-        .arg(format!(
+    let out = run_nfsync(
+        &["--timeout", "10"],
+        &s.join("src"),
+        format!(
             "nfs://127.0.0.1{}/x?nfsport={closed}&mountport={mnt_port}",
             export.display()
-        ))
-        .output()
-        .unwrap();
+        ),
+    );
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     assert!(start.elapsed() < Duration::from_secs(30));
 }
@@ -364,15 +330,10 @@ fn two_thousand_files_throughput() {
         export.display()
     );
     let start = Instant::now();
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--json"], &src, &url);
     let secs = start.elapsed().as_secs_f64();
     assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(stat(&json_stats(&out), "files_copied"), 2000);
+    assert_copied(&out, 2000);
     eprintln!(
         "nfs:// 2000 files in {secs:.2} s = {:.0} files/s",
         2000.0 / secs
@@ -382,7 +343,7 @@ fn two_thousand_files_throughput() {
 
 /// Runs `nfsync --timeout 10 SRC/ URL` as `nobody` (ganesha tests run as root), SRC
 /// handed to nobody first: SRC must be in a [`nobody::scratch`] directory.
-fn as_nobody(src: &Path, url: &str) -> std::process::Output {
+fn as_nobody(src: &Path, url: &str) -> Output {
     nobody::hand_over(src);
     let src = slash(src);
     nobody::run(&["--timeout".as_ref(), "10".as_ref(), &src, url.as_ref()])
@@ -432,25 +393,13 @@ fn root_squashed_export_warns_once_and_copies_the_rest() {
         .chmod("d/b", 0o640)
         .mtime("a", 1_500_000_000, 5);
     let url = g.url("dst", "");
-    let out = nfsync().arg(slash(&src)).arg(&url).output().unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&[], &src, &url);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("root squashed").count(), 1, "{err}");
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--no-owner", "--no-group"]);
     assert!(diff.is_empty(), "{diff}");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        0,
-        "{}",
-        describe(&out)
-    );
+    let out = sync_ok(&["--json"], &src, &url);
+    assert_copied(&out, 0);
 }
 
 /// Connections cut mid-call (replies lost after the server acted): retries resolve the
@@ -472,25 +421,13 @@ fn connections_cut_mid_run_end_exact() {
         g.export.display(),
         g.mnt_port
     );
-    let out = nfsync()
-        .args(["-H", "--timeout", "20"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["-H", "--timeout", "20"], &src, &url);
     assert!(cuts.load(Ordering::SeqCst) > 5, "the proxy cut too little");
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
     assert!(diff.is_empty(), "{diff}");
     // --delete through the same cuts.
     std::fs::remove_dir_all(src.join("d3")).unwrap();
-    let out = nfsync()
-        .args(["-H", "--delete", "--timeout", "20"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["-H", "--delete", "--timeout", "20"], &src, &url);
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
     assert!(diff.is_empty(), "{diff}");
 }
@@ -515,13 +452,7 @@ fn url_uid_and_gid_are_the_identity_used() {
         "nfs://127.0.0.1{}/as_1234/x?nfsport={nfs_port}&mountport={mnt_port}&uid=1234&gid=5678",
         export.display()
     );
-    let out = nfsync()
-        .args(["--no-owner", "--no-group"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--no-owner", "--no-group"], &src, &url);
     let m = std::fs::metadata(dst.join("x/a")).unwrap();
     assert_eq!((m.uid(), m.gid()), (1234, 5678));
 }

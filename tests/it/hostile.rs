@@ -35,7 +35,7 @@ use proptest::test_runner::FileFailurePersistence;
 
 use crate::support::inproc::Server;
 use crate::support::net::Servers;
-use crate::support::{Scratch, Tree, describe, json_stats, slash, stat};
+use crate::support::{Scratch, Tree, assert_copied, describe, slash};
 
 // ------------------------------------------------------------------ allocation watch
 
@@ -663,10 +663,5 @@ fn garbage_reply_for_one_file_is_a_per_file_error() {
             .any(|l| l.contains("hostile") && l.contains("invalid RPC reply")),
         "{err}"
     );
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        2,
-        "{}",
-        describe(&out)
-    );
+    assert_copied(&out, 2);
 }

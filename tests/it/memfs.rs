@@ -24,7 +24,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::support::inproc::{Server, url_for};
 use crate::support::net::Servers;
 use crate::support::{
-    Scratch, Tree, assert_errors_name, describe, json_stats, nfsync, slash, stat,
+    Scratch, Tree, assert_copied, assert_errors_name, describe, json_stats, run_nfsync, stat,
+    sync_ok,
 };
 
 /// Reads the whole tree under `path` of `server` back with nfs3_client.
@@ -207,24 +208,12 @@ fn copies_a_tree_and_rerun_copies_nothing() {
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/dst/inner"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&["--json"], &src, server.url("/dst/inner"));
     let stats = json_stats(&out);
     assert_eq!(stat(&stats, "files_copied"), 205, "{stats}");
     assert_eq!(snapshot(&server, "/dst/inner"), local_snapshot(&src));
 
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/dst/inner"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&["--json"], &src, server.url("/dst/inner"));
     let stats = json_stats(&out);
     assert_eq!(stat(&stats, "files_copied"), 0, "{stats}");
 }
@@ -235,21 +224,10 @@ fn delete_removes_files_and_whole_directories() {
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, server.url("/d"));
     std::fs::remove_dir_all(src.join("many")).unwrap();
     std::fs::remove_file(src.join("small.txt")).unwrap();
-    let out = nfsync()
-        .args(["--json", "--delete"])
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&["--json", "--delete"], &src, server.url("/d"));
     assert!(stat(&json_stats(&out), "files_deleted") >= 2);
     assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
 }
@@ -260,23 +238,12 @@ fn changed_files_are_recopied() {
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, server.url("/d"));
     let t = Tree::new(&src);
     t.random_file("big/three_and_a_half", 2_000_000, 99);
     t.file("small.txt", "changed, longer than before\n");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(stat(&json_stats(&out), "files_copied"), 2);
+    let out = sync_ok(&["--json"], &src, server.url("/d"));
+    assert_copied(&out, 2);
     assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
 }
 
@@ -292,12 +259,11 @@ fn closed_port_fails_fast_with_connect_code() {
     // reports how the run ended.
     for timeout in ["5", "1", "0"] {
         let start = Instant::now();
-        let out = nfsync()
-            .args(["--json", "--timeout", timeout])
-            .arg(slash(&s.join("src")))
-            .arg(url_for(port, "/x"))
-            .output()
-            .unwrap();
+        let out = run_nfsync(
+            &["--json", "--timeout", timeout],
+            &s.join("src"),
+            url_for(port, "/x"),
+        );
         assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
         assert!(start.elapsed() < Duration::from_secs(10));
         let err = String::from_utf8_lossy(&out.stderr);
@@ -324,15 +290,14 @@ fn closed_nfs_port_is_refused_not_timed_out() {
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     for timeout in ["1", "3"] {
-        let out = nfsync()
-            .args(["--timeout", timeout])
-            .arg(slash(&s.join("src")))
-            .arg(format!(
+        let out = run_nfsync(
+            &["--timeout", timeout],
+            &s.join("src"),
+            format!(
                 "nfs://127.0.0.1/d?nfsport={closed}&mountport={}",
                 server.port
-            ))
-            .output()
-            .unwrap();
+            ),
+        );
         assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -349,13 +314,7 @@ fn timeout_zero_and_an_upper_case_scheme_work() {
     let s = Scratch::new();
     sample_tree(&s.join("src"));
     let url = server.url("/upper").replacen("nfs://", "NFS://", 1);
-    let out = nfsync()
-        .args(["--timeout", "0"])
-        .arg(slash(&s.join("src")))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--timeout", "0"], &s.join("src"), &url);
     assert_eq!(snapshot(&server, "/upper"), local_snapshot(&s.join("src")));
     assert!(!Path::new(&url).exists() && !Path::new("NFS:").exists());
 }
@@ -365,11 +324,7 @@ fn wrong_export_is_refused_clearly() {
     let server = Server::start(Some("exp"), MemFs::default());
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
-    let out = nfsync()
-        .arg(slash(&s.join("src")))
-        .arg(server.url("/nope/x"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&[], &s.join("src"), server.url("/nope/x"));
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -404,12 +359,7 @@ fn garbage_and_silent_servers_end_in_bounded_time() {
     let silent = fake_server(&mut servers, None);
     for port in [garbage, huge, silent] {
         let start = Instant::now();
-        let out = nfsync()
-            .args(["--timeout", "3"])
-            .arg(slash(&s.join("src")))
-            .arg(url_for(port, "/x"))
-            .output()
-            .unwrap();
+        let out = run_nfsync(&["--timeout", "3"], &s.join("src"), url_for(port, "/x"));
         let code = out.status.code();
         assert!(code == Some(10) || code == Some(30), "{}", describe(&out));
         assert!(
@@ -434,30 +384,14 @@ fn connections_cut_mid_run_are_survived() {
         "nfs://127.0.0.1/d?nfsport={proxy}&mountport={}",
         server.port
     );
-    let out = nfsync()
-        .args(["--json", "--timeout", "20"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--json", "--timeout", "20"], &src, &url);
     assert!(
         cuts.load(Ordering::SeqCst) > 0,
         "the proxy never cut a connection"
     );
     assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        0,
-        "{}",
-        describe(&out)
-    );
+    let out = run_nfsync(&["--json"], &src, server.url("/d"));
+    assert_copied(&out, 0);
 }
 
 /// memfs with injected failures: the first `jukebox` WRITEs answer NFS3ERR_JUKEBOX,
@@ -642,12 +576,7 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         .file("quota_hit", "y")
         .file("ro_dir/inside", "z")
         .file("sub/ok2", "fine too\n");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--json"], &src, server.url("/d"));
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     assert_errors_name(
         &out,
@@ -679,12 +608,7 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
     Tree::new(&src)
         .random_file("grows", 1_000_000, 1)
         .file("small", "small\n");
-    let first = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(first.status.success(), "{}", describe(&first));
+    sync_ok(&[], &src, server.url("/d"));
     let before = snapshot(&server, "/d");
 
     // Now anything written past 2 MB into a file fails.
@@ -693,11 +617,7 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
     t.random_file("grows", 3_000_000, 2)
         .random_file("new_big", 3_000_000, 3)
         .file("new_small", "fits\n");
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&[], &src, server.url("/d"));
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     assert_errors_name(
         &out,
@@ -816,13 +736,7 @@ fn slow_commit_is_not_a_timeout() {
     let src = s.join("src");
     Tree::new(&src).random_file("big", 3_000_000, 9);
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--json", "--timeout", "2"])
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--json", "--timeout", "2"], &src, server.url("/d"));
     assert!(start.elapsed() >= Duration::from_secs(5));
     assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
 }
@@ -836,15 +750,14 @@ fn silent_nfs_port_times_out() {
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--json", "--timeout", "2"])
-        .arg(slash(&s.join("src")))
-        .arg(format!(
+    let out = run_nfsync(
+        &["--json", "--timeout", "2"],
+        &s.join("src"),
+        format!(
             "nfs://127.0.0.1/d?nfsport={silent}&mountport={}",
             server.port
-        ))
-        .output()
-        .unwrap();
+        ),
+    );
     assert_eq!(out.status.code(), Some(30), "{}", describe(&out));
     assert!(
         start.elapsed() < Duration::from_secs(10),

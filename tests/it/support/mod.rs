@@ -44,6 +44,23 @@ pub fn nfsync() -> assert_cmd::Command {
     cmd
 }
 
+/// `nfsync ARGS SRC/ DEST` (the contents of SRC into DEST), run to its end.
+pub fn run_nfsync(args: &[&str], src: &Path, dest: impl AsRef<OsStr>) -> Output {
+    nfsync()
+        .args(args)
+        .arg(slash(src))
+        .arg(dest)
+        .output()
+        .expect("run nfsync")
+}
+
+/// [`run_nfsync`], which must succeed.
+pub fn sync_ok(args: &[&str], src: &Path, dest: impl AsRef<OsStr>) -> Output {
+    let out = run_nfsync(args, src, dest);
+    assert!(out.status.success(), "{}", describe(&out));
+    out
+}
+
 /// True when the tests run as root (as they do in CI).
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
@@ -424,6 +441,81 @@ pub fn rsync_diff_with(src: &Path, dst: &Path, extra: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `cp -a FROM TO`: an identical copy of a tree (times of symlinks too, owners when
+/// root), or nothing when FROM does not exist.
+pub fn copy_tree(from: &Path, to: &Path) {
+    if fs::symlink_metadata(from).is_err() {
+        return;
+    }
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("run cp");
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
+/// The changes `rsync -ai EXTRA SRC/ DST/` itemizes (EXTRA may hold `-n`), sorted: what
+/// nfsync's `-i` must print for the same change, run on an identical copy of the
+/// starting state. nfsync's `-i` is rsync's format, but until issue 16 makes it so byte
+/// for byte, two details are taken out of rsync's lines: the slash after a directory's
+/// name (but `./`) and a symlink's ` -> TARGET` (nfsync prints neither; its `*deleting`
+/// lines are rsync's already, and stay whole).
+pub fn rsync_itemize(src: &Path, dst: &Path, extra: &[&str]) -> Vec<String> {
+    let out = Command::new("rsync")
+        .arg("-ai")
+        .args(extra)
+        .arg(slash(src))
+        .arg(slash(dst))
+        .output()
+        .expect("run rsync (is it installed?)");
+    assert!(out.status.success(), "rsync -ai: {}", describe(&out));
+    let mut lines: Vec<String> = itemized_lines(&String::from_utf8_lossy(&out.stdout))
+        .map(|l| {
+            if l.starts_with("*deleting") {
+                l.to_owned()
+            } else if l.as_bytes()[1] == b'd' && !l.ends_with(" ./") {
+                l.strip_suffix('/').unwrap_or(l).to_owned()
+            } else if l.as_bytes()[1] == b'L' {
+                l.split_once(" -> ").map_or(l, |(l, _)| l).to_owned()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// nfsync's itemized changes (`-i`), sorted: from stdout, or from stderr with `--json`.
+pub fn itemized(out: &Output) -> Vec<String> {
+    let mut lines: Vec<String> = itemized_lines(&String::from_utf8_lossy(&out.stdout))
+        .chain(itemized_lines(&String::from_utf8_lossy(&out.stderr)))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The lines of `text` that are itemized changes: an 11-character code
+/// (`>f.st......`) and a name, or `*deleting   NAME`.
+fn itemized_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| {
+        let b = l.as_bytes();
+        l.starts_with("*deleting   ")
+            || (b.len() > 12
+                && b[11] == b' '
+                && b"<>ch.".contains(&b[0])
+                && b"fdLDS".contains(&b[1]))
+    })
+}
+
 /// Asserts that two local trees are identical by [`rsync_diff`].
 pub fn assert_same(src: &Path, dst: &Path) {
     let diff = rsync_diff(src, dst);
@@ -583,6 +675,16 @@ pub fn stat(v: &serde_json::Value, key: &str) -> u64 {
     v.get(key)
         .and_then(serde_json::Value::as_u64)
         .unwrap_or_else(|| panic!("--json: {key:?} is not an unsigned integer in {v}"))
+}
+
+/// Asserts that a `--json` run copied `n` files.
+pub fn assert_copied(out: &Output, n: u64) {
+    assert_eq!(
+        stat(&json_stats(out), "files_copied"),
+        n,
+        "{}",
+        describe(out)
+    );
 }
 
 /// Both output streams as text, for failure messages.
