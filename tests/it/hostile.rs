@@ -7,18 +7,17 @@
 //! single allocation beyond the record (a counting allocator watches the decoding
 //! thread). The end-to-end tests run the binary under an address-space limit against
 //! servers whose replies claim 4 GiB: an allocation by the claimed length would abort.
-
-mod support;
+//!
+//! The counting allocator is the whole test binary's, but notes only what a thread that
+//! asked to be watched allocates: the other tests run as with the system allocator.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use nfs3_client::nfs3_types::mount::dirpath;
 use nfs3_client::nfs3_types::mount::{
@@ -32,7 +31,11 @@ use nfs3_client::nfs3_types::xdr_codec::{List, Opaque, Pack, Unpack, Void};
 use nfsync::nfs::shape::Shape;
 use nfsync::nfs::wire::decode_reply;
 use proptest::prelude::*;
-use support::{Scratch, Tree, describe, json_stats, slash, stat};
+use proptest::test_runner::FileFailurePersistence;
+
+use crate::support::inproc::Server;
+use crate::support::net::Servers;
+use crate::support::{Scratch, Tree, assert_copied, describe, slash};
 
 // ------------------------------------------------------------------ allocation watch
 
@@ -383,7 +386,14 @@ fn mutate(rec: &mut Vec<u8>, op: u8, at: usize, val: u32) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // Failures found are kept next to this file, in hostile.proptest-regressions.
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
 
     /// Valid replies of every type pass the length checks and decode to what was sent.
     #[test]
@@ -491,56 +501,6 @@ fn verifier_claims_4gib(xid: u32) -> Vec<u32> {
     vec![xid, 1, 0, 0, 0xffff_fff0, 0, 0, 0]
 }
 
-/// A served connection: its socket (to shut down) and its thread (to join).
-type Conn = (TcpStream, JoinHandle<()>);
-
-/// Threads and sockets of the test servers on 127.0.0.1, all shut down and joined on
-/// drop (also when the test fails), so nothing outlives the test.
-#[derive(Default)]
-struct Servers {
-    stop: Arc<AtomicBool>,
-    listeners: Vec<(u16, JoinHandle<()>)>,
-    conns: Arc<Mutex<Vec<Conn>>>,
-}
-
-impl Servers {
-    /// Accepts connections on a fresh port and hands each to `serve` on its own thread.
-    fn listen(&mut self, serve: impl Fn(TcpStream) + Send + Sync + 'static) -> u16 {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let (stop, conns, serve) = (self.stop.clone(), self.conns.clone(), Arc::new(serve));
-        let h = std::thread::spawn(move || {
-            for c in l.incoming() {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(c) = c else { break };
-                let (keep, serve) = (c.try_clone().unwrap(), serve.clone());
-                conns
-                    .lock()
-                    .unwrap()
-                    .push((keep, std::thread::spawn(move || serve(c))));
-            }
-        });
-        self.listeners.push((port, h));
-        port
-    }
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for (port, h) in self.listeners.drain(..) {
-            let _ = TcpStream::connect(("127.0.0.1", port)); // wakes the accept loop
-            let _ = h.join();
-        }
-        for (sock, h) in self.conns.lock().unwrap().drain(..) {
-            let _ = sock.shutdown(std::net::Shutdown::Both);
-            let _ = h.join();
-        }
-    }
-}
-
 /// A server answering every call on `port` with `answer(xid, prog, proc)`.
 fn answering(servers: &mut Servers, answer: fn(u32, u32, u32) -> Vec<u32>) -> u16 {
     servers.listen(move |mut s| {
@@ -601,7 +561,7 @@ const ADDRESS_SPACE: u64 = 3_000_000 * 1024;
 
 /// Runs nfsync with `args` under [`ADDRESS_SPACE`].
 fn nfsync_limited(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let mut cmd = std::process::Command::new(support::bin());
+    let mut cmd = std::process::Command::new(crate::support::bin());
     cmd.args(args);
     // SAFETY: setrlimit is async-signal-safe and touches nothing of the parent's.
     unsafe {
@@ -675,18 +635,8 @@ fn mnt_reply_claiming_4gib_flavors_gets_an_error_exit() {
 /// A garbage reply to one file's call is that file's error (exit 23); the rest is copied.
 #[test]
 fn garbage_reply_for_one_file_is_a_per_file_error() {
-    use nfs3_server::memfs::MemFs;
-    use nfs3_server::tcp::{NFSTcp, NFSTcpListener};
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(NFSTcpListener::bind("127.0.0.1:0", MemFs::default()))
-        .unwrap();
-    let memfs = listener.get_listen_port();
-    rt.spawn(async move { listener.handle_forever().await });
+    let server = Server::memfs();
+    let memfs = server.port;
     let mut servers = Servers::default();
     let proxy = poisoning_proxy(&mut servers, memfs, b"hostile");
     let s = Scratch::new();
@@ -703,7 +653,7 @@ fn garbage_reply_for_one_file_is_a_per_file_error() {
         url.as_ref(),
     ]);
     drop(servers);
-    rt.shutdown_background();
+    drop(server);
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), None, "{}", describe(&out));
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
@@ -713,10 +663,5 @@ fn garbage_reply_for_one_file_is_a_per_file_error() {
             .any(|l| l.contains("hostile") && l.contains("invalid RPC reply")),
         "{err}"
     );
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        2,
-        "{}",
-        describe(&out)
-    );
+    assert_copied(&out, 2);
 }

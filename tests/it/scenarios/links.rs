@@ -5,7 +5,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 
 use super::{assert_rerun_is_noop, assert_same_mtime_ns, exists, run, sync};
 use crate::support::{
-    Scratch, Target, Tree, assert_target_same, bytes_path, describe, rsync_reference, stat,
+    Scratch, Target, Tree, assert_target_same, bytes_path, describe, root_or_skip, rsync_reference,
+    stat,
 };
 
 /// Symlinks: relative, absolute, dangling, to directories, chains, long targets, all
@@ -157,7 +158,7 @@ pub fn hard_links_partial_sets(t: &dyn Target) {
 }
 
 /// Special files are skipped with a warning by default, copied with --specials; device
-/// nodes with --devices (when the test can make one).
+/// nodes with --devices (only root can make one).
 pub fn specials(t: &dyn Target) {
     let s = Scratch::new();
     let tree = Tree::new(s.join("src"));
@@ -186,12 +187,13 @@ pub fn specials(t: &dyn Target) {
     }
     assert_target_same(t, tree.root(), "with");
 
-    // A character device (like /dev/null), only if this process may make one.
+    // A character device (like /dev/null).
     let dev = tree.path("null_dev");
-    let c = std::ffi::CString::new(dev.to_str().unwrap()).unwrap();
-    // SAFETY: valid path; makedev/mknod have no other preconditions.
-    let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } == 0;
-    if made {
+    if root_or_skip("device nodes in the specials scenario") {
+        let c = std::ffi::CString::new(dev.to_str().unwrap()).unwrap();
+        // SAFETY: valid path; makedev/mknod have no other preconditions.
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        assert_eq!(rc, 0, "mknod: {}", std::io::Error::last_os_error());
         // Without --devices: skipped, with a warning naming it.
         let out = run(t, &["--specials"], tree.root(), "nodev");
         assert!(out.status.success(), "{}", describe(&out));

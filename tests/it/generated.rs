@@ -3,15 +3,12 @@
 //! `for k in bash zsh fish; do nfsync --generate $k > completions/nfsync.$k; done;
 //!  nfsync --generate man > man/nfsync.1`
 
-use assert_cmd::Command;
 use clap::CommandFactory;
 
+use crate::support::nfsync;
+
 fn generated(kind: &str) -> String {
-    let out = Command::cargo_bin("nfsync")
-        .unwrap()
-        .args(["--generate", kind])
-        .output()
-        .unwrap();
+    let out = nfsync().args(["--generate", kind]).output().unwrap();
     assert!(out.status.success(), "nfsync --generate {kind} failed");
     String::from_utf8(out.stdout).unwrap()
 }
@@ -27,7 +24,7 @@ fn completions_are_up_to_date() {
         assert_eq!(
             generated(kind),
             committed(&format!("completions/nfsync.{kind}")),
-            "completions/nfsync.{kind} is stale: regenerate it (see tests/generated.rs)"
+            "completions/nfsync.{kind} is stale: regenerate it (see tests/it/generated.rs)"
         );
     }
 }
@@ -48,11 +45,7 @@ fn cli_definition_is_consistent() {
 
 #[test]
 fn help_documents_exit_codes() {
-    let out = Command::cargo_bin("nfsync")
-        .unwrap()
-        .arg("--help")
-        .output()
-        .unwrap();
+    let out = nfsync().arg("--help").output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     for code in ["23", "24", "partial transfer"] {
         assert!(help.contains(code), "--help lacks {code:?}");

@@ -5,8 +5,8 @@ use std::os::unix::fs::MetadataExt;
 
 use super::{assert_rerun_is_noop, assert_same_mtime_ns, run, sync};
 use crate::support::{
-    Scratch, Target, Tree, assert_snapshots_eq, assert_target_same, describe, is_root, json_stats,
-    snapshot, stat,
+    Scratch, Target, Tree, assert_snapshots_eq, assert_target_same, describe, json_stats,
+    root_or_skip, snapshot, stat,
 };
 
 /// setuid/setgid/sticky bits and read-only files and directories, including updating
@@ -128,8 +128,7 @@ pub fn dir_mtimes(t: &dyn Target) {
 
 /// Owners and groups are kept when running as root (files, directories, symlinks).
 pub fn owners(t: &dyn Target) {
-    if !is_root() {
-        eprintln!("owners: not root, skipped");
+    if !root_or_skip("the owners scenario") {
         return;
     }
     let s = Scratch::new();

@@ -15,15 +15,17 @@
 //!    the target cannot store something (e.g. owners on a root-squashed export); say
 //!    `keeps_symlink_times() == false` if symlink mtimes cannot be set there. Every
 //!    comparison of a DEST goes through `diff`, so one override covers all scenarios.
-//! 2. In a test file: `mod support; mod scenarios;` then
-//!    `scenarios::scenario_tests!(MyTarget::new());` — one `#[test]` per scenario, each
-//!    with a fresh target built by that expression. Or loop over [`ALL`] yourself.
+//! 2. In its test module, one line per group of the list at the end that the target can
+//!    hold: `scenarios::scenario_tests!(symlinks, Some(MyTarget::new()));` makes one
+//!    `#[test]` per scenario of the group, each with a fresh target (`None` when the
+//!    target cannot run here, having said why). A group the target cannot hold (hard
+//!    links where the server has no LINK) is left out, and so are its scenarios.
 //!
 //! ## Adding a scenario
 //! Write the function in the topic file it belongs to (`basics.rs`, `links.rs`, ...),
-//! re-export it with `pub use` below, and add its name to the `define_scenarios!` list
-//! at the end; every target then runs it.
-#![allow(dead_code)]
+//! re-export it with `pub use` below, and add its name to the group of the
+//! `define_scenarios!` list at the end that says what nfsync must create for it; every
+//! target that holds that group then runs it.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -166,81 +168,95 @@ pub use updates::{
 };
 
 // ---------------------------------------------------------------------------------------
-// The list
+// The list, by what nfsync must create at the destination
 
 macro_rules! define_scenarios {
-    ($($name:ident),* $(,)?) => {
-        /// Every scenario, by name.
-        pub const ALL: &[(&str, fn(&dyn Target))] = &[$((stringify!($name), $name)),*];
-
-        /// `scenario_tests!(expr)`: one `#[test]` per scenario, each running it against
-        /// a fresh target made by evaluating `expr`.
+    ($($needs:ident: [$($name:ident),* $(,)?]),* $(,)?) => {
+        /// `scenario_tests!(needs, make)`: one `#[test]` per scenario that needs `needs`
+        /// (a group of the list below), each running it against a fresh target made by
+        /// evaluating `make`, an `Option`: `None` when the target cannot run here (it
+        /// has said why).
         macro_rules! scenario_tests {
-            ($make:expr) => {
+            $(($needs, $make:expr) => {
                 $(
                     #[test]
                     fn $name() {
-                        let target = $make;
-                        $crate::scenarios::$name(&target);
+                        if let Some(target) = $make {
+                            $crate::scenarios::$name(&target);
+                        }
                     }
                 )*
-            };
+            };)*
         }
         pub(crate) use scenario_tests;
     };
 }
 
 define_scenarios!(
-    nested_tree,
-    empty_files_and_dirs,
-    big_file,
-    boundary_sizes,
-    symlinks,
-    hard_links,
-    hard_links_without_h,
-    hard_links_added_later,
-    odd_names,
-    modes,
-    nanosecond_mtimes,
-    dir_mtimes,
-    trailing_slash,
-    rerun_copies_nothing,
-    update_changed_files,
-    leftover_temporaries_are_removed,
-    compare_modes,
-    delete,
-    delete_keeps_excluded,
-    delete_scope_without_slash,
-    hard_links_partial_sets,
-    dry_run,
-    exclude_glob,
-    exclude_anchored,
-    exclude_dir_only,
-    include_first_match,
-    exclude_with_slash,
-    exclude_from,
-    exclude_non_utf8,
-    include_only_idiom,
-    exclude_double_star,
-    exclude_anchored_without_slash,
-    exclude_from_prefixed_and_stdin,
-    dest_is_regular_file,
-    multiple_sources,
-    specials,
-    owners,
-    type_changes,
-    dest_hard_link_not_written_through,
-    sigkill_then_rerun,
-    large_directory,
-    sigint_then_rerun,
-    dot_sources,
-    symlink_source,
-    single_file_source,
-    type_changes_without_delete,
-    hard_links_many,
-    job_counts,
-    output_options,
-    concurrent_runs,
-    out_of_range_times,
-    delete_itemizes_every_entry_and_max_delete_limits,
+    // Regular files and directories with their modes and mtimes: what every target holds.
+    // (Some set up a destination with links of its own: nfsync makes none.)
+    files: [
+        nested_tree,
+        empty_files_and_dirs,
+        big_file,
+        boundary_sizes,
+        hard_links_without_h,
+        odd_names,
+        dir_mtimes,
+        trailing_slash,
+        leftover_temporaries_are_removed,
+        compare_modes,
+        delete_keeps_excluded,
+        delete_scope_without_slash,
+        exclude_glob,
+        exclude_anchored,
+        include_first_match,
+        exclude_with_slash,
+        exclude_from,
+        exclude_non_utf8,
+        include_only_idiom,
+        exclude_double_star,
+        exclude_anchored_without_slash,
+        exclude_from_prefixed_and_stdin,
+        multiple_sources,
+        dest_hard_link_not_written_through,
+        sigkill_then_rerun,
+        large_directory,
+        sigint_then_rerun,
+        dot_sources,
+        single_file_source,
+        out_of_range_times,
+        delete_itemizes_every_entry_and_max_delete_limits,
+    ],
+    // Symbolic links too (NFS SYMLINK).
+    symlinks: [
+        symlinks,
+        nanosecond_mtimes,
+        update_changed_files,
+        dry_run,
+        exclude_dir_only,
+        dest_is_regular_file,
+        type_changes,
+        symlink_source,
+        type_changes_without_delete,
+        job_counts,
+        output_options,
+    ],
+    // Entries created in and deleted from read-only directories (and symbolic links):
+    // the mount path opens such a directory up for a moment; over NFS it takes a
+    // server that acts as root.
+    read_only_dirs: [modes, delete],
+    // Hard links with -H (NFS LINK), and symbolic links.
+    hard_links: [
+        hard_links,
+        hard_links_added_later,
+        hard_links_partial_sets,
+        rerun_copies_nothing,
+        hard_links_many,
+        concurrent_runs,
+    ],
+    // Fifos, sockets and devices (NFS MKNOD).
+    specials: [specials],
+    // Other users' files (root, at both ends), and symbolic links.
+    owners: [owners],
 );

@@ -1,22 +1,26 @@
-//! Integration tests of the mount path: every shared scenario against a local
-//! destination directory, plus command-line and local-only checks.
+//! The mount path: every shared scenario against a local destination directory, plus
+//! command-line and local-only checks.
 
-#[path = "local/races.rs"]
 mod races;
-mod scenarios;
-mod support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use predicates::prelude::*;
-use support::{
-    LocalTarget, Scratch, Tree, assert_errors_name, assert_same, describe, is_root, nfsync,
-    rsync_diff_with, slash,
+
+use crate::scenarios::scenario_tests;
+use crate::support::{
+    LocalTarget, Scratch, Tree, assert_errors_name, assert_same, describe, is_root, nfsync, nobody,
+    root_or_skip, rsync_diff_with, slash,
 };
 
-scenarios::scenario_tests!(LocalTarget::new());
+scenario_tests!(files, Some(LocalTarget::new()));
+scenario_tests!(symlinks, Some(LocalTarget::new()));
+scenario_tests!(read_only_dirs, Some(LocalTarget::new()));
+scenario_tests!(hard_links, Some(LocalTarget::new()));
+scenario_tests!(specials, Some(LocalTarget::new()));
+scenario_tests!(owners, Some(LocalTarget::new()));
 
 #[test]
 fn help_mentions_exit_codes() {
@@ -93,102 +97,20 @@ fn source_with_leading_dash_after_double_dash() {
     assert_same(tree.root(), &s.join("dst"));
 }
 
-/// Runs nfsync so that reading a mode-000 file really fails: as root, the copy runs as
-/// `nobody` through setpriv over a tree owned by nobody; otherwise, directly.
-fn run_unprivileged(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    if !is_root() {
-        return nfsync().args(args).output().unwrap();
-    }
-    let bin = bin_for_nobody();
-    for _ in 0..50 {
-        let out = support::nfsync_via("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&bin)
-            .args(args)
-            .output()
-            .expect("run setpriv (util-linux)");
-        // A copied binary can be briefly "busy" while another test thread's child
-        // still holds the fd it was written through; try again.
-        if out.status.code() == Some(126) && String::from_utf8_lossy(&out.stderr).contains("busy") {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            continue;
-        }
-        return out;
-    }
-    panic!("{} stayed busy", bin.display());
-}
-
-/// The nfsync binary at a path `nobody` can execute: in place if possible (target/
-/// may be under a private home), else a copy made once per test process.
-fn bin_for_nobody() -> std::path::PathBuf {
-    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let bin = support::bin();
-        if nobody_can_run(&bin) {
-            return bin;
-        }
-        let dir = tempfile::Builder::new()
-            .prefix("nfsync-bin-")
-            .tempdir_in("/tmp")
-            .unwrap()
-            .keep();
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        let copy = dir.join("nfsync");
-        fs::copy(&bin, &copy).unwrap();
-        fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
-        copy
-    })
-    .clone()
-}
-
-fn nobody_can_run(path: &Path) -> bool {
-    std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg("test")
-        .arg("-x")
-        .arg(path)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Makes a scratch tree usable by `nobody` when root: everything owned by 65534.
-fn hand_to_nobody(root: &Path) {
-    if !is_root() {
-        return;
-    }
-    let status = std::process::Command::new("chown")
-        .args(["-R", "-h", "65534:65534"])
-        .arg(root)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-fn scratch_for_nobody() -> Scratch {
-    // Under /tmp, whose parents every user can traverse (TMPDIR might not be).
-    let s = if is_root() {
-        Scratch::new_in(Path::new("/tmp"))
-    } else {
-        Scratch::new()
-    };
-    fs::set_permissions(s.path(), fs::Permissions::from_mode(0o777)).unwrap();
-    s
-}
-
 /// An unreadable source file: exit 23, its path on stderr, everything else copied.
 #[test]
 fn unreadable_source_file() {
-    let s = scratch_for_nobody();
+    let s = nobody::scratch();
     let tree = Tree::new(s.join("src"));
     tree.file("a.txt", "a\n")
         .random_file("sub/b.bin", 100_000, 5)
         .file("sub/secret", "secret\n")
         .file("z/last", "last\n");
-    hand_to_nobody(tree.root());
+    nobody::hand_over(tree.root());
     tree.chmod("sub/secret", 0o000);
 
     let dst = s.join("dst");
-    let out = run_unprivileged(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    let out = nobody::run(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -209,20 +131,20 @@ fn unreadable_source_file() {
 /// before anything at the destination is touched).
 #[test]
 fn unreadable_update_keeps_the_old_copy() {
-    let s = scratch_for_nobody();
+    let s = nobody::scratch();
     let tree = Tree::new(s.join("src"));
     tree.file("doc", "version 1\n").file("other", "o\n");
-    hand_to_nobody(tree.root());
+    nobody::hand_over(tree.root());
     let dst = s.join("dst");
     let args = [slash(tree.root()), dst.clone().into_os_string()];
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let first = run_unprivileged(&args);
+    let first = nobody::run(&args);
     assert!(first.status.success(), "{}", describe(&first));
 
     tree.file("doc", "version 2, longer\n");
-    hand_to_nobody(tree.root());
+    nobody::hand_over(tree.root());
     tree.chmod("doc", 0o000);
-    let out = run_unprivileged(&args);
+    let out = nobody::run(&args);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     assert_eq!(fs::read(dst.join("doc")).unwrap(), b"version 1\n");
     let names: Vec<_> = fs::read_dir(&dst)
@@ -237,10 +159,9 @@ fn unreadable_update_keeps_the_old_copy() {
 /// and what fits is copied. Needs root (a 1 MiB tmpfs).
 #[test]
 fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
-    if !is_root() {
-        eprintln!(
-            "a_full_disk_keeps_old_copies_and_leaves_no_partial_files: skipped, needs root to mount a tmpfs"
-        );
+    if !root_or_skip(
+        "mount::a_full_disk_keeps_old_copies_and_leaves_no_partial_files (mounts a tmpfs)",
+    ) {
         return;
     }
     let s = Scratch::new();
@@ -303,16 +224,16 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
 /// An unreadable source directory: exit 23, its path on stderr, everything else copied.
 #[test]
 fn unreadable_source_dir() {
-    let s = scratch_for_nobody();
+    let s = nobody::scratch();
     let tree = Tree::new(s.join("src"));
     tree.file("a.txt", "a\n")
         .file("locked/inner", "inner\n")
         .file("open/b.txt", "b\n");
-    hand_to_nobody(tree.root());
+    nobody::hand_over(tree.root());
     tree.chmod("locked", 0o000);
 
     let dst = s.join("dst");
-    let out = run_unprivileged(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    let out = nobody::run(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -325,33 +246,25 @@ fn unreadable_source_dir() {
 }
 
 /// CI runs as root, which hides every permission problem (root writes into read-only
-/// directories, reads mode-000 files). So when root, run this whole test binary once
-/// more as `nobody`, where those problems are real. Skipped (with a note) when nobody
-/// cannot reach the binaries, e.g. a checkout under a private home directory.
+/// directories, reads mode-000 files). So when root, run this module's tests once more
+/// as `nobody`, where those problems are real, with copies of the binaries where nobody
+/// cannot reach them (a checkout under a private home directory). Not root, the run
+/// itself is that run.
 #[test]
 fn all_tests_as_non_root() {
     const MARK: &str = "NFSYNC_TESTS_AS_NOBODY";
     if std::env::var_os(MARK).is_some() || !is_root() {
         return;
     }
-    let exe = std::env::current_exe().expect("test binary path");
-    let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
-    for path in [&exe, &support::bin()] {
-        if !nobody_can_run(path) {
-            eprintln!(
-                "all_tests_as_non_root: skipped, nobody cannot run {}",
-                path.display()
-            );
-            return;
-        }
-    }
-    let mut cmd = support::nfsync_via("setpriv");
+    let exe = nobody::runnable(&std::env::current_exe().expect("test binary path"));
+    let mut cmd = assert_cmd::Command::new("setpriv");
     cmd.timeout(std::time::Duration::from_secs(600));
     let out = cmd
-        .args(drop)
+        .args(nobody::SETPRIV)
         .arg(&exe)
-        .args(["--skip", "all_tests_as_non_root"])
+        .args(["mount::", "--skip", "mount::all_tests_as_non_root"])
         .env(MARK, "1")
+        .env(nobody::BIN_VAR, nobody::bin())
         .env("TMPDIR", "/tmp")
         .current_dir("/tmp")
         .output()
@@ -367,22 +280,22 @@ fn all_tests_as_non_root() {
 /// kept (rsync skips deletions after an I/O error), and the rest is still synced.
 #[test]
 fn unreadable_source_dir_with_delete_keeps_dest() {
-    let s = scratch_for_nobody();
+    let s = nobody::scratch();
     let tree = Tree::new(s.join("src"));
     tree.file("locked/inner", "inner\n")
         .file("open/b.txt", "b\n");
-    hand_to_nobody(tree.root());
+    nobody::hand_over(tree.root());
     let dst = s.join("dst");
     let args = [slash(tree.root()), dst.clone().into_os_string()];
     let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-    let out = run_unprivileged(&args);
+    let out = nobody::run(&args);
     assert!(out.status.success(), "first run: {}", describe(&out));
 
     tree.chmod("locked", 0o000);
     tree.file("open/new.txt", "new\n");
     let mut with_delete: Vec<&std::ffi::OsStr> = vec!["--delete".as_ref()];
     with_delete.extend(&args);
-    let out = run_unprivileged(&with_delete);
+    let out = nobody::run(&with_delete);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     // DEST's copy of `locked` may have taken the source's mode 000: open it up to look.
     let _ = fs::set_permissions(dst.join("locked"), fs::Permissions::from_mode(0o755));
@@ -427,10 +340,10 @@ fn negative_mtimes() {
 #[test]
 fn non_utf8_arguments() {
     let s = Scratch::new();
-    let tree = Tree::new(s.join(support::bytes_path(b"src \xff\xfe")));
+    let tree = Tree::new(s.join(crate::support::bytes_path(b"src \xff\xfe")));
     tree.file("f", "f\n")
-        .file(support::bytes_path(b"g\xe9"), "g\n");
-    let dst = s.join(support::bytes_path(b"dst \xe9\n"));
+        .file(crate::support::bytes_path(b"g\xe9"), "g\n");
+    let dst = s.join(crate::support::bytes_path(b"dst \xe9\n"));
     nfsync()
         .arg(slash(tree.root()))
         .arg(&dst)
@@ -442,7 +355,7 @@ fn non_utf8_arguments() {
     nfsync().arg(tree.root()).arg(&dst2).assert().success();
     assert_same(
         tree.root(),
-        &dst2.join(support::bytes_path(b"src \xff\xfe")),
+        &dst2.join(crate::support::bytes_path(b"src \xff\xfe")),
     );
 }
 
@@ -459,7 +372,7 @@ fn dest_inside_source() {
         tree
     };
     let files = |root: &Path| -> Vec<String> {
-        let mut v: Vec<String> = support::snapshot(root)
+        let mut v: Vec<String> = crate::support::snapshot(root)
             .into_iter()
             .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
             .collect();
@@ -512,7 +425,7 @@ fn vanished_source_file() {
         }
         tree.file("zz_vanish", "soon gone\n");
         let dst = s.join("dst");
-        let child = std::process::Command::new(support::bin())
+        let child = std::process::Command::new(crate::support::bin())
             .args(["--jobs", "1"])
             .arg(slash(tree.root()))
             .arg(&dst)
@@ -521,7 +434,7 @@ fn vanished_source_file() {
             .spawn()
             .unwrap();
         let start = std::time::Instant::now();
-        while support::count_files(&dst) == 0
+        while crate::support::count_files(&dst) == 0
             && start.elapsed() < std::time::Duration::from_secs(20)
         {
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -631,15 +544,15 @@ fn contract_options_accepted() {
 /// DEST that cannot be created (its parent is not writable): exit 3 naming it.
 #[test]
 fn dest_not_creatable() {
-    let s = scratch_for_nobody();
+    let s = nobody::scratch();
     let tree = Tree::new(s.join("src"));
     tree.file("a", "a\n");
-    hand_to_nobody(tree.root());
+    nobody::hand_over(tree.root());
     let parent = s.join("readonly_parent");
     fs::create_dir(&parent).unwrap();
     fs::set_permissions(&parent, fs::Permissions::from_mode(0o555)).unwrap();
     let dst = parent.join("cannot_create");
-    let out = run_unprivileged(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
+    let out = nobody::run(&[slash(tree.root()).as_os_str(), dst.as_os_str()]);
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -1,25 +1,10 @@
 //! Ctrl-C stops cleanly: exit 20, a summary, and a re-run ends exact.
 
 use std::fs;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn rsync_diff(src: &Path, dst: &Path) -> String {
-    let out = Command::new("rsync")
-        .arg("-anciH")
-        .arg("--delete")
-        .arg(format!("{}/", src.display()))
-        .arg(format!("{}/", dst.display()))
-        .output()
-        .expect("rsync is installed");
-    assert!(
-        out.status.success(),
-        "rsync failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use crate::support::{bin, rsync_diff, slash};
 
 #[test]
 fn sigint_stops_cleanly_and_a_rerun_finishes() {
@@ -33,10 +18,9 @@ fn sigint_stops_cleanly_and_a_rerun_finishes() {
         }
     }
     let dst = tmp.path().join("dst");
-    let bin = env!("CARGO_BIN_EXE_nfsync");
-    let child = Command::new(bin)
+    let child = Command::new(bin())
         .args(["--jobs", "1", "--json"])
-        .arg(format!("{}/", src.display()))
+        .arg(slash(&src))
         .arg(&dst)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -70,9 +54,9 @@ fn sigint_stops_cleanly_and_a_rerun_finishes() {
         "an interrupted run cannot be complete"
     );
 
-    let rerun = Command::new(bin)
+    let rerun = Command::new(bin())
         .arg("-q")
-        .arg(format!("{}/", src.display()))
+        .arg(slash(&src))
         .arg(&dst)
         .status()
         .unwrap();

@@ -4,7 +4,6 @@
 //! ports, starts rpcbind if needed and waits until NFS and MOUNT answer; dropping the
 //! guard runs `ganesha.sh stop STATE`, also when the test panics. `kill` and `restart`
 //! simulate a server crash and reboot on the same ports (the config stays in STATE).
-#![allow(dead_code)]
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -31,27 +30,30 @@ fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ganesha.sh")
 }
 
-impl Ganesha {
-    /// Why ganesha tests cannot run here, if they cannot (not installed, not root).
-    pub fn unavailable() -> Option<String> {
-        if !script().exists() {
-            return Some("benches/ganesha.sh is missing".into());
-        }
+/// Whether ganesha tests can run: ganesha needs root, so other users skip them (one
+/// line says so). As root they must run: a missing server, rpcbind or script fails the
+/// test that asked.
+pub fn available() -> bool {
+    if !super::root_or_skip("ganesha tests") {
+        return false;
+    }
+    assert!(script().exists(), "{} is missing", script().display());
+    for tool in ["ganesha.nfsd", "rpcbind", "rpcinfo"] {
         let found = Command::new("sh")
-            .args(["-c", "command -v ganesha.nfsd"])
+            .args(["-c", &format!("command -v {tool}")])
             .stdout(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !found {
-            return Some("ganesha.nfsd is not installed".into());
-        }
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Some("ganesha needs root".into());
-        }
-        None
+        assert!(
+            found,
+            "{tool} is not installed: the ganesha tests need nfs-ganesha, nfs-ganesha-vfs and \
+             rpcbind (see README.md)"
+        );
     }
+    true
+}
 
+impl Ganesha {
     /// Starts a server exporting `export`, with its state in `state`.
     /// `privileged`: refuse clients whose source port is 1024 or above.
     /// Several servers starting at once can race for the free ports ganesha.sh picks,

@@ -5,14 +5,12 @@
 //! never with nfsync's own code. Error cases (closed port, wrong export, a server that
 //! speaks garbage or never answers, connections cut mid-run) use small fake servers.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use nfs3_client::io::{AsyncRead, AsyncWrite};
@@ -20,67 +18,19 @@ use nfs3_client::nfs3_types::nfs3::{self as v3, Nfs3Result, filename3, ftype3, n
 use nfs3_client::nfs3_types::xdr_codec::Opaque;
 use nfs3_client::{MountClient, Nfs3Client};
 use nfs3_server::memfs::MemFs;
-use nfs3_server::tcp::{NFSTcp, NFSTcpListener};
 use nfs3_server::vfs::{FileHandleU64, NfsFileSystem, NfsReadFileSystem, ReadDirPlusIterator};
-use support::{Scratch, Tree, assert_errors_name, describe, json_stats, nfsync, slash, stat};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// An in-process memfs NFS server on 127.0.0.1, stopped when dropped.
-struct MemServer {
-    port: u16,
-    rt: Option<tokio::runtime::Runtime>,
-}
+use crate::support::inproc::{Server, url_for};
+use crate::support::net::Servers;
+use crate::support::{
+    Scratch, Tree, assert_copied, assert_errors_name, describe, json_stats, run_nfsync, stat,
+    sync_ok,
+};
 
-impl MemServer {
-    fn start() -> MemServer {
-        Self::start_with_export(None)
-    }
-
-    fn start_with_export(export: Option<&str>) -> MemServer {
-        Self::start_fs(export, MemFs::default())
-    }
-
-    fn start_fs<F: NfsFileSystem + 'static>(export: Option<&str>, fs: F) -> MemServer {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut listener = rt
-            .block_on(NFSTcpListener::bind("127.0.0.1:0", fs))
-            .unwrap();
-        if let Some(e) = export {
-            listener.with_export_name(e);
-        }
-        let port = listener.get_listen_port();
-        rt.spawn(async move { listener.handle_forever().await });
-        MemServer { port, rt: Some(rt) }
-    }
-
-    /// `nfs://` URL for `path` (memfs serves NFS and MOUNT on one port).
-    fn url(&self, path: &str) -> String {
-        url_for(self.port, path)
-    }
-
-    /// Reads the whole tree under `path` back with nfs3_client.
-    fn snapshot(&self, path: &str) -> BTreeMap<String, Node> {
-        self.rt
-            .as_ref()
-            .unwrap()
-            .block_on(independent_snapshot(self.port, path))
-    }
-}
-
-impl Drop for MemServer {
-    fn drop(&mut self) {
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-fn url_for(port: u16, path: &str) -> String {
-    format!("nfs://127.0.0.1{path}?nfsport={port}&mountport={port}")
+/// Reads the whole tree under `path` of `server` back with nfs3_client.
+fn snapshot(server: &Server, path: &str) -> BTreeMap<String, Node> {
+    server.block_on(independent_snapshot(server.port, path))
 }
 
 /// What the independent client sees of one entry.
@@ -254,81 +204,47 @@ fn sample_tree(root: &Path) {
 
 #[test]
 fn copies_a_tree_and_rerun_copies_nothing() {
-    let server = MemServer::start();
+    let server = Server::memfs();
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/dst/inner"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&["--json"], &src, server.url("/dst/inner"));
     let stats = json_stats(&out);
     assert_eq!(stat(&stats, "files_copied"), 205, "{stats}");
-    assert_eq!(server.snapshot("/dst/inner"), local_snapshot(&src));
+    assert_eq!(snapshot(&server, "/dst/inner"), local_snapshot(&src));
 
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/dst/inner"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&["--json"], &src, server.url("/dst/inner"));
     let stats = json_stats(&out);
     assert_eq!(stat(&stats, "files_copied"), 0, "{stats}");
 }
 
 #[test]
 fn delete_removes_files_and_whole_directories() {
-    let server = MemServer::start();
+    let server = Server::memfs();
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, server.url("/d"));
     std::fs::remove_dir_all(src.join("many")).unwrap();
     std::fs::remove_file(src.join("small.txt")).unwrap();
-    let out = nfsync()
-        .args(["--json", "--delete"])
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&["--json", "--delete"], &src, server.url("/d"));
     assert!(stat(&json_stats(&out), "files_deleted") >= 2);
-    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
+    assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
 }
 
 #[test]
 fn changed_files_are_recopied() {
-    let server = MemServer::start();
+    let server = Server::memfs();
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, server.url("/d"));
     let t = Tree::new(&src);
     t.random_file("big/three_and_a_half", 2_000_000, 99);
     t.file("small.txt", "changed, longer than before\n");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(stat(&json_stats(&out), "files_copied"), 2);
-    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
+    let out = sync_ok(&["--json"], &src, server.url("/d"));
+    assert_copied(&out, 2);
+    assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
 }
 
 #[test]
@@ -343,12 +259,11 @@ fn closed_port_fails_fast_with_connect_code() {
     // reports how the run ended.
     for timeout in ["5", "1", "0"] {
         let start = Instant::now();
-        let out = nfsync()
-            .args(["--json", "--timeout", timeout])
-            .arg(slash(&s.join("src")))
-            .arg(url_for(port, "/x"))
-            .output()
-            .unwrap();
+        let out = run_nfsync(
+            &["--json", "--timeout", timeout],
+            &s.join("src"),
+            url_for(port, "/x"),
+        );
         assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
         assert!(start.elapsed() < Duration::from_secs(10));
         let err = String::from_utf8_lossy(&out.stderr);
@@ -367,7 +282,7 @@ fn closed_port_fails_fast_with_connect_code() {
 /// MOUNT answers but the NFS port is closed: refused, exit 10, also with a short timeout.
 #[test]
 fn closed_nfs_port_is_refused_not_timed_out() {
-    let server = MemServer::start();
+    let server = Server::memfs();
     let closed = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -375,15 +290,14 @@ fn closed_nfs_port_is_refused_not_timed_out() {
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     for timeout in ["1", "3"] {
-        let out = nfsync()
-            .args(["--timeout", timeout])
-            .arg(slash(&s.join("src")))
-            .arg(format!(
+        let out = run_nfsync(
+            &["--timeout", timeout],
+            &s.join("src"),
+            format!(
                 "nfs://127.0.0.1/d?nfsport={closed}&mountport={}",
                 server.port
-            ))
-            .output()
-            .unwrap();
+            ),
+        );
         assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -396,31 +310,21 @@ fn closed_nfs_port_is_refused_not_timed_out() {
 /// `--timeout 0` means no timeout (as in rsync), and the scheme is case-insensitive.
 #[test]
 fn timeout_zero_and_an_upper_case_scheme_work() {
-    let server = MemServer::start();
+    let server = Server::memfs();
     let s = Scratch::new();
     sample_tree(&s.join("src"));
     let url = server.url("/upper").replacen("nfs://", "NFS://", 1);
-    let out = nfsync()
-        .args(["--timeout", "0"])
-        .arg(slash(&s.join("src")))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(server.snapshot("/upper"), local_snapshot(&s.join("src")));
+    sync_ok(&["--timeout", "0"], &s.join("src"), &url);
+    assert_eq!(snapshot(&server, "/upper"), local_snapshot(&s.join("src")));
     assert!(!Path::new(&url).exists() && !Path::new("NFS:").exists());
 }
 
 #[test]
 fn wrong_export_is_refused_clearly() {
-    let server = MemServer::start_with_export(Some("exp"));
+    let server = Server::start(Some("exp"), MemFs::default());
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
-    let out = nfsync()
-        .arg(slash(&s.join("src")))
-        .arg(server.url("/nope/x"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&[], &s.join("src"), server.url("/nope/x"));
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -429,44 +333,33 @@ fn wrong_export_is_refused_clearly() {
     );
 }
 
-/// A TCP server that answers every connection with `reply` (or nothing) and records
-/// that it was called; stops with the test process.
-fn fake_server(reply: Option<Vec<u8>>) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            let Ok(mut c) = c else { break };
-            let reply = reply.clone();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                if let Some(r) = reply {
-                    let _ = c.read(&mut buf);
-                    let _ = c.write_all(&r);
-                }
-                // Hold the connection open, answering nothing more.
-                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
-            });
+/// A TCP server that answers every connection with `reply` (or nothing) and then holds
+/// it open, answering nothing more.
+fn fake_server(servers: &mut Servers, reply: Option<Vec<u8>>) -> u16 {
+    servers.listen(move |mut c| {
+        let mut buf = [0u8; 4096];
+        if let Some(r) = &reply {
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(r);
         }
-    });
-    port
+        while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+    })
 }
 
 #[test]
 fn garbage_and_silent_servers_end_in_bounded_time() {
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
-    let garbage = fake_server(Some(b"\x80\x00\x00\x08HTTP/1.1 400\r\n\r\n".to_vec()));
-    let huge = fake_server(Some(vec![0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4]));
-    let silent = fake_server(None);
+    let mut servers = Servers::default();
+    let garbage = fake_server(
+        &mut servers,
+        Some(b"\x80\x00\x00\x08HTTP/1.1 400\r\n\r\n".to_vec()),
+    );
+    let huge = fake_server(&mut servers, Some(vec![0x7f, 0xff, 0xff, 0xff, 1, 2, 3, 4]));
+    let silent = fake_server(&mut servers, None);
     for port in [garbage, huge, silent] {
         let start = Instant::now();
-        let out = nfsync()
-            .args(["--timeout", "3"])
-            .arg(slash(&s.join("src")))
-            .arg(url_for(port, "/x"))
-            .output()
-            .unwrap();
+        let out = run_nfsync(&["--timeout", "3"], &s.join("src"), url_for(port, "/x"));
         let code = out.status.code();
         assert!(code == Some(10) || code == Some(30), "{}", describe(&out));
         assert!(
@@ -478,58 +371,11 @@ fn garbage_and_silent_servers_end_in_bounded_time() {
     }
 }
 
-/// A proxy in front of the server that cuts every connection after `budget` bytes of
-/// replies: nfsync must reconnect, resolve ambiguous retries, and end exact.
-fn cutting_proxy(target: u16, budget: usize, cuts: Arc<AtomicUsize>, stop: Arc<AtomicBool>) -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            if stop.load(Ordering::SeqCst) {
-                break;
-            }
-            let Ok(client) = c else { break };
-            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
-                break;
-            };
-            let cuts = cuts.clone();
-            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            std::thread::spawn(move || {
-                let _ = std::io::copy(&mut c2, &mut s2);
-                let _ = s2.shutdown(std::net::Shutdown::Both);
-            });
-            std::thread::spawn(move || {
-                let (mut client, mut server) = (client, server);
-                let mut left = budget;
-                let mut buf = [0u8; 1024];
-                loop {
-                    let n = match server.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n.min(left),
-                    };
-                    if client.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                    left -= n;
-                    if left == 0 {
-                        cuts.fetch_add(1, Ordering::SeqCst);
-                        break;
-                    }
-                }
-                let _ = client.shutdown(std::net::Shutdown::Both);
-                let _ = server.shutdown(std::net::Shutdown::Both);
-            });
-        }
-    });
-    port
-}
-
 #[test]
 fn connections_cut_mid_run_are_survived() {
-    let server = MemServer::start();
-    let cuts = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let proxy = cutting_proxy(server.port, 20_000, cuts.clone(), stop.clone());
+    let server = Server::memfs();
+    let mut servers = Servers::default();
+    let (proxy, cuts) = servers.cutting_proxy(server.port, 20_000);
     let s = Scratch::new();
     let src = s.join("src");
     sample_tree(&src);
@@ -538,31 +384,14 @@ fn connections_cut_mid_run_are_survived() {
         "nfs://127.0.0.1/d?nfsport={proxy}&mountport={}",
         server.port
     );
-    let out = nfsync()
-        .args(["--json", "--timeout", "20"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--json", "--timeout", "20"], &src, &url);
     assert!(
         cuts.load(Ordering::SeqCst) > 0,
         "the proxy never cut a connection"
     );
-    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        0,
-        "{}",
-        describe(&out)
-    );
-    stop.store(true, Ordering::SeqCst);
+    assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
+    let out = run_nfsync(&["--json"], &src, server.url("/d"));
+    assert_copied(&out, 0);
 }
 
 /// memfs with injected failures: the first `jukebox` WRITEs answer NFS3ERR_JUKEBOX,
@@ -731,7 +560,7 @@ impl NfsFileSystem for FaultyFs {
 
 #[test]
 fn server_errors_name_the_path_and_the_rest_is_copied() {
-    let server = MemServer::start_fs(
+    let server = Server::start(
         None,
         FaultyFs {
             jukebox: AtomicUsize::new(5),
@@ -747,12 +576,7 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         .file("quota_hit", "y")
         .file("ro_dir/inside", "z")
         .file("sub/ok2", "fine too\n");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--json"], &src, server.url("/d"));
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     assert_errors_name(
         &out,
@@ -763,7 +587,7 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         ],
     );
     // The JUKEBOX answers were waited out; everything else arrived intact.
-    let got = server.snapshot("/d");
+    let got = snapshot(&server, "/d");
     let want = local_snapshot(&src);
     for name in ["ok1", "ok_big", "sub/ok2"] {
         assert_eq!(got.get(name), want.get(name), "{name}");
@@ -778,19 +602,14 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
 fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
     let fs = FaultyFs::new();
     let space = fs.space.clone();
-    let server = MemServer::start_fs(None, fs);
+    let server = Server::start(None, fs);
     let s = Scratch::new();
     let src = s.join("src");
     Tree::new(&src)
         .random_file("grows", 1_000_000, 1)
         .file("small", "small\n");
-    let first = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(first.status.success(), "{}", describe(&first));
-    let before = server.snapshot("/d");
+    sync_ok(&[], &src, server.url("/d"));
+    let before = snapshot(&server, "/d");
 
     // Now anything written past 2 MB into a file fails.
     space.store(2_000_000, Ordering::SeqCst);
@@ -798,11 +617,7 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
     t.random_file("grows", 3_000_000, 2)
         .random_file("new_big", 3_000_000, 3)
         .file("new_small", "fits\n");
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&[], &src, server.url("/d"));
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     assert_errors_name(
         &out,
@@ -811,7 +626,7 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
             ("new_big", "No space left on device"),
         ],
     );
-    let after = server.snapshot("/d");
+    let after = snapshot(&server, "/d");
     assert_eq!(
         after.get("grows"),
         before.get("grows"),
@@ -910,7 +725,7 @@ fn transport_matches_out_of_order_fragmented_replies() {
 /// answers NULL: slow is not gone.
 #[test]
 fn slow_commit_is_not_a_timeout() {
-    let server = MemServer::start_fs(
+    let server = Server::start(
         None,
         FaultyFs {
             slow_commit: Duration::from_secs(5),
@@ -921,34 +736,28 @@ fn slow_commit_is_not_a_timeout() {
     let src = s.join("src");
     Tree::new(&src).random_file("big", 3_000_000, 9);
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--json", "--timeout", "2"])
-        .arg(slash(&src))
-        .arg(server.url("/d"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--json", "--timeout", "2"], &src, server.url("/d"));
     assert!(start.elapsed() >= Duration::from_secs(5));
-    assert_eq!(server.snapshot("/d"), local_snapshot(&src));
+    assert_eq!(snapshot(&server, "/d"), local_snapshot(&src));
 }
 
 /// MOUNT answers but the NFS port never does: a timeout (exit 30) in bounded time.
 #[test]
 fn silent_nfs_port_times_out() {
-    let server = MemServer::start();
-    let silent = fake_server(None);
+    let server = Server::memfs();
+    let mut servers = Servers::default();
+    let silent = fake_server(&mut servers, None);
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--json", "--timeout", "2"])
-        .arg(slash(&s.join("src")))
-        .arg(format!(
+    let out = run_nfsync(
+        &["--json", "--timeout", "2"],
+        &s.join("src"),
+        format!(
             "nfs://127.0.0.1/d?nfsport={silent}&mountport={}",
             server.port
-        ))
-        .output()
-        .unwrap();
+        ),
+    );
     assert_eq!(out.status.code(), Some(30), "{}", describe(&out));
     assert!(
         start.elapsed() < Duration::from_secs(10),

@@ -1,25 +1,23 @@
 //! Integration tests of the NFSv3 path against a real server: nfs-ganesha (VFS FSAL,
-//! no root squash) on free loopback ports, started and stopped by the tests.
+//! no root squash) on free loopback ports, started and stopped by the tests. Ganesha
+//! needs root: other users skip these tests (one line says so).
 //!
 //! Every shared scenario runs against one shared server (each in its own directory of
 //! the export) and is judged by reading the exported directory back locally with
 //! `rsync -anciH --delete`. Crash/restart and refusal cases get servers of their own.
 
-mod scenarios;
-mod support;
-// Not declared in support/mod.rs (owned by the mount-path tests), so included here.
-#[path = "support/ganesha.rs"]
-mod ganesha;
-
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use ganesha::Ganesha;
-use support::{
-    Scratch, Target, Tree, describe, json_stats, nfsync, rsync_diff, rsync_diff_with, slash, stat,
+use crate::scenarios::scenario_tests;
+use crate::support::ganesha::{self, Ganesha};
+use crate::support::net::Servers;
+use crate::support::{
+    Scratch, Target, Tree, assert_copied, bin, count_files, describe, nobody, rsync_diff,
+    rsync_diff_with, run_nfsync, slash, sync_ok,
 };
 
 /// The server shared by the scenario tests, stopped at process exit.
@@ -38,17 +36,11 @@ extern "C" fn stop_shared() {
     }
 }
 
-fn unavailable_panic() -> ! {
-    panic!(
-        "nfs-ganesha tests cannot run: {}",
-        Ganesha::unavailable().unwrap_or_default()
-    )
-}
-
-/// (export dir, NFS port, MOUNT port) of the shared server, started on first use.
-fn shared() -> (PathBuf, u16, u16) {
-    if Ganesha::unavailable().is_some() {
-        unavailable_panic();
+/// (export dir, NFS port, MOUNT port) of the shared server, started on first use;
+/// `None` when ganesha cannot run here (not root).
+fn shared() -> Option<(PathBuf, u16, u16)> {
+    if !ganesha::available() {
+        return None;
     }
     let m = SHARED.get_or_init(|| {
         let dir = Scratch::new();
@@ -60,7 +52,7 @@ fn shared() -> (PathBuf, u16, u16) {
     });
     let g = m.lock().unwrap_or_else(|e| e.into_inner());
     let s = &g.as_ref().expect("shared server stopped").server;
-    (s.export.clone(), s.nfs_port, s.mnt_port)
+    Some((s.export.clone(), s.nfs_port, s.mnt_port))
 }
 
 /// One scenario's corner of the shared export.
@@ -74,16 +66,17 @@ struct GaneshaTarget {
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 impl GaneshaTarget {
-    fn new() -> GaneshaTarget {
-        let (export, nfs_port, mnt_port) = shared();
+    /// `None` when ganesha cannot run here.
+    fn new() -> Option<GaneshaTarget> {
+        let (export, nfs_port, mnt_port) = shared()?;
         let prefix = format!("t{}", NEXT.fetch_add(1, Ordering::SeqCst));
         std::fs::create_dir_all(export.join(&prefix)).unwrap();
-        GaneshaTarget {
+        Some(GaneshaTarget {
             export,
             nfs_port,
             mnt_port,
             prefix,
-        }
+        })
     }
 }
 
@@ -114,17 +107,23 @@ impl Target for GaneshaTarget {
     }
 }
 
-scenarios::scenario_tests!(GaneshaTarget::new());
+scenario_tests!(files, GaneshaTarget::new());
+scenario_tests!(symlinks, GaneshaTarget::new());
+scenario_tests!(read_only_dirs, GaneshaTarget::new());
+scenario_tests!(hard_links, GaneshaTarget::new());
+scenario_tests!(specials, GaneshaTarget::new());
+scenario_tests!(owners, GaneshaTarget::new());
 
-/// A server of one's own, for tests that crash or reconfigure it.
-fn own_server(privileged: bool) -> (Scratch, Ganesha) {
-    if Ganesha::unavailable().is_some() {
-        unavailable_panic();
+/// A server of one's own, for tests that crash or reconfigure it; `None` when ganesha
+/// cannot run here.
+fn own_server(privileged: bool) -> Option<(Scratch, Ganesha)> {
+    if !ganesha::available() {
+        return None;
     }
     let dir = Scratch::new();
     let g = Ganesha::start(&dir.join("export"), &dir.join("state"), privileged)
         .unwrap_or_else(|e| panic!("{e}"));
-    (dir, g)
+    Some((dir, g))
 }
 
 fn many_files(root: &Path, dirs: usize, per_dir: usize) {
@@ -142,39 +141,52 @@ fn many_files(root: &Path, dirs: usize, per_dir: usize) {
         .random_file("big/b", 3_000_001, 8);
 }
 
-#[test]
-fn server_killed_mid_run_then_restarted() {
-    let (dir, mut g) = own_server(false);
-    let src = dir.join("src");
-    many_files(&src, 20, 150);
-    let url = g.url("dst", "");
-    let mut child = std::process::Command::new(support::bin())
-        .args(["--json", "--timeout", "30"])
-        .arg(slash(&src))
-        .arg(&url)
+/// Starts `nfsync --json --timeout TIMEOUT SRC/ URL` and returns it once the copy is
+/// under way (200 files in the export).
+fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
+    let child = Command::new(bin())
+        .args(["--json", "--timeout", timeout])
+        .arg(slash(src))
+        .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill the server once the copy is under way.
     let started = Instant::now();
-    while support::count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
+    while count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(10));
     }
+    child
+}
+
+/// Waits for `child` to end, failing with `hangs` if it takes longer than `limit`.
+fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
+    let since = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(since.elapsed() < limit, "{hangs}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn server_killed_mid_run_then_restarted() {
+    let Some((dir, mut g)) = own_server(false) else {
+        return;
+    };
+    let src = dir.join("src");
+    many_files(&src, 20, 150);
+    let url = g.url("dst", "");
+    let started = Instant::now();
+    let child = copy_under_way(&g, &src, &url, "30");
     g.kill();
     std::thread::sleep(Duration::from_secs(2));
     g.restart().unwrap();
-    let waited = Instant::now();
-    let out = loop {
-        if let Some(_status) = child.try_wait().unwrap() {
-            break child.wait_with_output().unwrap();
-        }
-        assert!(
-            waited.elapsed() < Duration::from_secs(120),
-            "nfsync hangs after restart"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(120),
+        "nfsync hangs after restart",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
         "run across the crash: exit {:?} after {:.1} s\n{err}",
@@ -193,58 +205,29 @@ fn server_killed_mid_run_then_restarted() {
         assert!(!err.trim().is_empty());
     }
     // A re-run finishes exactly.
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--json"], &src, &url);
     assert!(out.status.success(), "{}\n{}", describe(&out), g.log_tail());
     let diff = rsync_diff(&src, &g.export.join("dst"));
     assert!(diff.is_empty(), "after re-run:\n{diff}");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        0,
-        "{}",
-        describe(&out)
-    );
+    let out = run_nfsync(&["--json"], &src, &url);
+    assert_copied(&out, 0);
 }
 
 #[test]
 fn server_gone_for_good_fails_in_bounded_time() {
-    let (dir, mut g) = own_server(false);
+    let Some((dir, mut g)) = own_server(false) else {
+        return;
+    };
     let src = dir.join("src");
     many_files(&src, 20, 150);
-    let mut child = std::process::Command::new(support::bin())
-        .args(["--json", "--timeout", "5"])
-        .arg(slash(&src))
-        .arg(g.url("dst", ""))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while support::count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let child = copy_under_way(&g, &src, &g.url("dst", ""), "5");
     g.kill();
     let killed = Instant::now();
-    let out = loop {
-        if child.try_wait().unwrap().is_some() {
-            break child.wait_with_output().unwrap();
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(60),
-            "nfsync hangs without its server"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(60),
+        "nfsync hangs without its server",
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
         "server gone: exit {:?} {:.1} s after the kill\n{err}",
@@ -258,16 +241,14 @@ fn server_gone_for_good_fails_in_bounded_time() {
 
 #[test]
 fn privileged_export_refuses_noresvport_clearly() {
-    let (dir, g) = own_server(true);
-    let src = dir.join("src");
+    let Some((_dir, g)) = own_server(true) else {
+        return;
+    };
+    let s = nobody::scratch();
+    let src = s.join("src");
     Tree::new(&src).file("a", "x");
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--timeout", "10"])
-        .arg(slash(&src))
-        .arg(g.url("dst", "noresvport"))
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--timeout", "10"], &src, g.url("dst", "noresvport"));
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     assert!(start.elapsed() < Duration::from_secs(20));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -276,38 +257,31 @@ fn privileged_export_refuses_noresvport_clearly() {
         "{err}"
     );
     // Not root: an unprivileged port, refused with the same advice.
-    if let Some(out) = as_nobody(&src, &g.url("dst_nobody", "")) {
-        assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("PrivilegedPort") && err.contains("root"),
-            "{err}"
-        );
-    }
+    let out = as_nobody(&src, &g.url("dst_nobody", ""));
+    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("PrivilegedPort") && err.contains("root"),
+        "{err}"
+    );
     // As root, the default binds a privileged port and is let in.
-    let out = nfsync()
-        .arg(slash(&src))
-        .arg(g.url("dst", ""))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, g.url("dst", ""));
     assert!(rsync_diff(&src, &g.export.join("dst")).is_empty());
 }
 
 #[test]
 fn wrong_export_and_closed_port_fail_in_bounded_time() {
-    let (export, nfs_port, mnt_port) = shared();
+    let Some((export, nfs_port, mnt_port)) = shared() else {
+        return;
+    };
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     let start = Instant::now();
-    let out = nfsync()
-        .args(["--timeout", "10"])
-        .arg(slash(&s.join("src")))
-        .arg(format!(
-            "nfs://127.0.0.1/no/such/export?nfsport={nfs_port}&mountport={mnt_port}"
-        ))
-        .output()
-        .unwrap();
+    let out = run_nfsync(
+        &["--timeout", "10"],
+        &s.join("src"),
+        format!("nfs://127.0.0.1/no/such/export?nfsport={nfs_port}&mountport={mnt_port}"),
+    );
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/no/such/export"), "{err}");
@@ -321,15 +295,14 @@ fn wrong_export_and_closed_port_fail_in_bounded_time() {
         .local_addr()
         .unwrap()
         .port();
-    let out = nfsync()
-        .args(["--timeout", "10"])
-        .arg(slash(&s.join("src")))
-        .arg(format!(
+    let out = run_nfsync(
+        &["--timeout", "10"],
+        &s.join("src"),
+        format!(
             "nfs://127.0.0.1{}/x?nfsport={closed}&mountport={mnt_port}",
             export.display()
-        ))
-        .output()
-        .unwrap();
+        ),
+    );
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     assert!(start.elapsed() < Duration::from_secs(30));
 }
@@ -337,7 +310,9 @@ fn wrong_export_and_closed_port_fail_in_bounded_time() {
 /// Throughput figure for the report: 2,000 small files into a fresh directory.
 #[test]
 fn two_thousand_files_throughput() {
-    let (export, nfs_port, mnt_port) = shared();
+    let Some((export, nfs_port, mnt_port)) = shared() else {
+        return;
+    };
     let s = Scratch::new();
     let src = s.join("src");
     let t = Tree::new(&src);
@@ -355,15 +330,10 @@ fn two_thousand_files_throughput() {
         export.display()
     );
     let start = Instant::now();
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--json"], &src, &url);
     let secs = start.elapsed().as_secs_f64();
     assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(stat(&json_stats(&out), "files_copied"), 2000);
+    assert_copied(&out, 2000);
     eprintln!(
         "nfs:// 2000 files in {secs:.2} s = {:.0} files/s",
         2000.0 / secs
@@ -371,60 +341,20 @@ fn two_thousand_files_throughput() {
     assert!(rsync_diff(&src, &export.join("perf2000")).is_empty());
 }
 
-/// Runs `nfsync SRC/ URL` as `nobody` (uid 65534) when we are root and `setpriv`
-/// exists, with SRC handed to nobody first; `None` when that is not possible.
-fn as_nobody(src: &Path, url: &str) -> Option<std::process::Output> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return None;
-    }
-    let chown = std::process::Command::new("chown")
-        .args(["-R", "-h", "65534:65534"])
-        .arg(src)
-        .status()
-        .ok()?;
-    assert!(chown.success());
-    // Every directory above SRC must be searchable by nobody.
-    let mut p = src.parent();
-    while let Some(d) = p {
-        let _ = std::process::Command::new("chmod")
-            .arg("o+x")
-            .arg(d)
-            .status();
-        p = d.parent();
-    }
-    // A copy nobody can execute, next to SRC (removed with it).
-    let bin = src.with_file_name("nfsync-for-nobody");
-    if !bin.exists() {
-        std::fs::copy(support::bin(), &bin).ok()?;
-    }
-    let _ = std::process::Command::new("chmod")
-        .arg("755")
-        .arg(&bin)
-        .status();
-    for _ in 0..50 {
-        let out = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&bin)
-            .args(["--timeout", "10"])
-            .arg(slash(src))
-            .arg(url)
-            .output()
-            .ok()?;
-        // Another test thread's child may briefly hold the copy open for writing.
-        if out.status.code() == Some(126) && String::from_utf8_lossy(&out.stderr).contains("busy") {
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
-        }
-        return Some(out);
-    }
-    None
+/// Runs `nfsync --timeout 10 SRC/ URL` as `nobody` (ganesha tests run as root), SRC
+/// handed to nobody first: SRC must be in a [`nobody::scratch`] directory.
+fn as_nobody(src: &Path, url: &str) -> Output {
+    nobody::hand_over(src);
+    let src = slash(src);
+    nobody::run(&["--timeout".as_ref(), "10".as_ref(), &src, url.as_ref()])
 }
 
 #[test]
 fn unprivileged_user_copies_through_an_insecure_export() {
-    let (export, nfs_port, mnt_port) = shared();
-    let s = Scratch::new();
+    let Some((export, nfs_port, mnt_port)) = shared() else {
+        return;
+    };
+    let s = nobody::scratch();
     let src = s.join("src");
     Tree::new(&src).file("a", "as nobody\n").file("d/b", "b\n");
     let dst = export.join("nobody_dst");
@@ -437,10 +367,7 @@ fn unprivileged_user_copies_through_an_insecure_export() {
         "nfs://127.0.0.1{}/nobody_dst/x?nfsport={nfs_port}&mountport={mnt_port}",
         export.display()
     );
-    let Some(out) = as_nobody(&src, &url) else {
-        eprintln!("skipped: needs root and setpriv");
-        return;
-    };
+    let out = as_nobody(&src, &url);
     assert!(out.status.success(), "{}", describe(&out));
     let diff = rsync_diff(&src, &dst.join("x"));
     assert!(diff.is_empty(), "{diff}");
@@ -450,7 +377,9 @@ fn unprivileged_user_copies_through_an_insecure_export() {
 /// and mtimes, warns once, and a re-run copies nothing.
 #[test]
 fn root_squashed_export_warns_once_and_copies_the_rest() {
-    let (dir, mut g) = own_server(false);
+    let Some((dir, mut g)) = own_server(false) else {
+        return;
+    };
     g.reconfigure("Squash = No_Root_Squash;", "Squash = Root_Squash;")
         .unwrap_or_else(|e| panic!("{e}"));
     let _ = std::process::Command::new("chmod")
@@ -464,106 +393,41 @@ fn root_squashed_export_warns_once_and_copies_the_rest() {
         .chmod("d/b", 0o640)
         .mtime("a", 1_500_000_000, 5);
     let url = g.url("dst", "");
-    let out = nfsync().arg(slash(&src)).arg(&url).output().unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = sync_ok(&[], &src, &url);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("root squashed").count(), 1, "{err}");
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--no-owner", "--no-group"]);
     assert!(diff.is_empty(), "{diff}");
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(
-        stat(&json_stats(&out), "files_copied"),
-        0,
-        "{}",
-        describe(&out)
-    );
-}
-
-/// A proxy to 127.0.0.1:`target` that cuts every connection after `budget` bytes of
-/// replies; returns its port and a counter of cuts. Runs until the process ends.
-fn cutting_proxy(target: u16, budget: usize) -> (u16, std::sync::Arc<AtomicUsize>) {
-    use std::io::{Read, Write};
-    use std::net::{Shutdown, TcpListener, TcpStream};
-    let cuts = std::sync::Arc::new(AtomicUsize::new(0));
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let counter = cuts.clone();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            let Ok(client) = c else { break };
-            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
-                break;
-            };
-            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            std::thread::spawn(move || {
-                let _ = std::io::copy(&mut c2, &mut s2);
-                let _ = s2.shutdown(Shutdown::Both);
-            });
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let (mut client, mut server) = (client, server);
-                let mut left = budget;
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = server.read(&mut buf) {
-                    let n = n.min(left);
-                    if n == 0 || client.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                    left -= n;
-                    if left == 0 {
-                        counter.fetch_add(1, Ordering::SeqCst);
-                        break;
-                    }
-                }
-                let _ = client.shutdown(Shutdown::Both);
-                let _ = server.shutdown(Shutdown::Both);
-            });
-        }
-    });
-    (port, cuts)
+    let out = sync_ok(&["--json"], &src, &url);
+    assert_copied(&out, 0);
 }
 
 /// Connections cut mid-call (replies lost after the server acted): retries resolve the
 /// ambiguous answers (CREATE → EXIST, REMOVE → NOENT) and the tree ends exact.
 #[test]
 fn connections_cut_mid_run_end_exact() {
-    let (dir, g) = own_server(false);
+    let Some((dir, g)) = own_server(false) else {
+        return;
+    };
     let src = dir.join("src");
     many_files(&src, 10, 100);
     Tree::new(&src)
         .symlink("link", "d1/f1")
         .hardlink("hard", "d2/f2");
-    let (proxy, cuts) = cutting_proxy(g.nfs_port, 30_000);
+    let mut servers = Servers::default();
+    let (proxy, cuts) = servers.cutting_proxy(g.nfs_port, 30_000);
     let url = format!(
         "nfs://127.0.0.1{}/dst?nfsport={proxy}&mountport={}",
         g.export.display(),
         g.mnt_port
     );
-    let out = nfsync()
-        .args(["-H", "--timeout", "20"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["-H", "--timeout", "20"], &src, &url);
     assert!(cuts.load(Ordering::SeqCst) > 5, "the proxy cut too little");
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
     assert!(diff.is_empty(), "{diff}");
     // --delete through the same cuts.
     std::fs::remove_dir_all(src.join("d3")).unwrap();
-    let out = nfsync()
-        .args(["-H", "--delete", "--timeout", "20"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["-H", "--delete", "--timeout", "20"], &src, &url);
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
     assert!(diff.is_empty(), "{diff}");
 }
@@ -572,7 +436,9 @@ fn connections_cut_mid_run_end_exact() {
 #[test]
 fn url_uid_and_gid_are_the_identity_used() {
     use std::os::unix::fs::MetadataExt;
-    let (export, nfs_port, mnt_port) = shared();
+    let Some((export, nfs_port, mnt_port)) = shared() else {
+        return;
+    };
     let s = Scratch::new();
     let src = s.join("src");
     Tree::new(&src).file("a", "a\n");
@@ -586,13 +452,7 @@ fn url_uid_and_gid_are_the_identity_used() {
         "nfs://127.0.0.1{}/as_1234/x?nfsport={nfs_port}&mountport={mnt_port}&uid=1234&gid=5678",
         export.display()
     );
-    let out = nfsync()
-        .args(["--no-owner", "--no-group"])
-        .arg(slash(&src))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&["--no-owner", "--no-group"], &src, &url);
     let m = std::fs::metadata(dst.join("x/a")).unwrap();
     assert_eq!((m.uid(), m.gid()), (1234, 5678));
 }

@@ -1,0 +1,26 @@
+//! nfsync's integration tests: one binary (one link step), as ripgrep and fd do.
+//!
+//! - [`scenarios`]: sync scenarios shared by every kind of destination, each judged by an
+//!   independent comparison (`rsync -anciH --delete`); [`mount`], [`inproc`] and
+//!   [`ganesha`] run them against a local directory, the in-process NFSv3 server and
+//!   nfs-ganesha.
+//! - [`mount`]: the command line and the mount path (permissions, full disks, races).
+//! - [`ganesha`]: a real NFSv3 server (nfs-ganesha), crashed, reconfigured and cut off.
+//! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
+//! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
+//! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
+//! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
+//!
+//! Tests that need root (nfs-ganesha, runs as `nobody`, mounting a tmpfs, owners) print
+//! one line `skipping …: not root` when run by another user and pass; as root nothing
+//! is skipped: a missing server or tool fails the test.
+
+mod ganesha;
+mod generated;
+mod hostile;
+mod inproc;
+mod interrupt;
+mod memfs;
+mod mount;
+mod scenarios;
+mod support;

@@ -1,0 +1,95 @@
+//! Small TCP servers on 127.0.0.1 for tests: fake or hostile servers, and proxies that
+//! stand between nfsync and a real one.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// A served connection: its socket (to shut down) and its thread (to join).
+type Conn = (TcpStream, JoinHandle<()>);
+
+/// Threads and sockets of a test's servers, all shut down and joined on drop (also when
+/// the test fails), so nothing outlives the test.
+#[derive(Default)]
+pub struct Servers {
+    stop: Arc<AtomicBool>,
+    listeners: Vec<(u16, JoinHandle<()>)>,
+    conns: Arc<Mutex<Vec<Conn>>>,
+}
+
+impl Servers {
+    /// Accepts connections on a fresh port and hands each to `serve` on its own thread.
+    pub fn listen(&mut self, serve: impl Fn(TcpStream) + Send + Sync + 'static) -> u16 {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let (stop, conns, serve) = (self.stop.clone(), self.conns.clone(), Arc::new(serve));
+        let h = std::thread::spawn(move || {
+            for c in l.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(c) = c else { break };
+                let (keep, serve) = (c.try_clone().unwrap(), serve.clone());
+                conns
+                    .lock()
+                    .unwrap()
+                    .push((keep, std::thread::spawn(move || serve(c))));
+            }
+        });
+        self.listeners.push((port, h));
+        port
+    }
+
+    /// A proxy to 127.0.0.1:`target` that cuts every connection once `budget` bytes of
+    /// replies have passed: the server acted on the calls whose replies are lost, so
+    /// nfsync must reconnect and resolve its ambiguous retries. Returns the proxy's port
+    /// and a count of the cuts.
+    pub fn cutting_proxy(&mut self, target: u16, budget: usize) -> (u16, Arc<AtomicUsize>) {
+        let cuts = Arc::new(AtomicUsize::new(0));
+        let counter = cuts.clone();
+        let port = self.listen(move |client| {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                return;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let up = std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+                let _ = s_out.shutdown(Shutdown::Both);
+            });
+            let (mut client, mut server) = (client, server);
+            let mut left = budget;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = server.read(&mut buf) {
+                let n = n.min(left);
+                if n == 0 || client.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                left -= n;
+                if left == 0 {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+            }
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+            let _ = up.join();
+        });
+        (port, cuts)
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for (port, h) in self.listeners.drain(..) {
+            let _ = TcpStream::connect(("127.0.0.1", port)); // wakes the accept loop
+            let _ = h.join();
+        }
+        for (sock, h) in self.conns.lock().unwrap().drain(..) {
+            let _ = sock.shutdown(Shutdown::Both);
+            let _ = h.join();
+        }
+    }
+}
