@@ -22,8 +22,7 @@ struct Cli {
 enum Cmd {
     /// Generate a deterministic corpus under OUT (OUT/<kind>/...).
     Gen {
-        /// node_modules, efs-blog or large
-        kind: String,
+        kind: corpus::Kind,
         out: PathBuf,
         /// Multiplies file counts (node_modules, efs-blog) or sizes (large).
         #[arg(long, default_value_t = 1.0)]
@@ -111,22 +110,18 @@ fn main() {
                 eprintln!("rig: {}: {e}", out.display());
                 std::process::exit(1);
             }
-            let r = match kind.as_str() {
-                "node_modules" => corpus::node_modules(&out, scale, seed),
-                "efs-blog" => corpus::efs_blog(&out, scale, seed),
-                "large" => corpus::large(&out, scale, seed),
-                k => {
-                    eprintln!("rig: unknown corpus {k:?}: node_modules|efs-blog|large");
-                    std::process::exit(2);
-                }
-            };
+            let r = kind.generate(&out, scale, seed);
             r.map(|s| {
                 println!(
-                    "{kind}: files={} dirs={} symlinks={} bytes={}",
-                    s.files, s.dirs, s.symlinks, s.bytes
+                    "{}: files={} dirs={} symlinks={} bytes={}",
+                    kind.name(),
+                    s.files,
+                    s.dirs,
+                    s.symlinks,
+                    s.bytes
                 )
             })
-            .map_err(|e| format!("gen {kind}: {e}"))
+            .map_err(|e| format!("gen {}: {e}", kind.name()))
         }
         Cmd::Proxy {
             forwards,
@@ -190,5 +185,15 @@ mod tests {
         assert_eq!(parse_delay("wan"), Ok(Duration::from_millis(10)));
         assert_eq!(parse_delay("2.5ms"), Ok(Duration::from_micros(2500)));
         assert!(parse_delay("fast").is_err());
+    }
+
+    #[test]
+    fn corpus_kinds_are_the_directory_names() {
+        use clap::ValueEnum;
+        for k in crate::corpus::Kind::value_variants() {
+            let v = k.to_possible_value().unwrap();
+            assert_eq!(v.get_name(), k.name());
+        }
+        assert!(crate::corpus::Kind::from_str("node-modules", false).is_err());
     }
 }
