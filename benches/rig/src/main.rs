@@ -1,5 +1,5 @@
 //! nfsync benchmark rig: corpus generator, latency FUSE mount, delay proxy
-//! and report/chart writer. See benches/README.md.
+//! and the one report writer of benches/ (reports, chart, history table). See benches/README.md.
 
 mod corpus;
 mod latfs;
@@ -42,17 +42,10 @@ enum Cmd {
         #[arg(long)]
         reset_after_bytes: Option<u64>,
     },
-    /// Write benches/results markdown + SVG from a runner's raw TSV.
+    /// Write the latest report of a benches/ script and its history line.
     Report {
-        raw: PathBuf,
-        #[arg(long)]
-        machine: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        date: String,
-        #[arg(long, default_value = "benches/run")]
-        cmdline: String,
+        #[command(subcommand)]
+        kind: report::Cmd,
     },
     /// Mount BACKING at MOUNTPOINT adding a fixed delay to every FUSE request.
     Mount {
@@ -135,15 +128,7 @@ fn main() {
             })
             .map_err(|e| format!("proxy: {e}"))
         }),
-        Cmd::Report {
-            raw,
-            machine,
-            out,
-            date,
-            cmdline,
-        } => {
-            report::write(&raw, &machine, &out, &date, &cmdline).map_err(|e| format!("report: {e}"))
-        }
+        Cmd::Report { kind } => report::run(kind).map_err(|e| format!("report: {e}")),
         Cmd::Mount {
             backing,
             mountpoint,
