@@ -3,6 +3,7 @@
 
 mod corpus;
 mod latfs;
+mod preset;
 mod proxy;
 mod report;
 
@@ -42,6 +43,9 @@ enum Cmd {
         #[arg(long)]
         reset_after_bytes: Option<u64>,
     },
+    /// Print a preset's delay in milliseconds (NAME: lan, efs, wan or a
+    /// number); without NAME, every preset.
+    Preset { name: Option<String> },
     /// Write the latest report of a benches/ script and its history line.
     Report {
         #[command(subcommand)]
@@ -51,7 +55,7 @@ enum Cmd {
     Mount {
         backing: PathBuf,
         mountpoint: PathBuf,
-        /// lan (0.3 ms), efs (1.5 ms), wan (10 ms) or a number of milliseconds.
+        /// A preset (lan, efs, wan: `rig preset`) or a number of milliseconds.
         #[arg(long, default_value = "efs")]
         delay: String,
         /// Requests served concurrently (like nfsd threads); above what any
@@ -71,23 +75,6 @@ enum Cmd {
         #[arg(long)]
         stats_file: Option<PathBuf>,
     },
-}
-
-/// Parse a delay preset or a millisecond count.
-pub fn parse_delay(s: &str) -> Result<Duration, String> {
-    let ms = match s {
-        "lan" => 0.3,
-        "efs" => 1.5,
-        "wan" => 10.0,
-        other => other
-            .trim_end_matches("ms")
-            .parse::<f64>()
-            .map_err(|_| format!("bad delay {other:?}: use lan|efs|wan|<ms>"))?,
-    };
-    if !(0.0..=60_000.0).contains(&ms) {
-        return Err(format!("delay {ms} ms out of range"));
-    }
-    Ok(Duration::from_secs_f64(ms / 1e3))
 }
 
 fn main() {
@@ -120,7 +107,7 @@ fn main() {
             forwards,
             delay,
             reset_after_bytes,
-        } => parse_delay(&delay).and_then(|delay| {
+        } => preset::parse_delay(&delay).and_then(|delay| {
             proxy::run(proxy::ProxyOpts {
                 forwards,
                 delay,
@@ -128,6 +115,13 @@ fn main() {
             })
             .map_err(|e| format!("proxy: {e}"))
         }),
+        Cmd::Preset { name: Some(name) } => preset::ms(&name).map(|ms| println!("{ms}")),
+        Cmd::Preset { name: None } => {
+            for (name, ms) in preset::PRESETS {
+                println!("{name} {ms}");
+            }
+            Ok(())
+        }
         Cmd::Report { kind } => report::run(kind).map_err(|e| format!("report: {e}")),
         Cmd::Mount {
             backing,
@@ -138,7 +132,7 @@ fn main() {
             entry_ttl,
             no_parallel_dirops,
             stats_file,
-        } => parse_delay(&delay).and_then(|delay| {
+        } => preset::parse_delay(&delay).and_then(|delay| {
             latfs::run(latfs::MountOpts {
                 backing,
                 mountpoint,
@@ -160,18 +154,6 @@ fn main() {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_delay;
-    use std::time::Duration;
-
-    #[test]
-    fn delay_presets() {
-        assert_eq!(parse_delay("lan"), Ok(Duration::from_micros(300)));
-        assert_eq!(parse_delay("efs"), Ok(Duration::from_micros(1500)));
-        assert_eq!(parse_delay("wan"), Ok(Duration::from_millis(10)));
-        assert_eq!(parse_delay("2.5ms"), Ok(Duration::from_micros(2500)));
-        assert!(parse_delay("fast").is_err());
-    }
-
     #[test]
     fn corpus_kinds_are_the_directory_names() {
         use clap::ValueEnum;

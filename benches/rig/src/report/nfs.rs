@@ -167,10 +167,11 @@ impl Summary {
                 let _ = writeln!(s, "| {} |", cells.join(" | "));
             }
         }
-        s.push_str(
+        let _ = write!(
+            s,
             "\nfiles/s = files ÷ median wall of the reps (nfsync 3 reps at default options, \
              `--jobs auto`). Preset = RTT per NFS call (proxy one-way delay = preset/2) or delay \
-             per FUSE request on the mount path: 0, lan 0.3 ms, efs 1.5 ms, wan 10 ms. \
+             per FUSE request on the mount path: 0, {presets}. \
              Preset 0 still goes through `rig proxy` (with `--delay 0`), so all presets pay the same \
              extra TCP hop. `~` = capped run, files/s = files present at the cap ÷ cap \
              (serial nfs-cp: one capped run). † = a run failed its check. \
@@ -179,6 +180,7 @@ impl Summary {
              tests/nfs_ganesha.rs), the mount path with `rsync -anciH --delete` on the backing dir; \
              nfs-cp copies file data only (dirs pre-created, no metadata) and is a data-path \
              baseline, its check is expected to fail.\n\n",
+            presets = crate::preset::text()
         );
         s
     }

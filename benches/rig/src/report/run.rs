@@ -220,7 +220,7 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str, summary: Option<&str
     let _ = writeln!(
         s,
         "Destination: the latency FUSE mount (`rig mount --delay PRESET`, every FUSE request delayed; \
-         lan 0.3 ms, efs 1.5 ms, wan 10 ms). Source: local disk. Wall = median of the reps at the best \
+         {presets}). Source: local disk. Wall = median of the reps at the best \
          N of the sweep. `>` marks runs killed at the time cap; their wall time is extrapolated \
          from the FUSE ops done within the cap vs the ops a complete run of the same tool needed \
          at another preset (serial copies take time in proportion to round trips), and their \
@@ -233,7 +233,8 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str, summary: Option<&str
          RTT = the preset's delay (benches/run-nfs); no FUSE ops there, and ganesha's VFS \
          backend does not store symlink mtimes, so nfsync's NFS check adds `--omit-link-times`. \
          Tables named `mount-PRESET` are nfsync on the latency FUSE mount at the same per-request \
-         delay (`rig mount --delay`, 0 = no delay).\n"
+         delay (`rig mount --delay`, 0 = no delay).\n",
+        presets = crate::preset::text()
     );
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {

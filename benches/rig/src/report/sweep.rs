@@ -241,13 +241,15 @@ impl Sweep {
              fresh destination and is checked with `rsync -anciH --delete SRC/ DEST/` (plus \
              `--omit-link-times` on nfs: ganesha does not store symlink mtimes) printing nothing.\n"
                 .into(),
-            "Paths: **mount** = the latency FUSE mount (`rig mount --delay P`: every FUSE request \
+            format!(
+                "Paths: **mount** = the latency FUSE mount (`rig mount --delay P`: every FUSE request \
              costs P), a fresh mount per run; **nfs** = nfsync's NFSv3 client to nfs-ganesha \
              behind `rig proxy` with a one-way delay of P/2, i.e. every RPC round trip costs P \
              (a fresh ganesha per path × preset × corpus, a fresh directory per run). \
-             P: lan 0.3 ms, efs 1.5 ms, wan 10 ms. Pass: auto ≥ 90 % of the best fixed files/s \
-             (≥ 95 % on `large`).\n"
-                .into(),
+             P: {presets}. Pass: auto ≥ 90 % of the best fixed files/s \
+             (≥ 95 % on `large`).\n",
+                presets = crate::preset::text()
+            ),
             "## Summary\n".into(),
             "| path | preset | corpus | scale | files | best fixed N | its files/s | 2nd N (files/s) | \
              auto files/s | auto/best | 90 % interval | auto jobs_final (max) | auto jobs history (jobs@s, median run) | pass |"
