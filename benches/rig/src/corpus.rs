@@ -17,8 +17,39 @@ use std::ffi::CString;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
+
+/// The corpora `rig gen` writes; the value names are the directory names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    #[value(name = "node_modules")]
+    NodeModules,
+    #[value(name = "efs-blog")]
+    EfsBlog,
+    #[value(name = "large")]
+    Large,
+}
+
+impl Kind {
+    /// The directory the corpus is written to under OUT (and its name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::NodeModules => "node_modules",
+            Kind::EfsBlog => "efs-blog",
+            Kind::Large => "large",
+        }
+    }
+
+    /// Write the corpus to `out/<name>`.
+    pub fn generate(self, out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
+        match self {
+            Kind::NodeModules => node_modules(out, scale, seed),
+            Kind::EfsBlog => efs_blog(out, scale, seed),
+            Kind::Large => large(out, scale, seed),
+        }
+    }
+}
 
 /// SplitMix64: tiny, fast, and stable across versions (unlike `rand`).
 pub struct Rng(u64);
@@ -195,7 +226,7 @@ pub fn node_modules(out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
     let want_links = ((40.0 * scale).round() as u64).max(2);
     let big_files = (3.0 * scale).round() as u64;
     let mut w = Writer::new(seed);
-    let root = out.join("node_modules");
+    let root = out.join(Kind::NodeModules.name());
     w.dir(&root)?;
     w.dir(&root.join(".bin"))?;
 
@@ -238,11 +269,11 @@ pub fn node_modules(out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
             if p.exists() || w.sum.dirs + want_links >= want_dirs {
                 continue;
             }
-            if let Some(top) = sub.split('/').next().filter(|_| sub.contains('/')) {
-                if !pkg.join(top).exists() {
-                    w.dir(&pkg.join(top))?;
-                    dirs.push(pkg.join(top));
-                }
+            if let Some(top) = sub.split('/').next().filter(|_| sub.contains('/'))
+                && !pkg.join(top).exists()
+            {
+                w.dir(&pkg.join(top))?;
+                dirs.push(pkg.join(top));
             }
             w.dir(&p)?;
             dirs.push(p);
@@ -316,7 +347,7 @@ fn collect_dirs(d: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 pub fn efs_blog(out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
     let n = ((10_000.0 * scale).round() as u64).max(10);
     let mut w = Writer::new(seed);
-    let dir = out.join("efs-blog");
+    let dir = out.join(Kind::EfsBlog.name());
     w.dir(&dir)?;
     for i in 0..n {
         w.file(&dir.join(format!("file{i:05}.bin")), 64 * 1024, 0o644)?;
@@ -329,7 +360,7 @@ pub fn efs_blog(out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
 pub fn large(out: &Path, scale: f64, seed: u64) -> io::Result<Summary> {
     let size = ((1u64 << 30) as f64 * scale).max((1 << 20) as f64) as u64;
     let mut w = Writer::new(seed);
-    let dir = out.join("large");
+    let dir = out.join(Kind::Large.name());
     w.dir(&dir)?;
     for i in 0..4 {
         w.file(&dir.join(format!("large{i}.img")), size, 0o644)?;

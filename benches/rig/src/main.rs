@@ -1,8 +1,9 @@
 //! nfsync benchmark rig: corpus generator, latency FUSE mount, delay proxy
-//! and report/chart writer. See benches/README.md.
+//! and the one report writer of benches/ (reports, chart, history table). See benches/README.md.
 
 mod corpus;
 mod latfs;
+mod preset;
 mod proxy;
 mod report;
 
@@ -22,8 +23,7 @@ struct Cli {
 enum Cmd {
     /// Generate a deterministic corpus under OUT (OUT/<kind>/...).
     Gen {
-        /// node_modules, efs-blog or large
-        kind: String,
+        kind: corpus::Kind,
         out: PathBuf,
         /// Multiplies file counts (node_modules, efs-blog) or sizes (large).
         #[arg(long, default_value_t = 1.0)]
@@ -43,23 +43,19 @@ enum Cmd {
         #[arg(long)]
         reset_after_bytes: Option<u64>,
     },
-    /// Write benches/results markdown + SVG from a runner's raw TSV.
+    /// Print a preset's delay in milliseconds (NAME: lan, efs, wan or a
+    /// number); without NAME, every preset.
+    Preset { name: Option<String> },
+    /// Write the latest report of a benches/ script and its history line.
     Report {
-        raw: PathBuf,
-        #[arg(long)]
-        machine: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        date: String,
-        #[arg(long, default_value = "benches/run")]
-        cmdline: String,
+        #[command(subcommand)]
+        kind: report::Cmd,
     },
     /// Mount BACKING at MOUNTPOINT adding a fixed delay to every FUSE request.
     Mount {
         backing: PathBuf,
         mountpoint: PathBuf,
-        /// lan (0.3 ms), efs (1.5 ms), wan (10 ms) or a number of milliseconds.
+        /// A preset (lan, efs, wan: `rig preset`) or a number of milliseconds.
         #[arg(long, default_value = "efs")]
         delay: String,
         /// Requests served concurrently (like nfsd threads); above what any
@@ -81,23 +77,6 @@ enum Cmd {
     },
 }
 
-/// Parse a delay preset or a millisecond count.
-pub fn parse_delay(s: &str) -> Result<Duration, String> {
-    let ms = match s {
-        "lan" => 0.3,
-        "efs" => 1.5,
-        "wan" => 10.0,
-        other => other
-            .trim_end_matches("ms")
-            .parse::<f64>()
-            .map_err(|_| format!("bad delay {other:?}: use lan|efs|wan|<ms>"))?,
-    };
-    if !(0.0..=60_000.0).contains(&ms) {
-        return Err(format!("delay {ms} ms out of range"));
-    }
-    Ok(Duration::from_secs_f64(ms / 1e3))
-}
-
 fn main() {
     let cli = Cli::parse();
     let res: Result<(), String> = match cli.cmd {
@@ -111,28 +90,24 @@ fn main() {
                 eprintln!("rig: {}: {e}", out.display());
                 std::process::exit(1);
             }
-            let r = match kind.as_str() {
-                "node_modules" => corpus::node_modules(&out, scale, seed),
-                "efs-blog" => corpus::efs_blog(&out, scale, seed),
-                "large" => corpus::large(&out, scale, seed),
-                k => {
-                    eprintln!("rig: unknown corpus {k:?}: node_modules|efs-blog|large");
-                    std::process::exit(2);
-                }
-            };
+            let r = kind.generate(&out, scale, seed);
             r.map(|s| {
                 println!(
-                    "{kind}: files={} dirs={} symlinks={} bytes={}",
-                    s.files, s.dirs, s.symlinks, s.bytes
+                    "{}: files={} dirs={} symlinks={} bytes={}",
+                    kind.name(),
+                    s.files,
+                    s.dirs,
+                    s.symlinks,
+                    s.bytes
                 )
             })
-            .map_err(|e| format!("gen {kind}: {e}"))
+            .map_err(|e| format!("gen {}: {e}", kind.name()))
         }
         Cmd::Proxy {
             forwards,
             delay,
             reset_after_bytes,
-        } => parse_delay(&delay).and_then(|delay| {
+        } => preset::parse_delay(&delay).and_then(|delay| {
             proxy::run(proxy::ProxyOpts {
                 forwards,
                 delay,
@@ -140,15 +115,14 @@ fn main() {
             })
             .map_err(|e| format!("proxy: {e}"))
         }),
-        Cmd::Report {
-            raw,
-            machine,
-            out,
-            date,
-            cmdline,
-        } => {
-            report::write(&raw, &machine, &out, &date, &cmdline).map_err(|e| format!("report: {e}"))
+        Cmd::Preset { name: Some(name) } => preset::ms(&name).map(|ms| println!("{ms}")),
+        Cmd::Preset { name: None } => {
+            for (name, ms) in preset::PRESETS {
+                println!("{name} {ms}");
+            }
+            Ok(())
         }
+        Cmd::Report { kind } => report::run(kind).map_err(|e| format!("report: {e}")),
         Cmd::Mount {
             backing,
             mountpoint,
@@ -158,7 +132,7 @@ fn main() {
             entry_ttl,
             no_parallel_dirops,
             stats_file,
-        } => parse_delay(&delay).and_then(|delay| {
+        } => preset::parse_delay(&delay).and_then(|delay| {
             latfs::run(latfs::MountOpts {
                 backing,
                 mountpoint,
@@ -180,15 +154,13 @@ fn main() {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_delay;
-    use std::time::Duration;
-
     #[test]
-    fn delay_presets() {
-        assert_eq!(parse_delay("lan"), Ok(Duration::from_micros(300)));
-        assert_eq!(parse_delay("efs"), Ok(Duration::from_micros(1500)));
-        assert_eq!(parse_delay("wan"), Ok(Duration::from_millis(10)));
-        assert_eq!(parse_delay("2.5ms"), Ok(Duration::from_micros(2500)));
-        assert!(parse_delay("fast").is_err());
+    fn corpus_kinds_are_the_directory_names() {
+        use clap::ValueEnum;
+        for k in crate::corpus::Kind::value_variants() {
+            let v = k.to_possible_value().unwrap();
+            assert_eq!(v.get_name(), k.name());
+        }
+        assert!(crate::corpus::Kind::from_str("node-modules", false).is_err());
     }
 }

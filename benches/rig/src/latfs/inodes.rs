@@ -85,13 +85,13 @@ impl Inodes {
         // (or the inode number was reused), the one just looked up is valid.
         node.paths.retain(|p| p != path);
         node.paths.insert(0, path.to_path_buf());
-        if let Some(old) = t.by_path.insert(path.to_path_buf(), ino) {
-            if old != ino {
-                // The name now refers to a different file (replaced behind
-                // our back); the old inode no longer has this path.
-                if let Some(n) = t.nodes.get_mut(&old) {
-                    n.paths.retain(|p| p != path);
-                }
+        if let Some(old) = t.by_path.insert(path.to_path_buf(), ino)
+            && old != ino
+        {
+            // The name now refers to a different file (replaced behind
+            // our back); the old inode no longer has this path.
+            if let Some(n) = t.nodes.get_mut(&old) {
+                n.paths.retain(|p| p != path);
             }
         }
     }
@@ -109,12 +109,10 @@ impl Inodes {
             }
             None => false,
         };
-        if gone {
-            if let Some(node) = t.nodes.remove(&ino) {
-                for p in node.paths {
-                    if t.by_path.get(&p) == Some(&ino) {
-                        t.by_path.remove(&p);
-                    }
+        if gone && let Some(node) = t.nodes.remove(&ino) {
+            for p in node.paths {
+                if t.by_path.get(&p) == Some(&ino) {
+                    t.by_path.remove(&p);
                 }
             }
         }
@@ -123,20 +121,20 @@ impl Inodes {
     /// `path` was unlinked or rmdir'ed.
     pub fn removed(&self, path: &Path) {
         let mut t = self.table.lock().unwrap();
-        if let Some(ino) = t.by_path.remove(path) {
-            if let Some(n) = t.nodes.get_mut(&ino) {
-                n.paths.retain(|p| p != path);
-            }
+        if let Some(ino) = t.by_path.remove(path)
+            && let Some(n) = t.nodes.get_mut(&ino)
+        {
+            n.paths.retain(|p| p != path);
         }
     }
 
     /// `from` was renamed to `to` (which it replaced if it existed).
     pub fn renamed(&self, from: &Path, to: &Path, is_dir: bool) {
         let mut t = self.table.lock().unwrap();
-        if let Some(victim) = t.by_path.remove(to) {
-            if let Some(n) = t.nodes.get_mut(&victim) {
-                n.paths.retain(|p| p != to);
-            }
+        if let Some(victim) = t.by_path.remove(to)
+            && let Some(n) = t.nodes.get_mut(&victim)
+        {
+            n.paths.retain(|p| p != to);
         }
         if let Some(ino) = t.by_path.remove(from) {
             if let Some(n) = t.nodes.get_mut(&ino) {

@@ -24,7 +24,7 @@ use fuser::{
 
 use super::delay::Stats;
 use super::inodes::Inodes;
-use super::sys::{self, check, cpath, lstat, Res};
+use super::sys::{self, Res, check, cpath, lstat};
 
 /// Who sent a request (copied out of the borrowed `fuser::Request`).
 #[derive(Clone, Copy)]

@@ -22,11 +22,7 @@ pub fn cpath(p: &Path) -> Res<CString> {
 
 /// Turn a `-1` return into the current errno.
 pub fn check(ret: libc::c_int) -> Res<libc::c_int> {
-    if ret < 0 {
-        Err(errno())
-    } else {
-        Ok(ret)
-    }
+    if ret < 0 { Err(errno()) } else { Ok(ret) }
 }
 
 pub fn lstat(p: &Path) -> Res<std::fs::Metadata> {

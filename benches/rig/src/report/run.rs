@@ -1,5 +1,5 @@
-//! Turns the runner's raw results (one TSV line per tool run) into the
-//! markdown table and the SVG chart under benches/results/.
+//! `rig report run`: the runner's raw results (one TSV line per tool run)
+//! as markdown tables and an SVG chart.
 //!
 //! Raw columns (tab-separated, header line starting with `corpus`):
 //! corpus preset tool setting n rep wall_s status files bytes done_files ops diffs
@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+
+use super::{distinct, grouped, median};
 
 #[derive(Clone, Debug)]
 struct Run {
@@ -39,6 +40,8 @@ pub struct Row {
     pub wall: f64,
     pub capped: bool,
     pub cap: f64,
+    /// Files in the corpus.
+    pub files: f64,
     pub files_s: f64,
     pub mb_s: f64,
     pub ops_per_file: f64,
@@ -73,15 +76,6 @@ fn parse(text: &str) -> Vec<Run> {
         });
     }
     out
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// FUSE ops of complete runs, per (corpus, tool): what a capped run of the
@@ -200,6 +194,7 @@ pub fn rows(text: &str) -> Vec<Row> {
                 .filter(|r| r.status == "cap")
                 .map(|r| r.wall)
                 .fold(0.0, f64::max),
+            files: first.files,
             files_s: first.files / wall,
             mb_s: first.bytes / wall / 1e6,
             ops_per_file: ops,
@@ -212,16 +207,20 @@ pub fn rows(text: &str) -> Vec<Row> {
     out
 }
 
-/// Markdown report: machine description, then one table per corpus/preset.
-pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
+/// Markdown report: the command, `summary` if any (run-nfs's), the machine
+/// description, then one table per corpus/preset.
+pub fn markdown(rows: &[Row], machine: &str, cmdline: &str, summary: Option<&str>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# nfsync benchmark results\n");
     let _ = writeln!(s, "Command: `{cmdline}`\n");
+    if let Some(summary) = summary {
+        s.push_str(summary);
+    }
     let _ = writeln!(s, "Machine:\n\n```\n{}\n```\n", machine.trim());
     let _ = writeln!(
         s,
         "Destination: the latency FUSE mount (`rig mount --delay PRESET`, every FUSE request delayed; \
-         lan 0.3 ms, efs 1.5 ms, wan 10 ms). Source: local disk. Wall = median of the reps at the best \
+         {presets}). Source: local disk. Wall = median of the reps at the best \
          N of the sweep. `>` marks runs killed at the time cap; their wall time is extrapolated \
          from the FUSE ops done within the cap vs the ops a complete run of the same tool needed \
          at another preset (serial copies take time in proportion to round trips), and their \
@@ -232,7 +231,10 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str) -> String {
          column `~` marks an N whose run hit the cap (extrapolated). Tables named `nfs-PRESET` \
          are the NFS-wire mode instead: NFSv3 to a local nfs-ganesha through `rig proxy` with \
          RTT = the preset's delay (benches/run-nfs); no FUSE ops there, and ganesha's VFS \
-         backend does not store symlink mtimes, so one `.L..t` line per symlink is expected.\n"
+         backend does not store symlink mtimes, so nfsync's NFS check adds `--omit-link-times`. \
+         Tables named `mount-PRESET` are nfsync on the latency FUSE mount at the same per-request \
+         delay (`rig mount --delay`, 0 = no delay).\n",
+        presets = crate::preset::text()
     );
     let mut keys: Vec<(String, String)> = Vec::new();
     for r in rows {
@@ -401,32 +403,55 @@ pub fn svg(rows: &[Row], title: &str) -> String {
     )
 }
 
-/// Read the raw TSV and machine file, write `<out>/results-<date>.md`,
-/// `<out>/latest.md` and `<out>/chart-<date>.svg` + `<out>/latest.svg`.
-pub fn write(
-    raw: &Path,
-    machine: &Path,
-    out: &Path,
-    date: &str,
-    cmdline: &str,
-) -> std::io::Result<()> {
-    let text = std::fs::read_to_string(raw)?;
-    let machine = std::fs::read_to_string(machine).unwrap_or_default();
-    let rows = rows(&text);
-    let mut md = markdown(&rows, &machine, cmdline);
-    let _ = writeln!(md, "![files/s per tool per preset](chart-{date}.svg)\n");
-    let chart = svg(
-        &rows,
-        "files/s onto the latency mount (log scale; red = nfsync, grey = capped)",
-    );
-    std::fs::create_dir_all(out)?;
-    std::fs::write(out.join(format!("results-{date}.md")), &md)?;
-    std::fs::write(out.join("latest.md"), &md)?;
-    std::fs::write(out.join(format!("chart-{date}.svg")), &chart)?;
-    std::fs::write(out.join("latest.svg"), &chart)?;
-    std::fs::copy(raw, out.join(format!("raw-{date}.tsv")))?;
-    print!("{md}");
-    Ok(())
+/// The presets of the rows, in order.
+pub fn presets(rows: &[Row]) -> String {
+    distinct(rows.iter().map(|r| r.preset.as_str())).join(",")
+}
+
+/// The history line's figures: per corpus and preset, nfsync's files/s and
+/// the fastest other tool whose copy passed the check.
+pub fn figures(rows: &[Row]) -> String {
+    let fps = |r: &Row| {
+        format!(
+            "{}{}",
+            if r.capped { "~" } else { "" },
+            grouped(r.files_s, 0)
+        )
+    };
+    let mut out = Vec::new();
+    for corpus in distinct(rows.iter().map(|r| r.corpus.as_str())) {
+        let of_corpus: Vec<&Row> = rows.iter().filter(|r| r.corpus == corpus).collect();
+        let mut cells = Vec::new();
+        for preset in distinct(of_corpus.iter().map(|r| r.preset.as_str())) {
+            let group: Vec<&Row> = of_corpus
+                .iter()
+                .copied()
+                .filter(|r| r.preset == preset)
+                .collect();
+            let mut cell = preset.clone();
+            if let Some(n) = group.iter().find(|r| r.tool == "nfsync") {
+                let _ = write!(cell, " nfsync {}", fps(n));
+                if n.check.starts_with("FAIL") {
+                    cell.push_str(" (check FAIL)");
+                }
+            }
+            let peer = group
+                .iter()
+                .filter(|r| r.tool != "nfsync" && r.check == "ok")
+                .max_by(|a, b| a.files_s.total_cmp(&b.files_s));
+            if let Some(p) = peer {
+                let _ = write!(cell, " (best exact peer: {} {})", p.tool, fps(p));
+            }
+            cells.push(cell);
+        }
+        let files = of_corpus.first().map_or(0.0, |r| r.files);
+        out.push(format!(
+            "{corpus} {} files: {}",
+            grouped(files, 0),
+            cells.join("; ")
+        ));
+    }
+    out.join(" · ")
 }
 
 #[cfg(test)]
@@ -463,5 +488,14 @@ c\twan\tx\tx -j {N}\t32\t3\t6\tok\t100\t1000\t0\t900\t0
         assert_eq!(x.wall, 6.0);
         assert_eq!(x.reps, 3);
         assert!(x.check.starts_with("FAIL (3"));
+    }
+
+    #[test]
+    fn figures_name_the_fastest_exact_peer() {
+        let raw = format!("{RAW}c\tlan\tnfsync\tnfsync\t0\t1\t0.05\tok\t100\t1000\t0\t700\t0\n");
+        assert_eq!(
+            figures(&rows(&raw)),
+            "c 100 files: lan nfsync 2,000 (best exact peer: cp 10); wan"
+        );
     }
 }
