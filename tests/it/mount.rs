@@ -560,3 +560,26 @@ fn dest_not_creatable() {
         "stderr does not name DEST: {err}"
     );
 }
+
+#[test]
+fn a_dest_the_run_creates_takes_the_source_directory_mode() {
+    // `root_dir` creates DEST (and missing parents) with a default mode; the source's
+    // own mode (here 0700, which mkdir could have given at once) must still land on it.
+    for mode in [0o700, 0o750, 0o2755] {
+        let s = Scratch::new();
+        let tree = Tree::new(s.join("src"));
+        tree.file("sub/f", "f\n");
+        fs::set_permissions(s.join("src"), fs::Permissions::from_mode(mode)).unwrap();
+        let dst = s.join("new/dst");
+        let out = nfsync()
+            .arg("-a")
+            .arg(slash(&s.join("src")))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let got = fs::metadata(&dst).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(got, mode, "DEST's mode");
+        assert_same(&s.join("src"), &dst);
+    }
+}
