@@ -12,7 +12,7 @@ use predicates::prelude::*;
 use crate::scenarios::scenario_tests;
 use crate::support::{
     LocalTarget, Scratch, Tree, assert_errors_name, assert_same, describe, is_root, nfsync, nobody,
-    root_or_skip, rsync_diff_with, slash,
+    root_or_skip, rsync_diff_with, run_nfsync, slash, sync_ok,
 };
 
 scenario_tests!(files, Some(LocalTarget::new()));
@@ -185,8 +185,7 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
     let tree = Tree::new(s.join("src"));
     tree.random_file("grows", 400_000, 1)
         .file("small", "small\n");
-    let first = nfsync().arg(slash(tree.root())).arg(&dst).output().unwrap();
-    assert!(first.status.success(), "{}", describe(&first));
+    sync_ok(&[], tree.root(), &dst);
     let old = fs::read(dst.join("grows")).unwrap();
 
     // 700 kB more for `grows` does not fit beside its old copy; neither does new_big.
@@ -194,12 +193,7 @@ fn a_full_disk_keeps_old_copies_and_leaves_no_partial_files() {
         .random_file("new_big", 2_000_000, 3)
         .file("new_small", "fits\n");
     // One job, so a partial new_big cannot crowd out new_small while it exists.
-    let out = nfsync()
-        .args(["--jobs", "1"])
-        .arg(slash(tree.root()))
-        .arg(&dst)
-        .output()
-        .unwrap();
+    let out = run_nfsync(&["--jobs", "1"], tree.root(), &dst);
     assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
     assert_errors_name(
         &out,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, Tree, describe, nfsync, slash};
+use crate::support::{Scratch, Tree, assert_copied, describe, run_nfsync, sync_ok};
 
 /// Every entry below `root` with its content (files) or target (symlinks).
 fn listing(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -82,12 +82,7 @@ fn a_destination_directory_swapped_for_a_symlink_is_never_written_through() {
                 swapped
             })
         };
-        let out = nfsync()
-            .args(["--jobs", "8"])
-            .arg(slash(tree.root()))
-            .arg(&dst)
-            .output()
-            .unwrap();
+        let out = run_nfsync(&["--jobs", "8"], tree.root(), &dst);
         done.store(true, Ordering::Relaxed);
         swapped_any += swapper.join().unwrap();
         assert!(
@@ -118,8 +113,7 @@ fn trees_deeper_than_path_max_copy() {
     fs::create_dir(&src).unwrap();
     build_deep(&src, depth, &name);
     let dst = s.join("dst");
-    let out = nfsync().arg(slash(&src)).arg(&dst).output().unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    sync_ok(&[], &src, &dst);
     assert_eq!(
         deep_listing(&dst, depth, &name),
         deep_listing(&src, depth, &name),
@@ -127,15 +121,8 @@ fn trees_deeper_than_path_max_copy() {
     );
     assert!(rel.as_os_str().len() > 4096);
     // A re-run finds everything up to date.
-    let out = nfsync()
-        .arg("--json")
-        .arg(slash(&src))
-        .arg(&dst)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    let stats = crate::support::json_stats(&out);
-    assert_eq!(crate::support::stat(&stats, "files_copied"), 0, "{stats}");
+    let out = sync_ok(&["--json"], &src, &dst);
+    assert_copied(&out, 0);
 }
 
 /// Creates `depth` nested directories named `name` under `root`, with a file at each

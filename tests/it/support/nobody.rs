@@ -29,20 +29,30 @@ pub fn can_run(path: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Where [`runnable`] puts its copies: made once per test process, removed at its exit.
+static COPIES: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_copies() {
+    if let Some(dir) = COPIES.get() {
+        let _ = fs::remove_dir_all(dir);
+    }
+}
+
 /// `path` if nobody can execute it there, else a copy nobody can execute in a directory
-/// under /tmp made once per test process (target/ may be under a private home).
+/// under /tmp (target/ may be under a private home).
 pub fn runnable(path: &Path) -> PathBuf {
     if can_run(path) {
         return path.to_path_buf();
     }
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
+    let dir = COPIES.get_or_init(|| {
         let dir = tempfile::Builder::new()
             .prefix("nfsync-bin-")
             .tempdir_in("/tmp")
             .unwrap()
             .keep();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(remove_copies) };
         dir
     });
     let copy = dir.join(path.file_name().expect("a binary has a file name"));
