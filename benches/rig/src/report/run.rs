@@ -429,7 +429,9 @@ pub fn figures(rows: &[Row]) -> String {
                 .filter(|r| r.preset == preset)
                 .collect();
             let mut cell = preset.clone();
-            if let Some(n) = group.iter().find(|r| r.tool == "nfsync") {
+            // nfsync-mount: run-nfs's rows of nfsync on the latency mount.
+            let is_nfsync = |r: &Row| r.tool == "nfsync" || r.tool == "nfsync-mount";
+            if let Some(n) = group.iter().find(|r| is_nfsync(r)) {
                 let _ = write!(cell, " nfsync {}", fps(n));
                 if n.check.starts_with("FAIL") {
                     cell.push_str(" (check FAIL)");
@@ -437,7 +439,7 @@ pub fn figures(rows: &[Row]) -> String {
             }
             let peer = group
                 .iter()
-                .filter(|r| r.tool != "nfsync" && r.check == "ok")
+                .filter(|r| !is_nfsync(r) && r.check == "ok")
                 .max_by(|a, b| a.files_s.total_cmp(&b.files_s));
             if let Some(p) = peer {
                 let _ = write!(cell, " (best exact peer: {} {})", p.tool, fps(p));
