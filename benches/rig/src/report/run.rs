@@ -11,18 +11,20 @@ use std::fmt::Write as _;
 
 use super::{distinct, grouped, median};
 
+/// One raw line (also read by `nfs`).
 #[derive(Clone, Debug)]
-struct Run {
-    corpus: String,
-    preset: String,
-    tool: String,
+pub struct Run {
+    pub corpus: String,
+    pub preset: String,
+    pub tool: String,
     setting: String,
     n: u32,
-    wall: f64,
-    status: String,
-    files: f64,
+    pub wall: f64,
+    pub status: String,
+    pub files: f64,
     bytes: f64,
-    done: f64,
+    /// Files present when a capped run was killed.
+    pub done: f64,
     ops: f64,
     diffs: u64,
     /// Most FUSE requests queued or running at once (0 = unknown).
@@ -51,7 +53,7 @@ pub struct Row {
     pub reps: usize,
 }
 
-fn parse(text: &str) -> Vec<Run> {
+pub fn parse(text: &str) -> Vec<Run> {
     let mut out = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
