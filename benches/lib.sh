@@ -365,20 +365,15 @@ ganesha_stop() {
     local state_dir=$1 pid
     [ -f "$state_dir/ganesha.pid" ] || { echo "ganesha: no pid file in $state_dir" >&2; return 1; }
     pid=$(cat "$state_dir/ganesha.pid")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
+    local sig
+    for sig in TERM KILL; do
+        kill -0 "$pid" 2>/dev/null || break
+        kill -"$sig" "$pid" 2>/dev/null || true
         for _ in $(seq 1 50); do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -KILL "$pid" 2>/dev/null || true
-            for _ in $(seq 1 50); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.1
-            done
-        fi
-    fi
+    done
     if kill -0 "$pid" 2>/dev/null; then
         echo "ganesha: pid $pid did not exit" >&2
         return 1

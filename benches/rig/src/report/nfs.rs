@@ -35,27 +35,21 @@ impl Summary {
             runs: BTreeMap::new(),
         };
         let mut labels = Vec::new();
-        for line in raw.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() < 13 || f[0] == "corpus" {
-                continue;
-            }
-            let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
-            let (wall, status, files, done) = (num(f[6]), f[7], num(f[8]), num(f[10]));
-            let fps = if status == "cap" {
-                done / wall
+        for r in super::run::parse(raw) {
+            let fps = if r.status == "cap" {
+                r.done / r.wall
             } else {
-                files / wall
+                r.files / r.wall
             };
-            if !s.corpora.iter().any(|c| c == f[0]) {
-                s.corpora.push(f[0].to_string());
+            if !s.corpora.contains(&r.corpus) {
+                s.corpora.push(r.corpus.clone());
             }
-            s.files.insert(f[0].to_string(), files);
-            labels.push(f[1].to_string());
+            s.files.insert(r.corpus.clone(), r.files);
+            labels.push(r.preset.clone());
             s.runs
-                .entry((f[0].into(), f[1].into(), f[2].into()))
+                .entry((r.corpus, r.preset, r.tool))
                 .or_default()
-                .push((fps, status.into()));
+                .push((fps, r.status));
         }
         if s.presets.is_empty() {
             s.presets = distinct(

@@ -11,18 +11,20 @@ use std::fmt::Write as _;
 
 use super::{distinct, grouped, median};
 
+/// One raw line (also read by `nfs`).
 #[derive(Clone, Debug)]
-struct Run {
-    corpus: String,
-    preset: String,
-    tool: String,
+pub struct Run {
+    pub corpus: String,
+    pub preset: String,
+    pub tool: String,
     setting: String,
     n: u32,
-    wall: f64,
-    status: String,
-    files: f64,
+    pub wall: f64,
+    pub status: String,
+    pub files: f64,
     bytes: f64,
-    done: f64,
+    /// Files present when a capped run was killed.
+    pub done: f64,
     ops: f64,
     diffs: u64,
     /// Most FUSE requests queued or running at once (0 = unknown).
@@ -51,7 +53,7 @@ pub struct Row {
     pub reps: usize,
 }
 
-fn parse(text: &str) -> Vec<Run> {
+pub fn parse(text: &str) -> Vec<Run> {
     let mut out = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
@@ -429,7 +431,9 @@ pub fn figures(rows: &[Row]) -> String {
                 .filter(|r| r.preset == preset)
                 .collect();
             let mut cell = preset.clone();
-            if let Some(n) = group.iter().find(|r| r.tool == "nfsync") {
+            // nfsync-mount: run-nfs's rows of nfsync on the latency mount.
+            let is_nfsync = |r: &Row| r.tool == "nfsync" || r.tool == "nfsync-mount";
+            if let Some(n) = group.iter().find(|r| is_nfsync(r)) {
                 let _ = write!(cell, " nfsync {}", fps(n));
                 if n.check.starts_with("FAIL") {
                     cell.push_str(" (check FAIL)");
@@ -437,7 +441,7 @@ pub fn figures(rows: &[Row]) -> String {
             }
             let peer = group
                 .iter()
-                .filter(|r| r.tool != "nfsync" && r.check == "ok")
+                .filter(|r| !is_nfsync(r) && r.check == "ok")
                 .max_by(|a, b| a.files_s.total_cmp(&b.files_s));
             if let Some(p) = peer {
                 let _ = write!(cell, " (best exact peer: {} {})", p.tool, fps(p));
