@@ -10,7 +10,7 @@
 //! flag precedes each element), so they grow only with elements actually present.
 //!
 //! The walk must follow the layout `nfs3_types` decodes byte for byte; the randomized
-//! tests in `tests/hostile.rs` check that every valid reply passes and that no reply,
+//! tests in `tests/it/hostile.rs` check that every valid reply passes and that no reply,
 //! however mangled, makes the decoder allocate beyond the record.
 
 use std::fmt;

@@ -171,7 +171,7 @@ impl Summary {
              (serial nfs-cp: one capped run). † = a run failed its check. \
              Checks: nfsync nfs:// with `rsync -anciH --delete --omit-link-times` \
              (ganesha's VFS backend does not store symlink mtimes; same check as \
-             tests/nfs_ganesha.rs), the mount path with `rsync -anciH --delete` on the backing dir; \
+             tests/it/ganesha.rs), the mount path with `rsync -anciH --delete` on the backing dir; \
              nfs-cp copies file data only (dirs pre-created, no metadata) and is a data-path \
              baseline, its check is expected to fail.\n\n",
             presets = crate::preset::text()
