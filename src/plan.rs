@@ -104,12 +104,12 @@ pub fn plan_dir(
         if excluded(&entry.name, entry.meta.kind == Kind::Dir) {
             continue;
         }
-        let known = match (fresh, &listed, there) {
-            (true, _, _) => DestKnown::Missing,
-            (false, Some(_), None) => DestKnown::Missing,
-            (false, Some(_), Some(DestEntry { meta: Some(m), .. })) => DestKnown::Present(m),
-            (false, Some(_), Some(DestEntry { kind, .. })) => DestKnown::Unknown(kind),
-            (false, None, _) => DestKnown::Unknown(None),
+        let known = match (&listed, there) {
+            _ if fresh => DestKnown::Missing,
+            (None, _) => DestKnown::Unknown(None),
+            (Some(_), None) => DestKnown::Missing,
+            (Some(_), Some(DestEntry { meta: Some(m), .. })) => DestKnown::Present(m),
+            (Some(_), Some(DestEntry { kind, .. })) => DestKnown::Unknown(kind),
         };
         children.push((entry, known));
     }

@@ -1,8 +1,10 @@
 //! The error type of the [`Destination`](super::Destination) seam.
 //!
-//! Whether a failure ends the run is decided by the backend that saw it, not guessed by
-//! the engine from an `io::ErrorKind`: only the backend knows that an NFS call gave up
-//! because the server stayed away, while a local `ETIMEDOUT` is one file's problem.
+//! Whether a failure ends the run is decided where it is known, not guessed by the
+//! engine: the NFS client builds [`Error::TimedOut`] and [`Error::Unreachable`] itself
+//! when its server stays away, and an errno from the kernel is read here, once (on a
+//! mounted NFS or EFS, `ETIMEDOUT` and `ENOTCONN` are the mount giving up on its server,
+//! not one file's problem).
 
 use std::io;
 
@@ -11,7 +13,7 @@ use std::io;
 pub enum Error {
     /// This entry could not be written or read; it is counted and the run goes on.
     #[error(transparent)]
-    Entry(#[from] io::Error),
+    Entry(io::Error),
     /// The destination is gone for this run: the server refuses connections or keeps
     /// dropping them. Ends the run (exit 10).
     #[error("{0}")]
@@ -50,14 +52,22 @@ impl Error {
     }
 }
 
-impl From<rustix::io::Errno> for Error {
-    fn from(e: rustix::io::Errno) -> Error {
-        Error::Entry(e.into())
+impl From<io::Error> for Error {
+    /// A kernel's answer: a mount whose server timed out or whose transport is gone
+    /// ends the run, anything else is the entry's.
+    fn from(e: io::Error) -> Error {
+        match e.kind() {
+            io::ErrorKind::TimedOut => Error::TimedOut(e),
+            io::ErrorKind::NotConnected
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionRefused => Error::Unreachable(e),
+            _ => Error::Entry(e),
+        }
     }
 }
 
-impl From<io::ErrorKind> for Error {
-    fn from(k: io::ErrorKind) -> Error {
-        Error::Entry(k.into())
+impl From<rustix::io::Errno> for Error {
+    fn from(e: rustix::io::Errno) -> Error {
+        io::Error::from(e).into()
     }
 }

@@ -63,7 +63,8 @@ enum Origin {
     Found(Meta),
     /// This run created it; the backend said what its create could not give.
     Created(AttrSet),
-    /// A dry run would have created it.
+    /// Nothing to finalize: a dry run would have created it, or the node only stands
+    /// for the parent of a single file copied to a new name.
     Imagined,
 }
 

@@ -268,10 +268,7 @@ impl NfsDest {
         })();
         if let Err(e) = filled {
             // A server that stopped answering would only make the cleanup wait too.
-            let gone = matches!(&e, CopyError::Dest(d) if matches!(
-                d.kind(),
-                io::ErrorKind::TimedOut | io::ErrorKind::NotConnected
-            ));
+            let gone = matches!(&e, CopyError::Dest(d) if d.is_fatal());
             if !gone && !matches!(e, CopyError::SourceChanged) {
                 self.rt.block_on(self.remove_if_ours(dir, name, &fh));
             }

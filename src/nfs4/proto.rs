@@ -360,29 +360,6 @@ impl Unpack for Bitmap {
     }
 }
 
-impl Op {
-    /// The operation's number, as replies name it.
-    pub fn number(&self) -> u32 {
-        match self {
-            Op::Close(_) => 4,
-            Op::GetAttr(_) => 9,
-            Op::GetFh => 10,
-            Op::Lookup(_) => 15,
-            Op::Open(_) => 18,
-            Op::PutFh(_) => 22,
-            Op::PutRootFh => 24,
-            Op::SetAttr(_) => 34,
-            Op::Write(_) => 38,
-            Op::ExchangeId(_) => 42,
-            Op::CreateSession(_) => 43,
-            Op::DestroySession(_) => 44,
-            Op::Sequence(_) => 53,
-            Op::DestroyClientId(_) => 57,
-            Op::ReclaimComplete(_) => 58,
-        }
-    }
-}
-
 /// `COMPOUND4args`: an empty tag, minor version 1, the operations in order.
 #[derive(Debug, Clone)]
 pub struct Compound(pub Vec<Op>);
