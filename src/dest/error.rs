@@ -71,3 +71,26 @@ impl From<rustix::io::Errno> for Error {
         io::Error::from(e).into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_errno_says_whether_the_mount_is_gone() {
+        let of = |errno| Error::from(io::Error::from_raw_os_error(errno));
+        assert!(matches!(of(libc::ETIMEDOUT), Error::TimedOut(_)));
+        assert!(matches!(of(libc::ENOTCONN), Error::Unreachable(_)));
+        for errno in [
+            libc::ENOSPC,
+            libc::EACCES,
+            libc::ENOENT,
+            libc::EIO,
+            libc::ESTALE,
+        ] {
+            let e = of(errno);
+            assert!(!e.is_fatal(), "{e:?}");
+            assert_eq!(e.raw_os_error(), Some(errno));
+        }
+    }
+}
