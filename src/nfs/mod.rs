@@ -56,6 +56,11 @@ pub const DEFAULT_WINDOW: usize = 64;
 /// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
 pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<NfsDest, Error> {
     let parsed = url::parse(url).map_err(Error::Usage)?;
+    if parsed.version == Some(url::Version::V41) || parsed.tls {
+        return Err(Error::Usage(
+            "nfs:// over NFSv4.1 is not finished yet (issue 14)".to_string(),
+        ));
+    }
     let rt = runtime(RUNTIME_THREADS)
         .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))?;
     let timeout = if config.timeout.is_zero() {

@@ -2,8 +2,20 @@
 //!
 //! We accept libnfs's own query keys (`version`, `nfsport`, `mountport`, `uid`, `gid`)
 //! so URLs users already have for nfs-cp/nfs-ls work unchanged, plus nfsync's own
-//! (`conns`, `window`, `resvport`/`noresvport`). Unknown keys are refused rather than
-//! ignored: a typo in `noresvport` would otherwise show up as a baffling MNT3ERR_ACCES.
+//! (`conns`, `window`, `resvport`/`noresvport`, and for NFSv4.1 `slots`, `tls`,
+//! `tls-ca`). Unknown keys are refused rather than ignored: a typo in `noresvport`
+//! would otherwise show up as a baffling MNT3ERR_ACCES.
+
+use std::path::PathBuf;
+
+/// Which NFS version a URL asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// NFSv3 with the MOUNT protocol (`?version=3`).
+    V3,
+    /// NFSv4.1 with sessions (`?version=4.1`, or `4`).
+    V41,
+}
 
 /// A parsed `nfs://` destination.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,6 +38,15 @@ pub struct NfsUrl {
     pub window: Option<usize>,
     /// `Some(true)` for `resvport`, `Some(false)` for `noresvport`; `None` = by privilege.
     pub resvport: Option<bool>,
+    /// `?version=`; `None` lets nfsync choose (see `nfs::connect`).
+    pub version: Option<Version>,
+    /// NFSv4.1 session slots to ask for (`?slots=`).
+    pub slots: Option<u32>,
+    /// Wrap the connection in TLS (`?tls`), as EFS's `tls` mount option does.
+    pub tls: bool,
+    /// A CA certificate file (PEM) to check the server's certificate with, instead of
+    /// the system's roots (`?tls-ca=FILE`; implies `tls`).
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// Whether DEST names an NFS server rather than a local path.
@@ -111,16 +132,45 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
         conns: None,
         window: None,
         resvport: None,
+        version: None,
+        slots: None,
+        tls: false,
+        tls_ca: None,
     };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         match k {
-            "version" if v == "3" => {}
             "version" => {
-                return Err(format!(
-                    "?version={v}: nfsync speaks NFSv3 only; for NFSv4 servers mount the \
-                     export and use the mount path"
-                ));
+                u.version = Some(match v {
+                    "3" => Version::V3,
+                    "4" | "4.1" => Version::V41,
+                    "4.0" => {
+                        return Err(
+                            "?version=4.0: nfsync speaks NFSv4.1, not 4.0: NFSv4.0 has no \
+                             sessions, so a call retried after a lost connection may run \
+                             twice; use version=4.1 (EFS and current servers speak it)"
+                                .to_string(),
+                        );
+                    }
+                    _ => {
+                        return Err(format!(
+                            "?version={v}: nfsync speaks NFSv3 (version=3) and NFSv4.1 \
+                             (version=4.1)"
+                        ));
+                    }
+                })
+            }
+            "slots" => {
+                let n: u32 = num(k, v)?;
+                if !(1..=1024).contains(&n) {
+                    return Err(format!("?{k}={v}: must be 1..=1024"));
+                }
+                u.slots = Some(n);
+            }
+            "tls" if v.is_empty() || v == "1" => u.tls = true,
+            "tls-ca" if !v.is_empty() => {
+                u.tls = true;
+                u.tls_ca = Some(PathBuf::from(decode(v)?));
             }
             "nfsport" => u.nfs_port = Some(num(k, v)?),
             "mountport" => u.mount_port = Some(num(k, v)?),
@@ -145,10 +195,22 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             _ => {
                 return Err(format!(
                     "unknown URL option {k:?} (known: version, nfsport, mountport, uid, gid, \
-                     conns, window, resvport, noresvport)"
+                     conns, window, resvport, noresvport, slots, tls, tls-ca)"
                 ));
             }
         }
+    }
+    if u.version == Some(Version::V3) {
+        let v4_only = [(u.slots.is_some(), "slots"), (u.tls, "tls")];
+        if let Some((_, k)) = v4_only.iter().find(|(set, _)| *set) {
+            return Err(format!(
+                "?{k} needs NFSv4.1 (version=4.1): NFSv3 has no sessions and its MOUNT \
+                 protocol cannot go through TLS"
+            ));
+        }
+    }
+    if u.mount_port.is_some() && u.version == Some(Version::V41) {
+        return Err("?mountport: NFSv4.1 has no MOUNT protocol".to_string());
     }
     Ok(u)
 }
@@ -171,6 +233,23 @@ mod tests {
     }
 
     #[test]
+    fn version_4_1_and_its_keys() {
+        let u =
+            parse("nfs://fs-1.efs.eu-west-1.amazonaws.com/dir?version=4.1&slots=16&tls").unwrap();
+        assert_eq!(u.version, Some(Version::V41));
+        assert_eq!((u.slots, u.tls, u.tls_ca), (Some(16), true, None));
+        let u = parse("nfs://h/d?version=4&tls-ca=/etc/my%20ca.pem").unwrap();
+        assert_eq!(u.version, Some(Version::V41));
+        assert!(u.tls);
+        assert_eq!(u.tls_ca, Some(PathBuf::from("/etc/my ca.pem")));
+        assert_eq!(parse("nfs://h/d").unwrap().version, None);
+        assert_eq!(
+            parse("nfs://h/d?version=3").unwrap().version,
+            Some(Version::V3)
+        );
+    }
+
+    #[test]
     fn ipv6_and_defaults() {
         let u = parse("nfs://[::1]/").unwrap();
         assert_eq!(u.host, "::1");
@@ -182,7 +261,19 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_do() {
-        assert!(parse("nfs://h/x?version=4").unwrap_err().contains("mount"));
+        assert!(
+            parse("nfs://h/x?version=4.0")
+                .unwrap_err()
+                .contains("sessions")
+        );
+        assert!(parse("nfs://h/x?version=2").is_err());
+        assert!(
+            parse("nfs://h/x?version=3&tls")
+                .unwrap_err()
+                .contains("4.1")
+        );
+        assert!(parse("nfs://h/x?version=4.1&mountport=5").is_err());
+        assert!(parse("nfs://h/x?slots=0").is_err());
         assert!(parse("nfs://h/x?noresvprot").is_err());
         assert!(parse("nfs:///x").is_err());
         assert!(parse("nfs://h:99999/x").is_err());
