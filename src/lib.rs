@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! SRC ─▶ walk ─▶ plan ─────▶ engine ─────▶ Destination ─┬─▶ dest::local (a mounted directory)
-//!        list    match the   workers,      (the seam)    └─▶ nfs         (NFSv3 on the wire)
+//!        list    match the   workers,      (the seam)    ├─▶ nfs         (NFSv3 on the wire)
+//!                                                        └─▶ nfs4        (NFSv4.1 COMPOUNDs)
 //!                listings,   scheduler, tune
 //!                decide         └─▶ report ─▶ stderr, stdout, --json
 //! ```

@@ -68,7 +68,10 @@ fn prepare_process() {
 /// Runs the sync; a fatal error before the first copy still gives `--json` its object.
 fn sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
     let r = if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
-        nfs::connect(url, cfg, out.clone()).and_then(|dest| run(cfg, &dest, out))
+        nfs::connect(url, cfg, out.clone()).and_then(|dest| match dest {
+            nfs::Dest::V3(d) => run(cfg, &d, out),
+            nfs::Dest::V41(d) => run(cfg, &d, out),
+        })
     } else {
         run(cfg, &local::LocalDest::new(&cfg.dest, cfg.owners), out)
     };

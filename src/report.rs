@@ -86,6 +86,12 @@ pub struct Summary {
     pub dry_run: bool,
     pub interrupted: bool,
     pub exit_code: ExitCode,
+    /// The NFS version spoken ("3" or "4.1"; absent on the mount path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs_version: Option<&'static str>,
+    /// NFS calls sent (procedures on NFSv3, COMPOUNDs on NFSv4.1), retries included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<u64>,
     /// Why the run stopped early (exit 10, 11 or 30), so scripts see how far it got.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fatal: Option<String>,
@@ -120,6 +126,8 @@ impl Summary {
             dry_run,
             interrupted: false,
             exit_code: ExitCode::Success,
+            nfs_version: None,
+            rpcs: None,
             fatal: None,
         }
     }

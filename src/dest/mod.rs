@@ -136,6 +136,15 @@ pub trait Removal: Sync {
     fn removed(&self, rel: &Path, kind: Kind);
 }
 
+/// What went over the wire, for `--json` (`nfs_version`, `rpcs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wire {
+    /// The NFS version spoken: "3" or "4.1".
+    pub version: &'static str,
+    /// Calls sent (NFSv3 procedures, NFSv4.1 COMPOUNDs), retries included.
+    pub rpcs: u64,
+}
+
 /// A place the engine can write a tree into: a mounted directory or an NFSv3 export.
 pub trait Destination: Send + Sync {
     /// A handle to a directory in the destination (a path, or an NFS file handle).
@@ -159,6 +168,11 @@ pub trait Destination: Send + Sync {
     /// copies nothing) and warns once per entry whose time it sets to something else.
     fn storable_time(&self, t: Time) -> Time {
         t
+    }
+
+    /// The protocol spoken and the calls sent so far; `None` on the mount path.
+    fn wire(&self) -> Option<Wire> {
+        None
     }
 
     /// Looks at DEST itself.

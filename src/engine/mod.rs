@@ -221,6 +221,10 @@ pub fn run<D: Destination>(
         ctl.report(),
         cfg.dry_run,
     );
+    if let Some(w) = dest.wire() {
+        summary.nfs_version = Some(w.version);
+        summary.rpcs = Some(w.rpcs);
+    }
     if let Some(f) = engine.fatal.lock().unwrap().take() {
         summary.exit_code = f.exit_code();
         summary.fatal = Some(f.to_string());

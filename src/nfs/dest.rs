@@ -388,6 +388,11 @@ impl Destination for NfsDest {
 
     type Dir = NfsDir;
 
+    fn wire(&self) -> Option<dest::Wire> {
+        let rpcs = self.nfs.rpc().sent_counts().iter().map(|(_, n)| n).sum();
+        Some(dest::Wire { version: "3", rpcs })
+    }
+
     fn storable_time(&self, t: Time) -> Time {
         t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1)
     }

@@ -54,13 +54,8 @@ pub const DEFAULT_WINDOW: usize = 64;
 ///
 /// Every step is bounded by `config.timeout`; failures are [`Error::Connect`]
 /// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
-pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<NfsDest, Error> {
+pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Error> {
     let parsed = url::parse(url).map_err(Error::Usage)?;
-    if parsed.version == Some(url::Version::V41) || parsed.tls {
-        return Err(Error::Usage(
-            "nfs:// over NFSv4.1 is not finished yet (issue 14)".to_string(),
-        ));
-    }
     let rt = runtime(RUNTIME_THREADS)
         .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))?;
     let timeout = if config.timeout.is_zero() {
@@ -68,6 +63,14 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<NfsDest, 
     } else {
         config.timeout
     };
+    if parsed.version == Some(url::Version::V41) {
+        return crate::nfs4::connect(&parsed, config, out, rt, timeout).map(Dest::V41);
+    }
+    if parsed.tls {
+        return Err(Error::Usage(
+            "?tls is not finished yet (issue 14)".to_string(),
+        ));
+    }
     // Root binds a privileged source port as the kernel and libnfs do; others cannot.
     let is_root = rustix::process::geteuid().is_root();
     let resvport = parsed.resvport.unwrap_or(is_root);
@@ -87,8 +90,10 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<NfsDest, 
         nfs.rpc()
             .connect_all()
             .await
-            .map_err(|e| setup_error(&e, resvport))?;
-        nfs.null().await.map_err(|e| setup_error(&e, resvport))?;
+            .map_err(|e| setup_error(&e, resvport, "3"))?;
+        nfs.null()
+            .await
+            .map_err(|e| setup_error(&e, resvport, "3"))?;
         let info = dest::fsinfo(&nfs, &m.root).await.map_err(|f| {
             // ganesha lets an unprivileged port MOUNT, then refuses NFS calls.
             if f.to_string().contains("AUTH_TOOWEAK") && !resvport {
@@ -100,7 +105,21 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<NfsDest, 
     });
     let (m, nfs, info) = setup?;
     let label = format!("nfs://{}{}", parsed.host, m.export);
-    Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config, out))
+    Ok(Dest::V3(NfsDest::new(
+        rt,
+        Arc::new(nfs),
+        m,
+        info,
+        label,
+        config,
+        out,
+    )))
+}
+
+/// An NFS destination of either version.
+pub enum Dest {
+    V3(NfsDest),
+    V41(crate::nfs4::Nfs4Dest),
 }
 
 /// Threads driving the connections' reader and writer tasks.
@@ -150,13 +169,15 @@ const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfs
      then binds a port below 1024), or allow other ports on the server (`insecure` in \
      /etc/exports for knfsd, `PrivilegedPort = false;` in the EXPORT block for nfs-ganesha)";
 
-fn setup_error(e: &rpc::RpcError, resvport: bool) -> Error {
+/// A failure while connecting, with advice where there is some to give.
+pub(crate) fn setup_error(e: &rpc::RpcError, resvport: bool, version: &str) -> Error {
+    let other = if version == "3" { "4.1" } else { "3" };
     let hint = match e {
-        rpc::RpcError::Auth { .. } if !resvport => PORT_HINT,
-        rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. } => {
-            ": is that port really an NFSv3 server?"
-        }
-        _ => "",
+        rpc::RpcError::Auth { .. } if !resvport => PORT_HINT.to_string(),
+        rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. } => format!(
+            ": is that port really an NFSv{version} server? (?version={other} for NFSv{other})"
+        ),
+        _ => String::new(),
     };
     let msg = format!("NFS service: {e}{hint}");
     if matches!(e, rpc::RpcError::Timeout { .. }) {

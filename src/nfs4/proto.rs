@@ -1,16 +1,11 @@
 //! NFSv4.1 on the wire (RFC 8881): the COMPOUND call and the operations nfsync sends.
 //!
-//! Arguments are declared and encoded by `nfs3_types`' XDR derive. Replies are decoded
-//! here by hand, by a reader that checks every declared length against the bytes of
-//! the record already in memory ([`Dec`]): a COMPOUND reply is a counted array of
-//! unions whose sizes the server claims, and nothing it claims may make us allocate
-//! beyond what it actually sent.
+//! Arguments are declared and encoded by `nfs3_types`' XDR derive; replies are decoded
+//! by [`super::reply`].
 
 use std::io::{Read, Write};
 
 use nfs3_types::xdr_codec::{Error as XdrError, Opaque, Pack, Unpack, XdrCodec};
-
-use crate::nfs::shape::{Bad, Shape, Walk};
 
 /// The NFS program and the version that carries COMPOUND.
 pub const PROGRAM: u32 = 100_003;
@@ -56,6 +51,27 @@ pub mod status {
     pub const EXPIRED: u32 = 10011;
     pub const BADSESSION: u32 = 10052;
     pub const BADSLOT: u32 = 10053;
+    pub const BAD_STATEID: u32 = 10025;
+    pub const STALE_STATEID: u32 = 10023;
+    pub const OLD_STATEID: u32 = 10024;
+    pub const ADMIN_REVOKED: u32 = 10047;
+    pub const BADOWNER: u32 = 10039;
+    pub const WRONGSEC: u32 = 10016;
+    pub const RETRY_UNCACHED_REP: u32 = 10068;
+    pub const REP_TOO_BIG_TO_CACHE: u32 = 10067;
+    pub const TOO_MANY_OPS: u32 = 10070;
+    pub const REQ_TOO_BIG: u32 = 10065;
+    pub const NOFILEHANDLE: u32 = 10020;
+    pub const FHEXPIRED: u32 = 10014;
+    pub const MOVED: u32 = 10019;
+    pub const XDEV: u32 = 18;
+    pub const NXIO: u32 = 6;
+    pub const BADTYPE: u32 = 10007;
+    pub const BADNAME: u32 = 10041;
+    pub const BAD_COOKIE: u32 = 10003;
+    pub const NOT_SAME: u32 = 10027;
+    pub const SYMLINK: u32 = 10029;
+    pub const WRONG_TYPE: u32 = 10083;
     pub const DEADSESSION: u32 = 10078;
     pub const SEQ_MISORDERED: u32 = 10063;
     pub const CONN_NOT_BOUND_TO_SESSION: u32 = 10055;
@@ -168,8 +184,24 @@ pub mod attr {
     pub const OWNER: u32 = 36;
     pub const OWNER_GROUP: u32 = 37;
     pub const RAWDEV: u32 = 41;
+    pub const FSID: u32 = 8;
+    pub const LEASE_TIME: u32 = 10;
+    pub const FILEHANDLE: u32 = 19;
+    pub const MAXREAD: u32 = 30;
+    pub const MAXWRITE: u32 = 31;
     pub const TIME_MODIFY: u32 = 53;
     pub const TIME_MODIFY_SET: u32 = 54;
+}
+
+/// `nfs_ftype4`.
+pub mod ftype {
+    pub const REG: u32 = 1;
+    pub const DIR: u32 = 2;
+    pub const BLK: u32 = 3;
+    pub const CHR: u32 = 4;
+    pub const LNK: u32 = 5;
+    pub const SOCK: u32 = 6;
+    pub const FIFO: u32 = 7;
 }
 
 /// `stateid4`.
@@ -229,14 +261,24 @@ impl AttrsBuilder {
     }
     /// `time_modify_set` to a client time (signed seconds: 1960 and 2200 fit).
     pub fn mtime(self, sec: i64, nsec: u32) -> Self {
-        let mut v = Vec::with_capacity(16);
-        v.extend_from_slice(&1u32.to_be_bytes()); // SET_TO_CLIENT_TIME4
-        v.extend_from_slice(&sec.to_be_bytes());
-        v.extend_from_slice(&nsec.to_be_bytes());
         let mut b = self;
         b.nums.push(attr::TIME_MODIFY_SET);
-        b.vals.extend_from_slice(&v);
+        b.vals.extend_from_slice(&1u32.to_be_bytes()); // SET_TO_CLIENT_TIME4
+        b.vals.extend_from_slice(&sec.to_be_bytes());
+        b.vals.extend_from_slice(&nsec.to_be_bytes());
         b
+    }
+    /// `time_modify_set` to the server's clock: an interrupted rewrite must not keep
+    /// the source's mtime.
+    pub fn mtime_now(self) -> Self {
+        let mut b = self;
+        b.nums.push(attr::TIME_MODIFY_SET);
+        b.vals.extend_from_slice(&0u32.to_be_bytes()); // SET_TO_SERVER_TIME4
+        b
+    }
+    /// True when no attribute was added.
+    pub fn is_empty(&self) -> bool {
+        self.nums.is_empty()
     }
     pub fn build(self) -> Attrs {
         Attrs {
@@ -316,15 +358,95 @@ pub struct CloseArgs {
     pub stateid: StateId,
 }
 
+/// `specdata4`: a device's major and minor numbers.
+#[derive(Debug, Clone, Copy, XdrCodec)]
+pub struct SpecData {
+    pub major: u32,
+    pub minor: u32,
+}
+
+/// `createtype4`: what CREATE makes (regular files are made by OPEN).
+#[derive(Debug, Clone, XdrCodec)]
+pub enum CreateType {
+    #[xdr(2)]
+    Dir,
+    #[xdr(3)]
+    Block(SpecData),
+    #[xdr(4)]
+    Char(SpecData),
+    /// A symlink and its target.
+    #[xdr(5)]
+    Link(Opaque<'static>),
+    #[xdr(6)]
+    Socket,
+    #[xdr(7)]
+    Fifo,
+}
+
+/// `CREATE4args`.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct CreateArgs {
+    pub objtype: CreateType,
+    pub name: Opaque<'static>,
+    pub attrs: Attrs,
+}
+
+/// `READDIR4args`.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct ReadDirArgs {
+    pub cookie: u64,
+    pub verifier: Verifier,
+    pub dircount: u32,
+    pub maxcount: u32,
+    pub attrs: Bitmap,
+}
+
+/// `READ4args`.
+#[derive(Debug, Clone, Copy, XdrCodec)]
+pub struct ReadArgs {
+    pub stateid: StateId,
+    pub offset: u64,
+    pub count: u32,
+}
+
+/// `COMMIT4args`.
+#[derive(Debug, Clone, Copy, XdrCodec)]
+pub struct CommitArgs {
+    pub offset: u64,
+    pub count: u32,
+}
+
+/// `RENAME4args`: from the saved directory to the current one.
+#[derive(Debug, Clone, XdrCodec)]
+pub struct RenameArgs {
+    pub from: Opaque<'static>,
+    pub to: Opaque<'static>,
+}
+
+impl StateId {
+    /// The anonymous stateid (all zeros): READ, WRITE and SETATTR without an open.
+    pub const ANONYMOUS: StateId = StateId {
+        seqid: 0,
+        other: [0; 12],
+    };
+}
+
 /// One operation of a COMPOUND (`nfs_argop4`), those nfsync sends.
 #[derive(Debug, Clone, XdrCodec)]
 pub enum Op {
     #[xdr(4)]
     Close(CloseArgs),
+    #[xdr(5)]
+    Commit(CommitArgs),
+    #[xdr(6)]
+    Create(CreateArgs),
     #[xdr(9)]
     GetAttr(Bitmap),
     #[xdr(10)]
     GetFh,
+    /// A hard link named so in the current directory to the saved file.
+    #[xdr(11)]
+    Link(Opaque<'static>),
     #[xdr(15)]
     Lookup(Opaque<'static>),
     #[xdr(18)]
@@ -333,6 +455,20 @@ pub enum Op {
     PutFh(Opaque<'static>),
     #[xdr(24)]
     PutRootFh,
+    #[xdr(25)]
+    Read(ReadArgs),
+    #[xdr(26)]
+    ReadDir(ReadDirArgs),
+    #[xdr(27)]
+    ReadLink,
+    #[xdr(28)]
+    Remove(Opaque<'static>),
+    #[xdr(29)]
+    Rename(RenameArgs),
+    #[xdr(31)]
+    RestoreFh,
+    #[xdr(32)]
+    SaveFh,
     #[xdr(34)]
     SetAttr(SetAttrArgs),
     #[xdr(38)]
@@ -379,353 +515,24 @@ impl Pack for Compound {
     }
 }
 
-/// A reply's result for one operation, decoded where nfsync needs its content.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Res {
-    /// An operation that returns only its status on success (PUTFH, LOOKUP, ...).
-    Done,
-    GetFh(Vec<u8>),
-    GetAttr(Fattr),
-    ExchangeId {
-        client_id: u64,
-        sequence: u32,
-        flags: u32,
-    },
-    CreateSession {
-        session: SessionId,
-        fore: ChannelAttrs,
-    },
-    Sequence {
-        slot: u32,
-        highest_slot: u32,
-        target_highest_slot: u32,
-        flags: u32,
-    },
-    Open {
-        stateid: StateId,
-    },
-    Write {
-        count: u32,
-        committed: u32,
-        verifier: Verifier,
-    },
-    /// SETATTR's `attrsset`, which comes whatever the status.
-    SetAttr(Bitmap),
-    Close,
-}
-
-/// `fattr4`: which attributes came, and their packed values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Fattr {
-    pub mask: Bitmap,
-    pub vals: Vec<u8>,
-}
-
-/// A decoded COMPOUND reply: its status, and one result per operation the server
-/// ran (the last one failed when the status is not OK).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    pub status: Status,
-    pub results: Vec<(u32, Status, Res)>,
-}
-
-/// A bounded reader over a reply's bytes: every length is checked against what is
-/// left before anything is taken.
-pub struct Dec<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Dec<'a> {
-    pub fn new(buf: &'a [u8]) -> Dec<'a> {
-        Dec { buf, pos: 0 }
-    }
-
-    fn bad(&self, what: &str) -> XdrError {
-        XdrError::Io(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("NFSv4 reply: {what} at byte {}", self.pos),
-        ))
-    }
-
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8], XdrError> {
-        if n > self.buf.len() - self.pos {
-            return Err(self.bad("truncated"));
-        }
-        let s = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    pub fn u32(&mut self) -> Result<u32, XdrError> {
-        let b = self.take(4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    pub fn u64(&mut self) -> Result<u64, XdrError> {
-        Ok((u64::from(self.u32()?) << 32) | u64::from(self.u32()?))
-    }
-
-    /// A variable-length opaque of at most `max` bytes (and never more than is left).
-    pub fn opaque(&mut self, max: usize) -> Result<&'a [u8], XdrError> {
-        let n = self.u32()? as usize;
-        if n > max {
-            return Err(self.bad(&format!("opaque of {n} bytes (at most {max})")));
-        }
-        let s = self.take(n)?;
-        self.take((4 - n % 4) % 4)?;
-        Ok(s)
-    }
-
-    /// A fixed-length opaque.
-    pub fn fixed<const N: usize>(&mut self) -> Result<[u8; N], XdrError> {
-        let s = self.take(N)?;
-        self.take((4 - N % 4) % 4)?;
-        Ok(s.try_into().expect("N bytes"))
-    }
-
-    /// A counted array of `u32`, its count bounded by the bytes left.
-    pub fn u32s(&mut self) -> Result<Vec<u32>, XdrError> {
-        let n = self.u32()? as usize;
-        if n > (self.buf.len() - self.pos) / 4 {
-            return Err(self.bad(&format!("array of {n} words")));
-        }
-        (0..n).map(|_| self.u32()).collect()
-    }
-
-    fn channel_attrs(&mut self) -> Result<ChannelAttrs, XdrError> {
-        let mut a = ChannelAttrs {
-            header_pad_size: self.u32()?,
-            max_request_size: self.u32()?,
-            max_response_size: self.u32()?,
-            max_response_size_cached: self.u32()?,
-            max_operations: self.u32()?,
-            max_requests: self.u32()?,
-            rdma_ird_count: self.u32()?,
-        };
-        if a.rdma_ird_count > 1 {
-            return Err(self.bad("ca_rdma_ird of more than one"));
-        }
-        if a.rdma_ird_count == 1 {
-            self.u32()?;
-            a.rdma_ird_count = 0;
-        }
-        Ok(a)
-    }
-
-    /// One `nfs_resop4` whose status was OK.
-    fn result(&mut self, op: u32) -> Result<Res, XdrError> {
-        Ok(match op {
-            9 => Res::GetAttr(Fattr {
-                mask: Bitmap(self.u32s()?),
-                vals: self.opaque(usize::MAX)?.to_vec(),
-            }),
-            4 => {
-                self.stateid()?;
-                Res::Close
-            }
-            10 => Res::GetFh(self.opaque(FH_MAX)?.to_vec()),
-            18 => {
-                let stateid = self.stateid()?;
-                self.take(20)?; // change_info4
-                self.u32()?; // rflags
-                self.u32s()?; // attrset
-                match self.u32()? {
-                    0 => {}
-                    3 => {
-                        // OPEN_DELEGATE_NONE_EXT: why, and for two reasons a flag.
-                        if matches!(self.u32()?, 1 | 2) {
-                            self.u32()?;
-                        }
-                    }
-                    d => {
-                        return Err(
-                            self.bad(&format!("a delegation (type {d}) we asked not to get"))
-                        );
-                    }
-                }
-                Res::Open { stateid }
-            }
-            38 => Res::Write {
-                count: self.u32()?,
-                committed: self.u32()?,
-                verifier: self.fixed::<8>()?,
-            },
-            15 | 22 | 24 | 44 | 57 | 58 => Res::Done,
-            42 => {
-                let client_id = self.u64()?;
-                let sequence = self.u32()?;
-                let flags = self.u32()?;
-                if self.u32()? != 0 {
-                    return Err(self.bad("state protection other than SP4_NONE"));
-                }
-                self.u64()?; // so_minor_id
-                self.opaque(OPAQUE_LIMIT)?; // so_major_id
-                self.opaque(OPAQUE_LIMIT)?; // server scope
-                match self.u32()? {
-                    0 => {}
-                    1 => {
-                        self.opaque(OPAQUE_LIMIT)?; // nii_domain
-                        self.opaque(OPAQUE_LIMIT)?; // nii_name
-                        self.take(12)?; // nii_date
-                    }
-                    _ => return Err(self.bad("more than one implementation id")),
-                }
-                Res::ExchangeId {
-                    client_id,
-                    sequence,
-                    flags,
-                }
-            }
-            43 => {
-                let session = self.fixed::<16>()?;
-                self.u32()?; // sequence
-                self.u32()?; // flags
-                let fore = self.channel_attrs()?;
-                self.channel_attrs()?;
-                Res::CreateSession { session, fore }
-            }
-            53 => {
-                self.fixed::<16>()?;
-                self.u32()?; // sequence id
-                Res::Sequence {
-                    slot: self.u32()?,
-                    highest_slot: self.u32()?,
-                    target_highest_slot: self.u32()?,
-                    flags: self.u32()?,
-                }
-            }
-            n => return Err(self.bad(&format!("a result for operation {n}, which we never send"))),
-        })
-    }
-
-    fn stateid(&mut self) -> Result<StateId, XdrError> {
-        Ok(StateId {
-            seqid: self.u32()?,
-            other: self.fixed::<12>()?,
-        })
-    }
-
-    /// A whole `COMPOUND4res`.
-    pub fn reply(&mut self) -> Result<Reply, XdrError> {
-        let status = self.u32()?;
-        self.opaque(OPAQUE_LIMIT)?; // tag
-        let n = self.u32()? as usize;
-        // Each result holds at least its op number and status.
-        if n > (self.buf.len() - self.pos) / 8 {
-            return Err(self.bad(&format!("{n} results")));
-        }
-        let mut results = Vec::with_capacity(n);
-        for _ in 0..n {
-            let op = self.u32()?;
-            let st = self.u32()?;
-            let res = if op == 34 {
-                // SETATTR4res carries the attributes set whatever the status.
-                Res::SetAttr(Bitmap(self.u32s()?))
-            } else if st == status::OK {
-                self.result(op)?
-            } else {
-                Res::Done
-            };
-            results.push((op, st, res));
-            if st != status::OK {
-                break;
-            }
-        }
-        if self.pos != self.buf.len() {
-            return Err(self.bad("bytes after the last result"));
-        }
-        Ok(Reply { status, results })
+impl Op {
+    /// Whether running this operation twice could do something once would not: such
+    /// compounds ask the server to cache their reply (SEQUENCE's `cachethis`), so a
+    /// retry after a lost connection is answered from the cache.
+    pub fn changes_state(&self) -> bool {
+        matches!(
+            self,
+            Op::Close(_)
+                | Op::Create(_)
+                | Op::Link(_)
+                | Op::Open(_)
+                | Op::Remove(_)
+                | Op::Rename(_)
+        )
     }
 }
 
-impl Unpack for Reply {
-    fn unpack(input: &mut impl Read) -> Result<(Self, usize), XdrError> {
-        // The record is already in memory and bounded (see `nfs::wire`): read the rest
-        // of it and decode with the bounded reader.
-        let mut buf = Vec::new();
-        input.read_to_end(&mut buf).map_err(XdrError::Io)?;
-        let r = Dec::new(&buf).reply()?;
-        Ok((r, buf.len()))
-    }
-}
-
-impl Shape for Reply {
-    fn walk(w: &mut Walk<'_>) -> Result<(), Bad> {
-        let rest = w.rest();
-        Dec::new(rest).reply().map_err(|e| w.bad(e.to_string()))?;
-        w.skip(rest.len())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn packed(v: &impl Pack) -> Vec<u8> {
-        let mut out = Vec::new();
-        v.pack(&mut out).unwrap();
-        assert_eq!(out.len(), v.packed_size());
-        out
-    }
-
-    #[test]
-    fn compound_encodes_tag_minor_version_and_ops() {
-        let c = Compound(vec![
-            Op::PutRootFh,
-            Op::Lookup(Opaque::owned(b"abc".to_vec())),
-            Op::GetFh,
-        ]);
-        let b = packed(&c);
-        let words: Vec<u32> = b
-            .chunks(4)
-            .map(|w| u32::from_be_bytes(w.try_into().unwrap()))
-            .collect();
-        // tag "", minor 1, 3 ops: PUTROOTFH, LOOKUP "abc" (padded), GETFH.
-        assert_eq!(
-            words,
-            vec![0, 1, 3, 24, 15, 3, u32::from_be_bytes(*b"abc\0"), 10]
-        );
-    }
-
-    #[test]
-    fn bitmap_sets_words_by_attribute_number() {
-        let b = Bitmap::of(&[attr::TYPE, attr::SIZE, attr::MODE, attr::TIME_MODIFY]);
-        assert_eq!(b.0, vec![(1 << 1) | (1 << 4), (1 << 1) | (1 << 21)]);
-        assert!(b.has(attr::MODE) && !b.has(attr::OWNER));
-    }
-
-    fn words(w: &[u32]) -> Vec<u8> {
-        w.iter().flat_map(|x| x.to_be_bytes()).collect()
-    }
-
-    #[test]
-    fn reply_decodes_results_up_to_the_failing_one() {
-        // status NOENT, tag "", 3 results: PUTROOTFH OK, GETFH OK (4-byte handle),
-        // LOOKUP NOENT.
-        let r = words(&[2, 0, 3, 24, 0, 10, 0, 4, 0xdead_beef, 15, 2]);
-        let reply = Dec::new(&r).reply().unwrap();
-        assert_eq!(reply.status, status::NOENT);
-        assert_eq!(
-            reply.results,
-            vec![
-                (24, 0, Res::Done),
-                (10, 0, Res::GetFh(vec![0xde, 0xad, 0xbe, 0xef])),
-                (15, 2, Res::Done)
-            ]
-        );
-    }
-
-    #[test]
-    fn claimed_lengths_beyond_the_record_are_refused() {
-        // A GETFH whose handle claims 4 GiB; a result count far past the bytes.
-        for r in [
-            words(&[0, 0, 1, 10, 0, u32::MAX]),
-            words(&[0, 0, 1, 10, 0, 200, 1, 2]),
-            words(&[0, 0, u32::MAX, 24, 0]),
-            words(&[0, u32::MAX]),
-        ] {
-            assert!(Dec::new(&r).reply().is_err(), "{r:?}");
-        }
-    }
+/// A name as an XDR opaque.
+pub fn name(n: &[u8]) -> Opaque<'static> {
+    Opaque::owned(n.to_vec())
 }

@@ -6,16 +6,17 @@
 //! being run twice. That is the exactly-once NFSv3 never had, and why a slot carries
 //! one call at a time: the number of slots the server grants is the window.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use nfs3_types::xdr_codec::Opaque;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::proto::{
     ChannelAttrs, ClientOwner, Compound, CreateSessionArgs, ExchangeIdArgs, Op, PROC_COMPOUND,
-    Reply, Res, SequenceArgs, SessionId, status,
+    SequenceArgs, SessionId, status,
 };
+use super::reply::{Reply, Res};
 use crate::nfs::rpc::{RpcClient, RpcError};
 
 /// EXCHGID4_FLAG_USE_NON_PNFS: we want plain NFSv4.1 service, not pNFS roles.
@@ -50,7 +51,7 @@ struct Slot {
 
 /// An established session.
 pub struct Session {
-    rpc: RpcClient,
+    rpc: Arc<RpcClient>,
     client_id: u64,
     id: SessionId,
     /// What the server granted for the fore channel.
@@ -59,9 +60,35 @@ pub struct Session {
     free: Semaphore,
 }
 
+/// A slot held for one call, with the sequence id that call uses; freed on drop.
+pub struct SlotGuard<'s> {
+    session: &'s Session,
+    index: usize,
+    seq: u32,
+    _permit: SemaphorePermit<'s>,
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut slots) = self.session.slots.lock() {
+            slots[self.index].busy = false;
+        }
+    }
+}
+
+impl SlotGuard<'_> {
+    /// The server did not take the call on this slot (SEQUENCE itself failed, so the
+    /// slot's sequence id did not advance there): the next call reuses the id.
+    pub fn not_taken(&mut self) {
+        if let Ok(mut slots) = self.session.slots.lock() {
+            slots[self.index].seq = self.seq.wrapping_sub(1);
+        }
+    }
+}
+
 impl Session {
     /// EXCHANGE_ID, CREATE_SESSION asking for `want_slots` slots, RECLAIM_COMPLETE.
-    pub async fn establish(rpc: RpcClient, want_slots: u32) -> Result<Session, SessionError> {
+    pub async fn establish(rpc: Arc<RpcClient>, want_slots: u32) -> Result<Session, SessionError> {
         let (client_id, sequence) = exchange_id(&rpc).await?;
         let fore = ChannelAttrs {
             header_pad_size: 0,
@@ -112,8 +139,24 @@ impl Session {
             free: Semaphore::new(n),
         };
         // ganesha answers OPEN with GRACE until the client says it has nothing to reclaim.
-        let r = session.compound(vec![Op::ReclaimComplete(false)]).await?;
-        ok_all(&r, "RECLAIM_COMPLETE")?;
+        let mut slot = session.slot().await;
+        let r = session
+            .send_on(&mut slot, &[Op::ReclaimComplete(false)], false)
+            .await?;
+        drop(slot);
+        if r.results
+            .first()
+            .is_some_and(|(_, st, _)| *st != status::OK)
+        {
+            return Err(SessionError::Status {
+                op: "SEQUENCE",
+                status: r.results[0].1,
+            });
+        }
+        // A server that restarted may say our reclaim is already complete.
+        if r.status != status::OK && r.status != COMPLETE_ALREADY {
+            ok_all(&r, "RECLAIM_COMPLETE")?;
+        }
         Ok(session)
     }
 
@@ -124,42 +167,50 @@ impl Session {
 
     /// How many calls may be in flight: the slots granted.
     pub fn slots(&self) -> usize {
-        self.slots.lock().unwrap().len()
+        self.slots.lock().map_or(1, |s| s.len())
     }
 
-    /// Sends `ops` after a SEQUENCE on a free slot; the reply's results start with
-    /// SEQUENCE's.
-    pub async fn compound(&self, ops: Vec<Op>) -> Result<Reply, SessionError> {
+    /// Waits for a free slot and takes its next sequence id.
+    pub async fn slot(&self) -> SlotGuard<'_> {
         let permit = self.free.acquire().await.expect("never closed");
-        let (slot, seq, highest) = {
-            let mut slots = self.slots.lock().unwrap();
-            let i = slots
-                .iter()
-                .position(|s| !s.busy)
-                .expect("a permit means a free slot");
-            slots[i].busy = true;
-            slots[i].seq = slots[i].seq.wrapping_add(1);
-            (i, slots[i].seq, slots.len() - 1)
-        };
+        let mut slots = self.slots.lock().expect("slot table");
+        let index = slots
+            .iter()
+            .position(|s| !s.busy)
+            .expect("a permit means a free slot");
+        slots[index].busy = true;
+        slots[index].seq = slots[index].seq.wrapping_add(1);
+        SlotGuard {
+            session: self,
+            index,
+            seq: slots[index].seq,
+            _permit: permit,
+        }
+    }
+
+    /// Sends SEQUENCE (on `slot`) and `ops` as one COMPOUND. Sending again on the same
+    /// guard re-sends with the same sequence id: the server answers a call it already
+    /// ran from its reply cache instead of running it twice (with `cache` set; without,
+    /// it may answer RETRY_UNCACHED_REP).
+    pub async fn send_on(
+        &self,
+        slot: &mut SlotGuard<'_>,
+        ops: &[Op],
+        cache: bool,
+    ) -> Result<Reply, SessionError> {
+        let highest = self.slots() - 1;
         let mut all = Vec::with_capacity(ops.len() + 1);
         all.push(Op::Sequence(SequenceArgs {
             session: self.id,
-            sequence: seq,
-            slot: slot as u32,
+            sequence: slot.seq,
+            slot: slot.index as u32,
             highest_slot: highest as u32,
-            cache_this: false,
+            cache_this: cache,
         }));
-        all.extend(ops);
-        let r = send(&self.rpc, all).await;
-        self.slots.lock().unwrap()[slot].busy = false;
-        drop(permit);
-        let reply = r?;
+        all.extend_from_slice(ops);
+        let reply = send(&self.rpc, all).await?;
         match reply.results.first() {
-            Some((53, status::OK, Res::Sequence { .. })) => Ok(reply),
-            Some((53, st, _)) => Err(SessionError::Status {
-                op: "SEQUENCE",
-                status: *st,
-            }),
+            Some((53, _, _)) => Ok(reply),
             _ => Err(SessionError::Protocol(
                 "the server's reply does not start with SEQUENCE".into(),
             )),
@@ -168,13 +219,16 @@ impl Session {
 
     /// DESTROY_SESSION then DESTROY_CLIENTID: the server frees our state now rather
     /// than when the lease runs out.
-    pub async fn destroy(self) -> Result<(), SessionError> {
+    pub async fn destroy(&self) -> Result<(), SessionError> {
         let r = send(&self.rpc, vec![Op::DestroySession(self.id)]).await?;
         ok_all(&r, "DESTROY_SESSION")?;
         let r = send(&self.rpc, vec![Op::DestroyClientId(self.client_id)]).await?;
         ok_all(&r, "DESTROY_CLIENTID")
     }
 }
+
+/// NFS4ERR_COMPLETE_ALREADY.
+const COMPLETE_ALREADY: u32 = 10054;
 
 /// One COMPOUND, as is.
 async fn send(rpc: &RpcClient, ops: Vec<Op>) -> Result<Reply, SessionError> {

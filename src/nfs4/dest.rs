@@ -1,0 +1,679 @@
+//! [`Nfs4Dest`]: the engine's [`Destination`] spoken as NFSv4.1 COMPOUNDs.
+//!
+//! What NFSv3 needs several round trips for goes in one compound here: a directory
+//! path is resolved in one (PUTROOTFH, LOOKUP…), a new directory is made and entered
+//! in one (CREATE, GETFH), a symlink made and dated in one, a hard link (LOOKUP,
+//! SAVEFH, PUTFH, LINK) in one, and a small file created, written, dated and closed in
+//! one (see `write`). Listings ask READDIR for the attributes the quick check needs
+//! and for each entry's handle, so nothing listed is looked up again.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nfs3_types::xdr_codec::Opaque;
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+use tokio::task::AbortHandle;
+
+use super::attrs::{self, IdMap};
+use super::client::{Answer, Client};
+use super::error::{self, errno_err};
+use super::proto::{
+    AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, ReadDirArgs, SetAttrArgs, StateId, attr,
+    name, status,
+};
+use super::reply::Res;
+use crate::dest::{
+    self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
+};
+use crate::meta::{Kind, Meta};
+use crate::report::Output;
+
+/// A directory on the server: its handle, and its path from the server's root so a
+/// handle that went stale can be found again.
+#[derive(Clone, Debug)]
+pub struct Nfs4Dir {
+    pub fh: Arc<[u8]>,
+    path: Arc<Vec<Vec<u8>>>,
+}
+
+impl Nfs4Dir {
+    pub(super) fn child(&self, fh: Vec<u8>, name: &[u8]) -> Nfs4Dir {
+        let mut path = (*self.path).clone();
+        path.push(name.to_vec());
+        Nfs4Dir {
+            fh: fh.into(),
+            path: Arc::new(path),
+        }
+    }
+}
+
+/// (directory handle, entry name): how the handle cache is keyed.
+type EntryKey = (Vec<u8>, Vec<u8>);
+
+/// Memory for file data in flight, all files together.
+const BUDGET: usize = 64 << 20;
+
+/// More entries than any real directory holds: a listing past this is a broken server.
+const MAX_DIR_ENTRIES: usize = 100_000_000;
+
+/// An NFSv4.1 export as the engine's destination.
+pub struct Nfs4Dest {
+    pub(super) rt: Runtime,
+    pub(super) client: Arc<Client>,
+    /// DEST's path from the server's root (the pseudo-filesystem's root).
+    path: Vec<Vec<u8>>,
+    label: String,
+    pub(super) owners: OwnerPolicy,
+    pub(super) quiet: bool,
+    pub(super) out: Arc<Output>,
+    pub(super) owners_refused: AtomicBool,
+    pub(super) symlink_times_warned: AtomicBool,
+    /// Bytes of file data read but not yet acknowledged by the server.
+    pub(super) budget: Arc<Semaphore>,
+    pub(super) ids: IdMap,
+    /// Bytes per WRITE and READ: the server's limits, within the session's.
+    pub(super) io_size: u32,
+    /// Bytes a READDIR reply may hold.
+    readdir_max: u32,
+    /// Directory handles from the last listings, by (parent handle, name).
+    dir_cache: Mutex<HashMap<EntryKey, (Vec<u8>, Meta)>>,
+    renewer: AbortHandle,
+}
+
+/// What `connect` learned and hands over.
+pub(super) struct Setup {
+    pub rt: Runtime,
+    pub client: Arc<Client>,
+    pub path: Vec<Vec<u8>>,
+    pub label: String,
+    pub io_size: u32,
+    pub readdir_max: u32,
+    pub renewer: AbortHandle,
+}
+
+impl Drop for Nfs4Dest {
+    fn drop(&mut self) {
+        self.renewer.abort();
+        if std::env::var_os("NFSYNC_RPC_STATS").is_some() {
+            self.out.note(format_args!(
+                "NFS calls: COMPOUND={} sessions={}",
+                self.client.sent(),
+                self.client.sessions()
+            ));
+        }
+        let client = self.client.clone();
+        self.rt.block_on(client.close());
+    }
+}
+
+/// The `dest::Result` of a compound: its reply when every operation went through,
+/// else the failing status as a per-entry error.
+pub(super) fn ok(a: Answer) -> dest::Result<super::reply::Reply> {
+    if a.reply.status == status::OK {
+        Ok(a.reply)
+    } else {
+        Err(error::status(a.reply.status))
+    }
+}
+
+/// The `n`th result of operation `op` in a reply.
+pub(super) fn nth(reply: &super::reply::Reply, op: u32, n: usize) -> Option<&Res> {
+    reply
+        .results
+        .iter()
+        .filter(|(o, st, _)| *o == op && *st == status::OK)
+        .map(|(_, _, r)| r)
+        .nth(n)
+}
+
+pub(super) fn put(fh: &[u8]) -> Op {
+    Op::PutFh(Opaque::owned(fh.to_vec()))
+}
+
+/// The handle a GETFH in the reply returned.
+pub(super) fn got_fh(reply: &super::reply::Reply) -> dest::Result<Vec<u8>> {
+    match nth(reply, 10, 0) {
+        Some(Res::GetFh(fh)) => Ok(fh.clone()),
+        _ => Err(error::garbage("the reply carries no file handle")),
+    }
+}
+
+impl Nfs4Dest {
+    pub(super) fn new(s: Setup, config: &crate::config::Config, out: Arc<Output>) -> Nfs4Dest {
+        Nfs4Dest {
+            rt: s.rt,
+            client: s.client,
+            path: s.path,
+            label: s.label,
+            owners: config.owners,
+            quiet: config.quiet,
+            out,
+            owners_refused: AtomicBool::new(false),
+            symlink_times_warned: AtomicBool::new(false),
+            budget: Arc::new(Semaphore::new(BUDGET)),
+            ids: IdMap::default(),
+            io_size: s.io_size,
+            readdir_max: s.readdir_max,
+            dir_cache: Mutex::new(HashMap::new()),
+            renewer: s.renewer,
+        }
+    }
+
+    /// `nfs://server/path`, for messages.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The decoded attributes of the `n`th GETATTR in a reply.
+    pub(super) fn attrs_in(
+        &self,
+        reply: &super::reply::Reply,
+        n: usize,
+    ) -> dest::Result<attrs::Decoded> {
+        match nth(reply, 9, n) {
+            Some(Res::GetAttr(f)) => attrs::decode(f, &self.ids).map_err(error::garbage),
+            _ => Err(error::garbage("the reply carries no attributes")),
+        }
+    }
+
+    /// The metadata in the `n`th GETATTR of a reply, which must be complete.
+    pub(super) fn meta_in(&self, reply: &super::reply::Reply, n: usize) -> dest::Result<Meta> {
+        self.attrs_in(reply, n)?
+            .meta
+            .ok_or_else(|| error::garbage("the server left out type, size, mode or mtime"))
+    }
+
+    /// Runs the compound `build(dir handle)`; when the handle went stale, finds the
+    /// directory again from the root by its path and runs it once more.
+    pub(super) async fn in_dir(
+        &self,
+        dir: &Nfs4Dir,
+        build: impl Fn(&[u8]) -> Vec<Op>,
+    ) -> dest::Result<Answer> {
+        let a = self.client.compound(build(&dir.fh)).await?;
+        let stale_dir = matches!(a.reply.status, status::STALE | status::FHEXPIRED)
+            && a.reply.results.len() == 2;
+        if stale_dir {
+            let fh = self.resolve(&dir.path).await?;
+            let mut again = self.client.compound(build(&fh)).await?;
+            again.ambiguous |= a.ambiguous;
+            return Ok(again);
+        }
+        Ok(a)
+    }
+
+    /// A directory's handle from its path below the server's root.
+    async fn resolve(&self, path: &[Vec<u8>]) -> dest::Result<Vec<u8>> {
+        let mut ops = vec![Op::PutRootFh];
+        ops.extend(path.iter().map(|c| Op::Lookup(name(c))));
+        ops.push(Op::GetFh);
+        got_fh(&ok(self.client.compound(ops).await?)?)
+    }
+
+    /// The directory at DEST's path (or its first `upto` components), made (0755)
+    /// where missing, as `mkdir -p` would: one compound to look, one to make the rest.
+    fn dir_at(&self, upto: usize) -> dest::Result<Nfs4Dir> {
+        let path = &self.path[..upto];
+        self.rt.block_on(async {
+            for _ in 0..3 {
+                let mut ops = vec![Op::PutRootFh];
+                ops.extend(path.iter().map(|c| Op::Lookup(name(c))));
+                ops.push(Op::GetFh);
+                ops.push(Op::GetAttr(Bitmap::of(&[attr::TYPE])));
+                let a = self.client.compound(ops).await?;
+                let r = &a.reply;
+                if r.status == status::OK {
+                    let fh = got_fh(r)?;
+                    if !matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if f.vals.get(..4) == Some(&[0, 0, 0, 2])) {
+                        return Err(errno_err(libc::ENOTDIR));
+                    }
+                    return Ok(Nfs4Dir {
+                        fh: fh.into(),
+                        path: Arc::new(path.to_vec()),
+                    });
+                }
+                if r.status != status::NOENT {
+                    return Err(error::status(r.status));
+                }
+                // results: SEQUENCE, PUTROOTFH, then one LOOKUP per component found.
+                let found = r.results.len().saturating_sub(3);
+                let mut ops = vec![Op::PutRootFh];
+                ops.extend(path[..found].iter().map(|c| Op::Lookup(name(c))));
+                for c in &path[found..] {
+                    ops.push(Op::Create(CreateArgs {
+                        objtype: CreateType::Dir,
+                        name: name(c),
+                        attrs: AttrsBuilder::default().mode(0o755).build(),
+                    }));
+                }
+                ops.push(Op::GetFh);
+                let a = self.client.compound(ops).await?;
+                match a.reply.status {
+                    status::OK => {
+                        return Ok(Nfs4Dir {
+                            fh: got_fh(&a.reply)?.into(),
+                            path: Arc::new(path.to_vec()),
+                        });
+                    }
+                    // Made meanwhile by someone else (or by our own lost attempt).
+                    status::EXIST | status::NOENT => continue,
+                    st => return Err(error::status(st)),
+                }
+            }
+            Err(errno_err(libc::EEXIST))
+        })
+    }
+
+    pub(super) fn with_owners(&self, b: AttrsBuilder, m: &Meta) -> AttrsBuilder {
+        if self.owners_refused.load(Ordering::Relaxed) {
+            return b;
+        }
+        b.owner(
+            self.owners.owner.then_some(m.uid),
+            self.owners.group.then_some(m.gid),
+        )
+    }
+
+    /// Whether owners were asked for (by `self.with_owners`).
+    pub(super) fn asks_owners(&self) -> bool {
+        (self.owners.owner || self.owners.group) && !self.owners_refused.load(Ordering::Relaxed)
+    }
+
+    /// Whether a failed call that asked for owners should be sent again without them
+    /// (and owners be given up on, with one warning).
+    pub(super) fn owners_refused_by(&self, asked: bool, st: u32) -> bool {
+        if asked
+            && matches!(
+                st,
+                status::PERM | status::ACCESS | status::BADOWNER | status::INVAL
+            )
+        {
+            self.owners_not_kept();
+            return true;
+        }
+        false
+    }
+
+    /// Stops asking for owners, with one warning.
+    pub(super) fn owners_not_kept(&self) {
+        if !self.owners_refused.swap(true, Ordering::Relaxed) && !self.quiet {
+            self.out.warn(format_args!(
+                "{} does not let us set owners (root squashed?): files get the server's \
+                 owner. Use --no-owner --no-group not to ask, or export with no_root_squash",
+                self.label
+            ));
+        }
+    }
+
+    /// nfs-ganesha's VFS answers a symlink's SETATTR with OK but keeps its times: say
+    /// so once, since every run will find those mtimes different again.
+    pub(super) fn check_symlink_time(&self, after: Option<Meta>, m: &Meta) {
+        if let Some(a) = after
+            && !self.quiet
+            && a.mtime != m.mtime
+            && !self.symlink_times_warned.swap(true, Ordering::Relaxed)
+        {
+            self.out.warn(format_args!(
+                "{} does not store symlink modification times; symlinks keep the \
+                 server's time",
+                self.label
+            ));
+        }
+    }
+
+    /// SETATTR of `b` on the current handle with the anonymous stateid.
+    pub(super) fn setattr(b: AttrsBuilder) -> Op {
+        Op::SetAttr(SetAttrArgs {
+            stateid: StateId::ANONYMOUS,
+            attrs: b.build(),
+        })
+    }
+
+    /// Runs `build(with owners)`; sent again without owners when the server refuses them.
+    pub(super) async fn with_owner_retry(
+        &self,
+        dir: &Nfs4Dir,
+        build: impl Fn(&[u8], bool) -> Vec<Op>,
+    ) -> dest::Result<Answer> {
+        let asked = self.asks_owners();
+        let a = self.in_dir(dir, |fh| build(fh, asked)).await?;
+        if a.reply.status != status::OK && self.owners_refused_by(asked, a.reply.status) {
+            let mut again = self.in_dir(dir, |fh| build(fh, false)).await?;
+            again.ambiguous |= a.ambiguous;
+            return Ok(again);
+        }
+        Ok(a)
+    }
+
+    /// LOOKUP + GETATTR of one name; `None` for NOENT.
+    pub(super) async fn lookup(
+        &self,
+        dir: &Nfs4Dir,
+        n: &[u8],
+    ) -> dest::Result<Option<(Vec<u8>, Meta)>> {
+        let a = self
+            .in_dir(dir, |fh| {
+                vec![
+                    put(fh),
+                    Op::Lookup(name(n)),
+                    Op::GetFh,
+                    Op::GetAttr(attrs::wanted()),
+                ]
+            })
+            .await?;
+        if a.reply.status == status::NOENT {
+            return Ok(None);
+        }
+        let r = ok(a)?;
+        Ok(Some((got_fh(&r)?, self.meta_in(&r, 0)?)))
+    }
+
+    /// All entries of a directory, READDIR page by page, with their attributes.
+    pub(super) async fn readdir(
+        &self,
+        dir: &Nfs4Dir,
+    ) -> dest::Result<Vec<(Vec<u8>, attrs::Decoded)>> {
+        let mut restarts = 0;
+        'restart: loop {
+            let mut out = Vec::new();
+            let mut cookie = 0;
+            let mut verifier = [0u8; 8];
+            loop {
+                let args = ReadDirArgs {
+                    cookie,
+                    verifier,
+                    dircount: 64 << 10,
+                    maxcount: self.readdir_max,
+                    attrs: attrs::wanted(),
+                };
+                let a = self
+                    .in_dir(dir, |fh| vec![put(fh), Op::ReadDir(args.clone())])
+                    .await?;
+                if a.reply.status == status::BAD_COOKIE && restarts < 3 {
+                    restarts += 1;
+                    continue 'restart;
+                }
+                let r = ok(a)?;
+                let Some(Res::ReadDir {
+                    verifier: v,
+                    entries,
+                    eof,
+                }) = nth(&r, 26, 0)
+                else {
+                    return Err(error::garbage("READDIR reply without entries"));
+                };
+                let before = cookie;
+                let empty = entries.is_empty();
+                verifier = *v;
+                for e in entries {
+                    cookie = e.cookie;
+                    if e.name == b"." || e.name == b".." {
+                        continue;
+                    }
+                    let d = attrs::decode(&e.attrs, &self.ids).map_err(error::garbage)?;
+                    out.push((e.name.clone(), d));
+                }
+                if *eof {
+                    return Ok(out);
+                }
+                if empty || cookie == before || out.len() > MAX_DIR_ENTRIES {
+                    return Err(error::garbage(
+                        "the server's READDIR pages make no progress",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// MKDIR as CREATE: `strict` makes an existing directory EEXIST unless the reply
+    /// answers a retry of our own call.
+    async fn create_dir(&self, dir: &Nfs4Dir, n: &[u8], m: &Meta) -> dest::Result<Vec<u8>> {
+        let a = self
+            .with_owner_retry(dir, |fh, owners| {
+                let mut b = AttrsBuilder::default().mode(m.mode | 0o700);
+                if owners {
+                    b = self.with_owners(b, m);
+                }
+                vec![
+                    put(fh),
+                    Op::Create(CreateArgs {
+                        objtype: CreateType::Dir,
+                        name: name(n),
+                        attrs: b.build(),
+                    }),
+                    Op::GetFh,
+                ]
+            })
+            .await?;
+        match a.reply.status {
+            status::OK => got_fh(&a.reply),
+            status::EXIST if a.ambiguous => match self.lookup(dir, n).await? {
+                Some((fh, have)) if have.kind == Kind::Dir => Ok(fh),
+                Some(_) => Err(errno_err(libc::ENOTDIR)),
+                None => Err(errno_err(libc::ENOENT)),
+            },
+            st => Err(error::status(st)),
+        }
+    }
+}
+
+impl Destination for Nfs4Dest {
+    type Dir = Nfs4Dir;
+
+    /// Bounded by the session's slots (`?slots=`, and what the server grants).
+    fn auto_bounds(&self) -> crate::tune::Bounds {
+        crate::tune::Bounds::nfs(self.client.slots())
+    }
+
+    fn wire(&self) -> Option<dest::Wire> {
+        Some(dest::Wire {
+            version: "4.1",
+            rpcs: self.client.sent(),
+        })
+    }
+
+    fn root_state(&self) -> dest::Result<RootState> {
+        self.rt.block_on(async {
+            let mut ops = vec![Op::PutRootFh];
+            ops.extend(self.path.iter().map(|c| Op::Lookup(name(c))));
+            ops.push(Op::GetAttr(attrs::wanted()));
+            let a = self.client.compound(ops).await?;
+            if a.reply.status == status::NOENT {
+                return Ok(RootState::Missing);
+            }
+            let r = ok(a)?;
+            Ok(RootState::Exists(self.meta_in(&r, 0)?))
+        })
+    }
+
+    fn root_dir(&self) -> dest::Result<Nfs4Dir> {
+        self.dir_at(self.path.len())
+    }
+
+    fn root_parent(&self) -> dest::Result<(Nfs4Dir, OsString)> {
+        let Some(last) = self.path.last() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is the server's root, not a file name", self.label),
+            )
+            .into());
+        };
+        let last = OsString::from(OsStr::from_bytes(last));
+        Ok((self.dir_at(self.path.len() - 1)?, last))
+    }
+
+    fn list(&self, dir: &Nfs4Dir) -> dest::Result<Vec<DestEntry>> {
+        let entries = self.rt.block_on(self.readdir(dir))?;
+        let mut out = Vec::with_capacity(entries.len());
+        let mut dirs = Vec::new();
+        for (n, d) in entries {
+            if let (Some(m), Some(fh)) = (&d.meta, d.fh)
+                && m.kind == Kind::Dir
+            {
+                dirs.push(((dir.fh.to_vec(), n.clone()), (fh, *m)));
+            }
+            out.push(DestEntry {
+                name: OsString::from(OsStr::from_bytes(&n)),
+                kind: d.meta.map(|m| m.kind),
+                meta: d.meta,
+            });
+        }
+        if let Ok(mut c) = self.dir_cache.lock() {
+            c.extend(dirs);
+        }
+        Ok(out)
+    }
+
+    fn stat(&self, dir: &Nfs4Dir, n: &OsStr) -> dest::Result<Option<Meta>> {
+        Ok(self
+            .rt
+            .block_on(self.lookup(dir, n.as_bytes()))?
+            .map(|(_, m)| m))
+    }
+
+    fn mkdir(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta) -> dest::Result<(Nfs4Dir, AttrSet)> {
+        let n = n.as_bytes();
+        let fh = self.rt.block_on(self.create_dir(dir, n, m))?;
+        Ok((dir.child(fh, n), AttrSet::ALL))
+    }
+
+    fn open_dir(&self, dir: &Nfs4Dir, n: &OsStr) -> dest::Result<(Nfs4Dir, Meta)> {
+        let n = n.as_bytes();
+        let cached = self
+            .dir_cache
+            .lock()
+            .ok()
+            .and_then(|mut c| c.remove(&(dir.fh.to_vec(), n.to_vec())));
+        let (fh, m) = match cached {
+            Some(hit) => hit,
+            None => match self.rt.block_on(self.lookup(dir, n))? {
+                Some((fh, m)) if m.kind == Kind::Dir => (fh, m),
+                Some(_) => return Err(errno_err(libc::ENOTDIR)),
+                None => return Err(errno_err(libc::ENOENT)),
+            },
+        };
+        Ok((dir.child(fh, n), m))
+    }
+
+    fn read_link(&self, dir: &Nfs4Dir, n: &OsStr) -> dest::Result<OsString> {
+        let r = self.rt.block_on(async {
+            ok(self
+                .in_dir(dir, |fh| {
+                    vec![put(fh), Op::Lookup(name(n.as_bytes())), Op::ReadLink]
+                })
+                .await?)
+        })?;
+        match nth(&r, 27, 0) {
+            Some(Res::ReadLink(t)) => Ok(OsString::from(OsStr::from_bytes(t))),
+            _ => Err(error::garbage("READLINK reply without a target")),
+        }
+    }
+
+    fn write_file(&self, dir: &Nfs4Dir, n: &OsStr, src: &SourceFile<'_>) -> Result<u64, CopyError> {
+        self.write_file_impl(dir, n.as_bytes(), src)
+    }
+
+    fn symlink(&self, dir: &Nfs4Dir, n: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
+        self.symlink_impl(dir, n.as_bytes(), target.as_bytes(), m)
+    }
+
+    fn hard_link(
+        &self,
+        dir: &Nfs4Dir,
+        n: &OsStr,
+        target_dir: &Nfs4Dir,
+        target_name: &OsStr,
+    ) -> dest::Result<()> {
+        self.hard_link_impl(dir, n.as_bytes(), target_dir, target_name.as_bytes())
+    }
+
+    fn mknod(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta) -> dest::Result<()> {
+        self.mknod_impl(dir, n.as_bytes(), m)
+    }
+
+    fn rename(&self, dir: &Nfs4Dir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
+        self.rename_impl(dir, from.as_bytes(), to.as_bytes())
+    }
+
+    fn remove(&self, dir: &Nfs4Dir, n: &OsStr, _kind: Kind) -> dest::Result<()> {
+        self.rt.block_on(self.remove_entry(dir, n.as_bytes()))
+    }
+
+    fn remove_tree(&self, dir: &Nfs4Dir, n: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
+        self.remove_tree_impl(dir, Path::new(n), each)
+    }
+
+    fn set_attrs(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {
+        if what.is_empty() {
+            return Ok(());
+        }
+        let link = m.kind == Kind::Symlink;
+        if !what.mtime && !what.mode && !self.asks_owners() {
+            return Ok(()); // only owners were asked for, and the server keeps none
+        }
+        self.rt.block_on(async {
+            let a = self
+                .with_owner_retry(dir, |fh, owners| {
+                    let mut b = AttrsBuilder::default();
+                    if what.mode && !link {
+                        b = b.mode(m.mode);
+                    }
+                    if what.owner && owners {
+                        b = self.with_owners(b, m);
+                    }
+                    if what.mtime {
+                        b = b.mtime(m.mtime.sec, m.mtime.nsec);
+                    }
+                    let mut ops = vec![put(fh), Op::Lookup(name(n.as_bytes()))];
+                    if !b.is_empty() {
+                        ops.push(Self::setattr(b));
+                    }
+                    if link && what.mtime {
+                        ops.push(Op::GetAttr(Bitmap::of(&[
+                            attr::TYPE,
+                            attr::SIZE,
+                            attr::MODE,
+                            attr::TIME_MODIFY,
+                        ])));
+                    }
+                    ops
+                })
+                .await?;
+            let r = ok(a)?;
+            if link && what.mtime {
+                self.check_symlink_time(self.attrs_in(&r, 0)?.meta, m);
+            }
+            Ok(())
+        })
+    }
+
+    /// One SETATTR with everything (ganesha drops setgid at CREATE, so the mode
+    /// always goes along); none when nothing differs, which keeps a re-run free.
+    fn set_dir_attrs(&self, dir: &Nfs4Dir, m: &Meta, what: AttrSet) -> dest::Result<()> {
+        if what.is_empty() {
+            return Ok(());
+        }
+        self.rt.block_on(async {
+            let a = self
+                .with_owner_retry(dir, |fh, owners| {
+                    let mut b = AttrsBuilder::default().mode(m.mode);
+                    if owners {
+                        b = self.with_owners(b, m);
+                    }
+                    vec![put(fh), Self::setattr(b.mtime(m.mtime.sec, m.mtime.nsec))]
+                })
+                .await?;
+            ok(a).map(|_| ())
+        })
+    }
+
+    fn same_content(&self, dir: &Nfs4Dir, n: &OsStr, src: &Path) -> dest::Result<bool> {
+        self.same_content_impl(dir, n.as_bytes(), src)
+    }
+}

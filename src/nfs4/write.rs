@@ -1,0 +1,526 @@
+//! File data over NFSv4.1, and READ for `--checksum`.
+//!
+//! A file that fits one WRITE goes in ONE compound: PUTFH(dir), OPEN(create GUARDED,
+//! mode, owners), GETFH, WRITE(current stateid, FILE_SYNC), SETATTR(mtime, after the
+//! write so that it sticks), CLOSE. The source is read and checked unchanged first, so
+//! the mtime that marks the copy complete can travel with the data.
+//!
+//! Bigger files: OPEN, UNSTABLE WRITEs in flight within the byte budget, COMMIT (sent
+//! again when the write verifier changed: the server restarted and lost them), then
+//! SETATTR mtime and CLOSE.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use nfs3_types::xdr_codec::Opaque;
+use tokio::task::JoinHandle;
+
+use super::client::Client;
+use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok, put};
+use super::error::{self, errno_err};
+use super::proto::{
+    AttrsBuilder, CloseArgs, CommitArgs, CreateHow, Op, OpenArgs, OpenClaim, OpenHow, OpenOwner,
+    ReadArgs, SHARE_WRITE_NO_DELEG, SetAttrArgs, StateId, Verifier, WriteArgs, name, status,
+};
+use super::reply::Res;
+use crate::dest::{self, CopyError, SourceFile};
+use crate::meta::{Kind, Meta};
+
+/// WRITEs of one file in flight at once (the session's slots bound the total).
+const PER_FILE_INFLIGHT: usize = 16;
+/// `stable_how4`.
+const UNSTABLE: u32 = 0;
+const FILE_SYNC: u32 = 2;
+
+/// Bytes of memory a chunk of `len` data bytes holds while in flight: the data read
+/// from the source, plus its encoded call.
+fn held(len: u32) -> u32 {
+    len.saturating_mul(2)
+}
+
+/// Reads exactly `buf.len()` bytes at `off`; a short file means it changed.
+fn read_full(file: &File, buf: &mut [u8], off: u64) -> Result<(), CopyError> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => return Err(CopyError::SourceChanged),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(CopyError::Source(e)),
+        }
+    }
+    Ok(())
+}
+
+fn budget_err(e: impl std::error::Error + Send + Sync + 'static) -> CopyError {
+    CopyError::Dest(io::Error::other(e).into())
+}
+
+/// The mode OPEN creates with: writable by us even when the source is read-only
+/// (WRITE and the final SETATTR follow); the SETATTR then gives the exact mode.
+fn create_mode(m: &Meta) -> u32 {
+    m.mode | 0o600
+}
+
+/// Whether the final SETATTR must carry the mode (the create's differs, or setuid /
+/// setgid bits a write or chown may have cleared).
+fn mode_after(m: &Meta) -> bool {
+    create_mode(m) != m.mode || m.mode & 0o6000 != 0
+}
+
+impl Nfs4Dest {
+    fn open_create(&self, n: &[u8], m: &Meta, owners: bool) -> Op {
+        let mut b = AttrsBuilder::default().mode(create_mode(m));
+        if owners {
+            b = self.with_owners(b, m);
+        }
+        Op::Open(OpenArgs {
+            seqid: 0,
+            share_access: SHARE_WRITE_NO_DELEG,
+            share_deny: 0,
+            owner: OpenOwner {
+                client_id: 0, // NFSv4.1 takes the client from the session
+                owner: Opaque::borrowed(b"nfsync"),
+            },
+            how: OpenHow::Create(CreateHow::Guarded(b.build())),
+            claim: OpenClaim::Null(name(n)),
+        })
+    }
+
+    fn finish(&self, m: &Meta) -> AttrsBuilder {
+        let mut b = AttrsBuilder::default();
+        if mode_after(m) {
+            b = b.mode(m.mode);
+        }
+        b.mtime(m.mtime.sec, m.mtime.nsec)
+    }
+
+    pub(super) fn write_file_impl(
+        &self,
+        dir: &Nfs4Dir,
+        n: &[u8],
+        src: &SourceFile<'_>,
+    ) -> Result<u64, CopyError> {
+        let sessions = self.client.sessions();
+        let r = if src.meta.size <= u64::from(self.io_size) {
+            self.write_small(dir, n, src)
+        } else {
+            self.write_large(dir, n, src)
+        };
+        match r {
+            // The server restarted under a big file and lost its open state: once
+            // more from the start (our partial file is gone by now).
+            Err(CopyError::Dest(e)) if self.client.sessions() != sessions && !e.is_fatal() => {
+                if src.meta.size <= u64::from(self.io_size) {
+                    self.write_small(dir, n, src)
+                } else {
+                    self.write_large(dir, n, src)
+                }
+            }
+            r => r,
+        }
+    }
+
+    /// The one-compound copy.
+    fn write_small(&self, dir: &Nfs4Dir, n: &[u8], src: &SourceFile<'_>) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let size = m.size as usize;
+        let _permit = self
+            .rt
+            .block_on(self.budget.clone().acquire_many_owned(held(size as u32)))
+            .map_err(budget_err)?;
+        let mut data = vec![0u8; size];
+        read_full(&src.file, &mut data, 0)?;
+        src.verify_unchanged()?;
+        let data = Opaque::owned(data);
+        for _ in 0..3 {
+            let a = self
+                .rt
+                .block_on(self.with_owner_retry(dir, |fh, owners| {
+                    let mut ops = vec![put(fh), self.open_create(n, m, owners), Op::GetFh];
+                    if size > 0 {
+                        ops.push(Op::Write(WriteArgs {
+                            stateid: StateId::CURRENT,
+                            offset: 0,
+                            stable: FILE_SYNC,
+                            data: data.clone(),
+                        }));
+                    }
+                    ops.push(Op::SetAttr(SetAttrArgs {
+                        stateid: StateId::CURRENT,
+                        attrs: self.finish(m).build(),
+                    }));
+                    ops.push(Op::Close(CloseArgs {
+                        seqid: 0,
+                        stateid: StateId::CURRENT,
+                    }));
+                    ops
+                }))
+                .map_err(CopyError::dest)?;
+            let st = a.reply.status;
+            if st == status::OK {
+                if let Some(Res::Write { count, .. }) = nth(&a.reply, 38, 0)
+                    && *count as usize != size
+                {
+                    // A server that takes part of a FILE_SYNC write: the rest, in
+                    // the general way.
+                    let fh = got_fh(&a.reply).map_err(CopyError::dest)?;
+                    self.rt.block_on(self.remove_if_ours(dir, n, &fh));
+                    return self.write_large(dir, n, src);
+                }
+                return Ok(m.size);
+            }
+            match self
+                .after_failed_create(dir, n, &a)
+                .map_err(CopyError::dest)?
+            {
+                Retry::Again => continue,
+                Retry::No => {}
+            }
+            return Err(CopyError::Dest(error::status(st)));
+        }
+        Err(CopyError::Dest(errno_err(libc::EEXIST)))
+    }
+
+    /// After a create compound failed: EXIST answering a retry of our own may be our
+    /// first attempt's file (removed, and the caller tries again); a failure after
+    /// OPEN left a partial file (removed while it is still ours).
+    fn after_failed_create(
+        &self,
+        dir: &Nfs4Dir,
+        n: &[u8],
+        a: &super::client::Answer,
+    ) -> dest::Result<Retry> {
+        let st = a.reply.status;
+        let opened = nth(&a.reply, 18, 0).is_some();
+        if st == status::EXIST && !opened {
+            if !a.ambiguous {
+                // Another writer (a concurrent run) got there first: not ours.
+                return Err(errno_err(libc::EEXIST));
+            }
+            return self.rt.block_on(async {
+                match self.lookup(dir, n).await? {
+                    Some((_, have)) if have.kind == Kind::File && have.nlink <= 1 => {
+                        self.remove_entry(dir, n).await?;
+                        Ok(Retry::Again)
+                    }
+                    Some(_) => Err(errno_err(libc::EEXIST)),
+                    None => Ok(Retry::Again),
+                }
+            });
+        }
+        if opened && let Ok(fh) = got_fh(&a.reply) {
+            self.rt.block_on(self.remove_if_ours(dir, n, &fh));
+        }
+        Ok(Retry::No)
+    }
+
+    /// OPEN (create), UNSTABLE WRITEs, COMMIT, SETATTR, CLOSE.
+    fn write_large(&self, dir: &Nfs4Dir, n: &[u8], src: &SourceFile<'_>) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let (fh, stateid) = loop {
+            let a = self
+                .rt
+                .block_on(self.with_owner_retry(dir, |fh, owners| {
+                    vec![put(fh), self.open_create(n, m, owners), Op::GetFh]
+                }))
+                .map_err(CopyError::dest)?;
+            if a.reply.status == status::OK {
+                let fh = got_fh(&a.reply).map_err(CopyError::dest)?;
+                let Some(Res::Open { stateid }) = nth(&a.reply, 18, 0) else {
+                    return Err(CopyError::Dest(error::garbage(
+                        "OPEN reply without a stateid",
+                    )));
+                };
+                break (fh, *stateid);
+            }
+            match self
+                .after_failed_create(dir, n, &a)
+                .map_err(CopyError::dest)?
+            {
+                Retry::Again => continue,
+                Retry::No => return Err(CopyError::Dest(error::status(a.reply.status))),
+            }
+        };
+        let filled = (|| {
+            self.send_data(&fh, stateid, &src.file, m.size)?;
+            src.verify_unchanged()?;
+            let r = self.rt.block_on(self.client.compound(vec![
+                put(&fh),
+                Op::SetAttr(SetAttrArgs {
+                    stateid,
+                    attrs: self.finish(m).build(),
+                }),
+                Op::Close(CloseArgs { seqid: 0, stateid }),
+            ]));
+            r.and_then(ok).map(|_| ()).map_err(CopyError::dest)
+        })();
+        if let Err(e) = filled {
+            let gone = matches!(&e, CopyError::Dest(d) if d.is_fatal());
+            if !gone {
+                let close = vec![put(&fh), Op::Close(CloseArgs { seqid: 0, stateid })];
+                let _ = self.rt.block_on(self.client.compound(close));
+                if !matches!(e, CopyError::SourceChanged) {
+                    self.rt.block_on(self.remove_if_ours(dir, n, &fh));
+                }
+            }
+            return Err(e);
+        }
+        Ok(m.size)
+    }
+
+    /// UNSTABLE writes, then COMMIT; all again when the verifier changed.
+    fn send_data(
+        &self,
+        fh: &[u8],
+        stateid: StateId,
+        file: &File,
+        size: u64,
+    ) -> Result<(), CopyError> {
+        for _ in 0..3 {
+            let verfs = self.send_unstable(fh, stateid, file, size)?;
+            let r = self
+                .rt
+                .block_on(self.client.compound(vec![
+                    put(fh),
+                    Op::Commit(CommitArgs {
+                        offset: 0,
+                        count: 0,
+                    }),
+                ]))
+                .and_then(ok)
+                .map_err(CopyError::dest)?;
+            let Some(Res::Commit(v)) = nth(&r, 5, 0) else {
+                return Err(CopyError::Dest(error::garbage(
+                    "COMMIT reply without a verifier",
+                )));
+            };
+            if verfs.iter().all(|w| w.is_none_or(|w| w == *v)) {
+                return Ok(());
+            }
+        }
+        Err(CopyError::Dest(
+            io::Error::other("the server's write verifier kept changing (restarting?)").into(),
+        ))
+    }
+
+    fn send_unstable(
+        &self,
+        fh: &[u8],
+        stateid: StateId,
+        file: &File,
+        size: u64,
+    ) -> Result<Vec<Option<Verifier>>, CopyError> {
+        let wsize = u64::from(self.io_size);
+        let mut inflight: VecDeque<JoinHandle<dest::Result<Option<Verifier>>>> = VecDeque::new();
+        let mut verfs = Vec::new();
+        let mut failed: Option<CopyError> = None;
+        let mut off = 0u64;
+        let join = |h: JoinHandle<dest::Result<Option<Verifier>>>,
+                    verfs: &mut Vec<Option<Verifier>>| {
+            let v = self
+                .rt
+                .block_on(h)
+                .map_err(budget_err)?
+                .map_err(CopyError::dest)?;
+            verfs.push(v);
+            Ok::<(), CopyError>(())
+        };
+        while off < size && failed.is_none() {
+            let len = wsize.min(size - off) as usize;
+            let permit = self
+                .rt
+                .block_on(self.budget.clone().acquire_many_owned(held(len as u32)))
+                .map_err(budget_err)?;
+            let mut buf = vec![0u8; len];
+            if let Err(e) = read_full(file, &mut buf, off) {
+                failed = Some(e);
+                break;
+            }
+            let client = self.client.clone();
+            let fh = fh.to_vec();
+            inflight.push_back(self.rt.spawn(async move {
+                let r = write_chunk(&client, &fh, stateid, off, buf).await;
+                drop(permit);
+                r
+            }));
+            off += len as u64;
+            if inflight.len() >= PER_FILE_INFLIGHT
+                && let Some(h) = inflight.pop_front()
+                && let Err(e) = join(h, &mut verfs)
+            {
+                failed = Some(e);
+            }
+        }
+        // Always wait for what is in flight, so no WRITE lands after we return.
+        for h in inflight {
+            if let Err(e) = join(h, &mut verfs) {
+                failed.get_or_insert(e);
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(verfs),
+        }
+    }
+
+    /// Removes the partial file a failed copy left, but only while `n` still holds
+    /// the file we created: another run may have renamed its finished copy over ours.
+    pub(super) async fn remove_if_ours(&self, dir: &Nfs4Dir, n: &[u8], fh: &[u8]) {
+        if let Ok(Some((now, _))) = self.lookup(dir, n).await
+            && now == fh
+        {
+            let _ = self.remove_entry(dir, n).await;
+        }
+    }
+
+    pub(super) fn same_content_impl(
+        &self,
+        dir: &Nfs4Dir,
+        n: &[u8],
+        src: &Path,
+    ) -> dest::Result<bool> {
+        let file = crate::walk::short_path(src, |p| File::open(p))?;
+        let size = file.metadata()?.len();
+        let Some((fh, at)) = self.rt.block_on(self.lookup(dir, n))? else {
+            return Ok(false);
+        };
+        if at.kind != Kind::File || at.size != size {
+            return Ok(false);
+        }
+        let rsize = u64::from(self.io_size);
+        let mut reads: VecDeque<(u64, usize, ReadTask)> = VecDeque::new();
+        let mut next = 0u64;
+        let mut permits = VecDeque::new();
+        while next < size || !reads.is_empty() {
+            while next < size && reads.len() < 8 {
+                let len = rsize.min(size - next) as u32;
+                // Never wait for budget while holding some (deadlock with other
+                // workers doing the same): with reads pending, compare first.
+                let permit = match self.budget.clone().try_acquire_many_owned(held(len)) {
+                    Ok(p) => p,
+                    Err(_) if !reads.is_empty() => break,
+                    Err(_) => self
+                        .rt
+                        .block_on(self.budget.clone().acquire_many_owned(held(len)))
+                        .map_err(io::Error::other)?,
+                };
+                let client = self.client.clone();
+                let fh = fh.clone();
+                let off = next;
+                let task = self
+                    .rt
+                    .spawn(async move { read_exact(&client, &fh, off, len).await });
+                reads.push_back((off, len as usize, task));
+                permits.push_back(permit);
+                next += u64::from(len);
+            }
+            let Some((off, len, h)) = reads.pop_front() else {
+                break;
+            };
+            let remote = self.rt.block_on(h).map_err(io::Error::other)??;
+            let mut local = vec![0u8; len];
+            file.read_exact_at(&mut local, off)?;
+            permits.pop_front();
+            if local != remote {
+                for (_, _, h) in reads {
+                    h.abort();
+                }
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A READ in flight for `--checksum`.
+type ReadTask = JoinHandle<dest::Result<Vec<u8>>>;
+
+/// What to do after a failed create.
+enum Retry {
+    Again,
+    No,
+}
+
+/// One chunk as UNSTABLE WRITEs (the rest again after a short write); the verifier
+/// when the server did not commit them at once.
+async fn write_chunk(
+    client: &Client,
+    fh: &[u8],
+    stateid: StateId,
+    off: u64,
+    data: Vec<u8>,
+) -> dest::Result<Option<Verifier>> {
+    let mut pos = 0usize;
+    let mut verf: Option<Verifier> = None;
+    while pos < data.len() {
+        let rest = data[pos..].to_vec();
+        let len = rest.len();
+        let r = ok(client
+            .compound(vec![
+                put(fh),
+                Op::Write(WriteArgs {
+                    stateid,
+                    offset: off + pos as u64,
+                    stable: UNSTABLE,
+                    data: Opaque::owned(rest),
+                }),
+            ])
+            .await?)?;
+        let Some(Res::Write {
+            count,
+            committed,
+            verifier,
+        }) = nth(&r, 38, 0)
+        else {
+            return Err(error::garbage("WRITE reply without a count"));
+        };
+        let n = *count as usize;
+        if n == 0 || n > len {
+            return Err(error::garbage(format!(
+                "server acknowledged {n} of {len} bytes written"
+            )));
+        }
+        pos += n;
+        if *committed != FILE_SYNC {
+            if verf.is_some_and(|v| v != *verifier) {
+                // Verifiers that disagree within a chunk force a resend.
+                verf = Some([0xff; 8]);
+            } else {
+                verf = Some(*verifier);
+            }
+        }
+    }
+    Ok(verf)
+}
+
+/// READs `len` bytes at `off` with the anonymous stateid.
+async fn read_exact(client: &Client, fh: &[u8], off: u64, len: u32) -> dest::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(len as usize);
+    while out.len() < len as usize {
+        let r = ok(client
+            .compound(vec![
+                put(fh),
+                Op::Read(ReadArgs {
+                    stateid: StateId::ANONYMOUS,
+                    offset: off + out.len() as u64,
+                    count: len - out.len() as u32,
+                }),
+            ])
+            .await?)?;
+        let Some(Res::Read { eof, data }) = nth(&r, 25, 0) else {
+            return Err(error::garbage("READ reply without data"));
+        };
+        if data.len() > len as usize - out.len() {
+            return Err(error::garbage("READ returned more than asked"));
+        }
+        out.extend_from_slice(data);
+        if data.is_empty() || *eof {
+            break;
+        }
+    }
+    Ok(out)
+}
