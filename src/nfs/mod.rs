@@ -63,14 +63,29 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
     } else {
         config.timeout
     };
-    if parsed.version == Some(url::Version::V41) {
-        return crate::nfs4::connect(&parsed, config, out, rt, timeout).map(Dest::V41);
+    // NFSv4.1 unless the URL says otherwise: one round trip per new small file instead
+    // of three (benches/README.md, "NFSv4.1 or NFSv3"). A server that does not speak
+    // it gets NFSv3 instead; one whose NFSv4.1 fails otherwise gets the error.
+    let v41 = match parsed.version {
+        Some(v) => v == url::Version::V41,
+        None => parsed.mount_port.is_none(),
+    };
+    if v41 {
+        if parsed.tls {
+            return Err(Error::Usage(
+                "?tls is not finished yet (issue 14)".to_string(),
+            ));
+        }
+        match crate::nfs4::connect(&parsed, config, out.clone(), rt, timeout) {
+            Ok(d) => return Ok(Dest::V41(d)),
+            Err(crate::nfs4::ConnectError::NotSpoken(e)) if parsed.version.is_none() => {
+                out.verbose(1, format_args!("NFSv4.1 not available ({e}); using NFSv3"));
+            }
+            Err(e) => return Err(e.into_error()),
+        }
     }
-    if parsed.tls {
-        return Err(Error::Usage(
-            "?tls is not finished yet (issue 14)".to_string(),
-        ));
-    }
+    let rt = runtime(RUNTIME_THREADS)
+        .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))?;
     // Root binds a privileged source port as the kernel and libnfs do; others cannot.
     let is_root = rustix::process::geteuid().is_root();
     let resvport = parsed.resvport.unwrap_or(is_root);

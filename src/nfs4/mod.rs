@@ -46,6 +46,31 @@ pub const DEFAULT_SLOTS: u32 = 64;
 /// Largest READ/WRITE we send, whatever the server allows: bounds memory per call.
 const MAX_IO: u32 = 1 << 20;
 
+/// Why [`connect`] failed.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The server does not speak NFSv4.1 there (no NFSv4 program, a 4.0-only server,
+    /// nothing listening on the default port): NFSv3 may still work.
+    NotSpoken(Error),
+    /// Anything else.
+    Failed(Error),
+}
+
+impl From<Error> for ConnectError {
+    fn from(e: Error) -> ConnectError {
+        ConnectError::Failed(e)
+    }
+}
+
+impl ConnectError {
+    /// The error to report.
+    pub fn into_error(self) -> Error {
+        match self {
+            ConnectError::NotSpoken(e) | ConnectError::Failed(e) => e,
+        }
+    }
+}
+
 /// Connects to the server, establishes a session and checks DEST's path can be
 /// looked up. Every step is bounded by `timeout`.
 pub fn connect(
@@ -54,7 +79,7 @@ pub fn connect(
     out: Arc<Output>,
     rt: tokio::runtime::Runtime,
     timeout: Duration,
-) -> Result<Nfs4Dest, Error> {
+) -> Result<Nfs4Dest, ConnectError> {
     let is_root = rustix::process::geteuid().is_root();
     let resvport = parsed.resvport.unwrap_or(is_root);
     let cred = mount::credentials(parsed);
@@ -74,16 +99,47 @@ pub fn connect(
             timeout,
         };
         let rpc = Arc::new(rpc::RpcClient::new(ep, cred));
-        rpc.connect_all()
-            .await
-            .map_err(|e| crate::nfs::setup_error(&e, resvport, "4.1"))?;
-        let client = client::Client::new(rpc, want_slots, timeout)
-            .await
-            .map_err(|e| session_error(e, resvport))?;
+        let unspoken = |e: &rpc::RpcError| match e {
+            rpc::RpcError::Unavailable { .. } => true,
+            // Nothing on 2049: the server's NFSv3 may be elsewhere (portmapper).
+            rpc::RpcError::Connect { source, .. } => {
+                parsed.nfs_port.is_none() && source.kind() == std::io::ErrorKind::ConnectionRefused
+            }
+            _ => false,
+        };
+        rpc.connect_all().await.map_err(|e| {
+            let err = crate::nfs::setup_error(&e, resvport, "4.1");
+            if unspoken(&e) {
+                ConnectError::NotSpoken(err)
+            } else {
+                ConnectError::Failed(err)
+            }
+        })?;
+        let client = match client::Client::new(rpc, want_slots, timeout).await {
+            Ok(c) => c,
+            Err(session::SessionError::Rpc(e)) if unspoken(&e) => {
+                return Err(ConnectError::NotSpoken(crate::nfs::setup_error(
+                    &e, resvport, "4.1",
+                )));
+            }
+            Err(session::SessionError::Status {
+                status: proto::status::MINOR_VERS_MISMATCH,
+                op,
+            }) => {
+                return Err(ConnectError::NotSpoken(session_error(
+                    session::SessionError::Status {
+                        status: proto::status::MINOR_VERS_MISMATCH,
+                        op,
+                    },
+                    resvport,
+                )));
+            }
+            Err(e) => return Err(ConnectError::Failed(session_error(e, resvport))),
+        };
         let client = Arc::new(client);
         let (io_size, lease) = limits(&client).await?;
         let readdir_max = client.max_request().clamp(8 << 10, MAX_IO);
-        Ok::<_, Error>((client, io_size, lease, readdir_max))
+        Ok::<_, ConnectError>((client, io_size, lease, readdir_max))
     });
     let (client, io_size, lease, readdir_max) = setup?;
     let renewer = rt.spawn(renew_lease(client.clone(), lease)).abort_handle();
