@@ -47,6 +47,9 @@ pub struct NfsUrl {
     /// A CA certificate file (PEM) to check the server's certificate with, instead of
     /// the system's roots (`?tls-ca=FILE`; implies `tls`).
     pub tls_ca: Option<PathBuf>,
+    /// NFSv4.1: combine small files' compounds when the slots are busy (`?batch=0`
+    /// turns it off, to compare).
+    pub batch: Option<bool>,
 }
 
 /// Whether DEST names an NFS server rather than a local path.
@@ -136,6 +139,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
         slots: None,
         tls: false,
         tls_ca: None,
+        batch: None,
     };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -168,6 +172,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
                 u.slots = Some(n);
             }
             "tls" if v.is_empty() || v == "1" => u.tls = true,
+            "batch" => u.batch = Some(v != "0"),
             "tls-ca" if !v.is_empty() => {
                 u.tls = true;
                 u.tls_ca = Some(PathBuf::from(decode(v)?));
@@ -195,7 +200,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             _ => {
                 return Err(format!(
                     "unknown URL option {k:?} (known: version, nfsport, mountport, uid, gid, \
-                     conns, window, resvport, noresvport, slots, tls, tls-ca)"
+                     conns, window, resvport, noresvport, slots, tls, tls-ca, batch)"
                 ));
             }
         }

@@ -101,6 +101,11 @@ impl Client {
         self.current().fore.max_request_size
     }
 
+    /// The most operations a compound may hold (SEQUENCE included).
+    pub fn max_ops(&self) -> u32 {
+        self.current().fore.max_operations
+    }
+
     fn current(&self) -> Arc<Session> {
         self.session.read().expect("session lock").clone()
     }

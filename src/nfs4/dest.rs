@@ -21,6 +21,7 @@ use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 
 use super::attrs::{self, IdMap};
+use super::batch::Batcher;
 use super::client::{Answer, Client};
 use super::error::{self, errno_err};
 use super::proto::{
@@ -56,6 +57,9 @@ impl Nfs4Dir {
 /// (directory handle, entry name): how the handle cache is keyed.
 type EntryKey = (Vec<u8>, Vec<u8>);
 
+/// Operations of one small file's copy (PUTFH, OPEN, GETFH, WRITE, SETATTR, CLOSE).
+const SMALL_FILE_OPS: usize = 6;
+
 /// Memory for file data in flight, all files together.
 const BUDGET: usize = 64 << 20;
 
@@ -84,6 +88,9 @@ pub struct Nfs4Dest {
     /// Directory handles from the last listings, by (parent handle, name).
     dir_cache: Mutex<HashMap<EntryKey, (Vec<u8>, Meta)>>,
     renewer: AbortHandle,
+    /// Small files' compounds, combined when the slots are busy (`?batch=0`: never).
+    batcher: Batcher,
+    batched: bool,
 }
 
 /// What `connect` learned and hands over.
@@ -95,6 +102,8 @@ pub(super) struct Setup {
     pub io_size: u32,
     pub readdir_max: u32,
     pub renewer: AbortHandle,
+    pub batcher: Batcher,
+    pub batched: bool,
 }
 
 impl Drop for Nfs4Dest {
@@ -162,7 +171,14 @@ impl Nfs4Dest {
             readdir_max: s.readdir_max,
             dir_cache: Mutex::new(HashMap::new()),
             renewer: s.renewer,
+            batcher: s.batcher,
+            batched: s.batched,
         }
+    }
+
+    /// Whether small files' compounds go through the batcher.
+    pub(super) fn batched(&self) -> bool {
+        self.batched
     }
 
     /// `nfs://server/path`, for messages.
@@ -196,12 +212,29 @@ impl Nfs4Dest {
         dir: &Nfs4Dir,
         build: impl Fn(&[u8]) -> Vec<Op>,
     ) -> dest::Result<Answer> {
-        let a = self.client.compound(build(&dir.fh)).await?;
+        self.in_dir_via(dir, build, false).await
+    }
+
+    /// [`Nfs4Dest::in_dir`], through the [`Batcher`] when `batched`.
+    async fn in_dir_via(
+        &self,
+        dir: &Nfs4Dir,
+        build: impl Fn(&[u8]) -> Vec<Op>,
+        batched: bool,
+    ) -> dest::Result<Answer> {
+        let send = |ops| async move {
+            if batched {
+                self.batcher.compound(&self.client, ops).await
+            } else {
+                self.client.compound(ops).await
+            }
+        };
+        let a = send(build(&dir.fh)).await?;
         let stale_dir = matches!(a.reply.status, status::STALE | status::FHEXPIRED)
             && a.reply.results.len() == 2;
         if stale_dir {
             let fh = self.resolve(&dir.path).await?;
-            let mut again = self.client.compound(build(&fh)).await?;
+            let mut again = send(build(&fh)).await?;
             again.ambiguous |= a.ambiguous;
             return Ok(again);
         }
@@ -341,10 +374,20 @@ impl Nfs4Dest {
         dir: &Nfs4Dir,
         build: impl Fn(&[u8], bool) -> Vec<Op>,
     ) -> dest::Result<Answer> {
+        self.with_owner_retry_via(dir, build, false).await
+    }
+
+    /// [`Nfs4Dest::with_owner_retry`], through the [`Batcher`] when `batched`.
+    pub(super) async fn with_owner_retry_via(
+        &self,
+        dir: &Nfs4Dir,
+        build: impl Fn(&[u8], bool) -> Vec<Op>,
+        batched: bool,
+    ) -> dest::Result<Answer> {
         let asked = self.asks_owners();
-        let a = self.in_dir(dir, |fh| build(fh, asked)).await?;
+        let a = self.in_dir_via(dir, |fh| build(fh, asked), batched).await?;
         if a.reply.status != status::OK && self.owners_refused_by(asked, a.reply.status) {
-            let mut again = self.in_dir(dir, |fh| build(fh, false)).await?;
+            let mut again = self.in_dir_via(dir, |fh| build(fh, false), batched).await?;
             again.ambiguous |= a.ambiguous;
             return Ok(again);
         }
@@ -466,9 +509,15 @@ impl Nfs4Dest {
 impl Destination for Nfs4Dest {
     type Dir = Nfs4Dir;
 
-    /// Bounded by the session's slots (`?slots=`, and what the server grants).
+    /// Bounded by the session's slots (`?slots=`, and what the server grants), times
+    /// the small files one compound can carry when they are batched.
     fn auto_bounds(&self) -> crate::tune::Bounds {
-        crate::tune::Bounds::nfs(self.client.slots())
+        let per_call = if self.batched {
+            (self.client.max_ops() as usize).saturating_sub(1) / SMALL_FILE_OPS
+        } else {
+            1
+        };
+        crate::tune::Bounds::nfs(self.client.slots() * per_call.max(1))
     }
 
     fn wire(&self) -> Option<dest::Wire> {

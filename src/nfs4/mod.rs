@@ -17,6 +17,7 @@
 //! the path is looked up from the server's root (its pseudo-filesystem).
 
 pub mod attrs;
+mod batch;
 pub mod client;
 pub mod dest;
 pub mod error;
@@ -43,6 +44,11 @@ pub const PORT: u16 = 2049;
 /// Slots asked for unless `?slots=`: the server grants what it can (ganesha 64 by
 /// default).
 pub const DEFAULT_SLOTS: u32 = 64;
+/// Small files are batched into shared compounds only when the server grants fewer
+/// slots than this: with a small slot table the slots are what limits a copy, and
+/// batching raised files/s; with 64 slots the server's CPU is, and one compound per
+/// file was faster (benches/README.md, "NFSv4.1: batching small files").
+const BATCH_BELOW_SLOTS: usize = 32;
 /// Largest READ/WRITE we send, whatever the server allows: bounds memory per call.
 const MAX_IO: u32 = 1 << 20;
 
@@ -143,6 +149,8 @@ pub fn connect(
     });
     let (client, io_size, lease, readdir_max) = setup?;
     let renewer = rt.spawn(renew_lease(client.clone(), lease)).abort_handle();
+    let slots = client.slots();
+    let batcher = batch::Batcher::new(slots, client.max_ops(), client.max_request());
     let path = parsed
         .path
         .split('/')
@@ -159,6 +167,8 @@ pub fn connect(
             io_size,
             readdir_max,
             renewer,
+            batcher,
+            batched: parsed.batch.unwrap_or(slots < BATCH_BELOW_SLOTS),
         },
         config,
         out,

@@ -139,26 +139,30 @@ impl Nfs4Dest {
         for _ in 0..3 {
             let a = self
                 .rt
-                .block_on(self.with_owner_retry(dir, |fh, owners| {
-                    let mut ops = vec![put(fh), self.open_create(n, m, owners), Op::GetFh];
-                    if size > 0 {
-                        ops.push(Op::Write(WriteArgs {
+                .block_on(self.with_owner_retry_via(
+                    dir,
+                    |fh, owners| {
+                        let mut ops = vec![put(fh), self.open_create(n, m, owners), Op::GetFh];
+                        if size > 0 {
+                            ops.push(Op::Write(WriteArgs {
+                                stateid: StateId::CURRENT,
+                                offset: 0,
+                                stable: FILE_SYNC,
+                                data: data.clone(),
+                            }));
+                        }
+                        ops.push(Op::SetAttr(SetAttrArgs {
                             stateid: StateId::CURRENT,
-                            offset: 0,
-                            stable: FILE_SYNC,
-                            data: data.clone(),
+                            attrs: self.finish(m).build(),
                         }));
-                    }
-                    ops.push(Op::SetAttr(SetAttrArgs {
-                        stateid: StateId::CURRENT,
-                        attrs: self.finish(m).build(),
-                    }));
-                    ops.push(Op::Close(CloseArgs {
-                        seqid: 0,
-                        stateid: StateId::CURRENT,
-                    }));
-                    ops
-                }))
+                        ops.push(Op::Close(CloseArgs {
+                            seqid: 0,
+                            stateid: StateId::CURRENT,
+                        }));
+                        ops
+                    },
+                    self.batched(),
+                ))
                 .map_err(CopyError::dest)?;
             let st = a.reply.status;
             if st == status::OK {
