@@ -50,7 +50,8 @@ fn parse_jobs(s: &str) -> Result<Jobs, String> {
 /// nfsync copies SRC... into DEST with rsync -a semantics (files, directories, symlinks,
 /// permissions, nanosecond mtimes, owners when root), keeping many operations in flight to
 /// hide network latency. `SRC/` copies the contents of SRC; `SRC` copies the directory
-/// itself into DEST. DEST is a directory (e.g. an NFS or EFS mount) or nfs://server/export/path.
+/// itself into DEST. DEST is a directory (e.g. an NFS or EFS mount) or nfs://server/path
+/// (NFSv4.1, or NFSv3 with ?version=3; EFS: nfs://fs-ID.efs.REGION.amazonaws.com/dir?tls).
 /// Re-running the same command after an interruption finishes the copy exactly.
 #[derive(Debug, Parser)]
 #[command(name = "nfsync", version, after_help = exit::TABLE, after_long_help = exit::TABLE)]
