@@ -191,6 +191,12 @@ impl Client {
                     };
                     self.wait(started, &mut backoff, what).await?;
                 }
+                status::EXPIRED | status::STALE_CLIENTID => {
+                    // Our client's lease ran out (a long stall): a new client and
+                    // session, and the call again.
+                    ambiguous |= reply.results.len() > 2;
+                    self.renew(&session, started).await?;
+                }
                 status::RETRY_UNCACHED_REP => {
                     // Our call ran, and its reply is lost: send it as a new call.
                     ambiguous = true;
