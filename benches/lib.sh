@@ -220,13 +220,32 @@ free_port() {
     return 1
 }
 
-# rpc_answers PORT PROGRAM: an RPC NULL call (version 3, TCP) succeeds.
+# rpc_answers PORT nfs|mountd [VERSION]: an RPC NULL call (version 3 unless
+# given) to 127.0.0.1:PORT over TCP is accepted. Made by hand: `rpcinfo -n
+# PORT` asks the portmapper anyway (rpcbind 1.2.6), where every ganesha that
+# starts or stops replaces or drops the others' registrations, so it would
+# check whichever instance registered last rather than this one.
 rpc_answers() {
-    if command -v rpcinfo >/dev/null; then
-        rpcinfo -t 127.0.0.1 -n "$1" "$2" 3 >/dev/null 2>&1
-    else
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-    fi
+    local prog reply
+    case $2 in nfs) prog=100003 ;; mountd) prog=100005 ;; *) prog=$2 ;; esac
+    reply=$(
+        exec 2>/dev/null 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        # Record mark (last fragment, 40 bytes), xid 1, CALL, RPC version 2,
+        # program, version, procedure 0 (NULL), AUTH_NONE credential and
+        # verifier.
+        printf '%b' "$(_xdr_words $((0x80000028)) 1 0 2 "$prog" "${3:-3}" 0 0 0 0 0)" >&3
+        timeout 2 head -c 28 <&3 | od -An -tx1 | tr -d ' \n'
+    )
+    # Record mark (24 bytes), xid 1, REPLY, MSG_ACCEPTED, AUTH_NONE verifier,
+    # SUCCESS.
+    [ "$reply" = 80000018000000010000000100000000000000000000000000000000 ]
+}
+# XDR words (unsigned 32-bit, big-endian) as printf %b escapes.
+_xdr_words() {
+    local n
+    for n in "$@"; do
+        printf '\\x%02x' $((n >> 24 & 255)) $((n >> 16 & 255)) $((n >> 8 & 255)) $((n & 255))
+    done
 }
 
 # ganesha_start EXPORT_DIR STATE_DIR [--privileged-port=false|true]: starts
