@@ -13,7 +13,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::scenarios::scenario_tests;
-use crate::support::ganesha::{self, Ganesha};
+use crate::support::ganesha::{self, Ganesha, Options};
 use crate::support::net::Servers;
 use crate::support::{
     Scratch, Target, Tree, assert_copied, bin, count_files, describe, nobody, rsync_diff,
@@ -44,7 +44,7 @@ fn shared() -> Option<(PathBuf, u16, u16)> {
     }
     let m = SHARED.get_or_init(|| {
         let dir = Scratch::new();
-        let server = Ganesha::start(&dir.join("export"), &dir.join("state"), false)
+        let server = Ganesha::start(&dir.join("export"), &dir.join("state"), Options::default())
             .unwrap_or_else(|e| panic!("{e}"));
         // SAFETY: registering a plain extern "C" function.
         unsafe { libc::atexit(stop_shared) };
@@ -121,7 +121,11 @@ fn own_server(privileged: bool) -> Option<(Scratch, Ganesha)> {
         return None;
     }
     let dir = Scratch::new();
-    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), privileged)
+    let options = Options {
+        privileged,
+        ..Options::default()
+    };
+    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), options)
         .unwrap_or_else(|e| panic!("{e}"));
     Some((dir, g))
 }

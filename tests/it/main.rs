@@ -6,6 +6,8 @@
 //!   nfs-ganesha.
 //! - [`mount`]: the command line and the mount path (permissions, full disks, races).
 //! - [`ganesha`]: a real NFSv3 server (nfs-ganesha), crashed, reconfigured and cut off.
+//! - [`ganesha_nfs4`]: the NFSv4.1 servers of the tests checked themselves (no nfsync
+//!   needed).
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
@@ -16,6 +18,7 @@
 //! is skipped: a missing server or tool fails the test.
 
 mod ganesha;
+mod ganesha_nfs4;
 mod generated;
 mod hostile;
 mod inproc;

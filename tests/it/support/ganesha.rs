@@ -1,25 +1,56 @@
 //! A private nfs-ganesha server for tests: a Drop guard around `benches/ganesha.sh`.
 //!
-//! `Ganesha::start` runs `ganesha.sh start EXPORT STATE`, which picks free loopback
-//! ports, starts rpcbind if needed and waits until NFS and MOUNT answer; dropping the
-//! guard runs `ganesha.sh stop STATE`, also when the test panics. `kill` and `restart`
-//! simulate a server crash and reboot on the same ports (the config stays in STATE).
+//! `Ganesha::start` runs `ganesha.sh start EXPORT STATE [OPTIONS]`, which picks free
+//! loopback ports, starts rpcbind if needed and waits until every protocol the server
+//! serves answers (NFSv3 and MOUNT, NFSv4.1 too, or NFSv4.1 alone: [`Options`]);
+//! dropping the guard runs `ganesha.sh stop STATE`, also when the test panics. `kill`
+//! and `restart` simulate a server crash and reboot on the same ports (the config stays
+//! in STATE).
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Which NFS versions a server speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Nfs4 {
+    /// NFSv3 and MOUNT only (`ganesha.sh` with no option).
+    #[default]
+    No,
+    /// NFSv4.1/4.2 too, on the NFS port (`--nfs4`): the export's path from the pseudo
+    /// root is its real path, the MOUNT path.
+    Also,
+    /// NFSv4.1/4.2 only (`--nfs4-only`): no NFSv3, no MOUNT port.
+    Only,
+}
+
+/// How a server is started; `Options::default()` is the NFSv3 server the v3 tests use.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Refuse clients whose source port is 1024 or above (`--privileged-port=true`).
+    pub privileged: bool,
+    /// NFSv4.1 too, or only.
+    pub nfs4: Nfs4,
+    /// NFSv4.1 session slots the server grants (`--slots=N`: `Slot_Table_Size`);
+    /// `None` leaves ganesha's default. Needs `nfs4` other than `No`.
+    pub slots: Option<u32>,
+}
+
 /// A running ganesha instance; stopped on drop.
 pub struct Ganesha {
-    /// The exported directory (canonical path; also the MOUNT path).
+    /// The exported directory (canonical path; also the MOUNT path, and the path from
+    /// the NFSv4 pseudo root).
     pub export: PathBuf,
     /// Where config, log and pid file live.
     pub state: PathBuf,
-    /// NFS program port on 127.0.0.1.
+    /// NFS program port on 127.0.0.1 (NFSv3 and NFSv4 alike).
     pub nfs_port: u16,
-    /// MOUNT program port on 127.0.0.1.
+    /// MOUNT program port on 127.0.0.1; 0 for an NFSv4-only server, which has none.
     pub mnt_port: u16,
+    /// What it was started with.
+    pub options: Options,
     /// The server's process id.
     pub pid: u32,
     /// Set once we restarted it ourselves: then it is our child, to be reaped.
@@ -38,7 +69,7 @@ pub fn available() -> bool {
         return false;
     }
     assert!(script().exists(), "{} is missing", script().display());
-    for tool in ["ganesha.nfsd", "rpcbind", "rpcinfo"] {
+    for tool in ["ganesha.nfsd", "rpcbind"] {
         let found = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
             .stdout(Stdio::null())
@@ -55,13 +86,12 @@ pub fn available() -> bool {
 
 impl Ganesha {
     /// Starts a server exporting `export`, with its state in `state`.
-    /// `privileged`: refuse clients whose source port is 1024 or above.
-    /// Several servers starting at once can race for the free ports ganesha.sh picks,
-    /// so a failed start is tried again.
-    pub fn start(export: &Path, state: &Path, privileged: bool) -> Result<Ganesha, String> {
+    /// Several servers starting at once can race for the free ports ganesha.sh picks
+    /// (and for their rpcbind registrations), so a failed start is tried again.
+    pub fn start(export: &Path, state: &Path, options: Options) -> Result<Ganesha, String> {
         let mut last = String::new();
         for _ in 0..3 {
-            match Self::start_once(export, state, privileged) {
+            match Self::start_once(export, state, options) {
                 Ok(g) => return Ok(g),
                 Err(e) => last = e,
             }
@@ -70,14 +100,23 @@ impl Ganesha {
         Err(last)
     }
 
-    fn start_once(export: &Path, state: &Path, privileged: bool) -> Result<Ganesha, String> {
+    fn start_once(export: &Path, state: &Path, options: Options) -> Result<Ganesha, String> {
         std::fs::create_dir_all(export).map_err(|e| e.to_string())?;
+        let mut args = vec![format!("--privileged-port={}", options.privileged)];
+        match options.nfs4 {
+            Nfs4::No => {}
+            Nfs4::Also => args.push("--nfs4".into()),
+            Nfs4::Only => args.push("--nfs4-only".into()),
+        }
+        if let Some(n) = options.slots {
+            args.push(format!("--slots={n}"));
+        }
         let out = Command::new("bash")
             .arg(script())
             .arg("start")
             .arg(export)
             .arg(state)
-            .arg(format!("--privileged-port={privileged}"))
+            .args(&args)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("running ganesha.sh: {e}"))?;
@@ -99,7 +138,11 @@ impl Ganesha {
             export: export.canonicalize().map_err(|e| e.to_string())?,
             state: state.canonicalize().map_err(|e| e.to_string())?,
             nfs_port: get("NFS_PORT=")? as u16,
-            mnt_port: get("MNT_PORT=")? as u16,
+            mnt_port: match options.nfs4 {
+                Nfs4::Only => 0,
+                Nfs4::No | Nfs4::Also => get("MNT_PORT=")? as u16,
+            },
+            options,
             pid: get("PID=")?,
             child: None,
         };
@@ -135,8 +178,14 @@ impl Ganesha {
         self.restart()
     }
 
-    /// `nfs://127.0.0.1/EXPORT/rel?nfsport=..&mountport=..`, plus `extra` query options.
+    /// `nfs://127.0.0.1/EXPORT/rel?nfsport=..&mountport=..`, plus `extra` query options:
+    /// the NFSv3 URL (not for an NFSv4-only server).
     pub fn url(&self, rel: &str, extra: &str) -> String {
+        assert_ne!(
+            self.options.nfs4,
+            Nfs4::Only,
+            "an NFSv4-only server has no v3 URL"
+        );
         let mut u = format!("nfs://127.0.0.1{}", self.export.display());
         if !rel.is_empty() {
             u.push('/');
@@ -151,6 +200,39 @@ impl Ganesha {
             u.push_str(extra);
         }
         u
+    }
+
+    /// `nfs://127.0.0.1:PORT/EXPORT/rel?version=4.1`, plus `extra` query options: the
+    /// NFSv4.1 URL (the export's path from the pseudo root is its real path).
+    pub fn url41(&self, rel: &str, extra: &str) -> String {
+        assert_ne!(
+            self.options.nfs4,
+            Nfs4::No,
+            "an NFSv3-only server has no v4.1 URL"
+        );
+        let mut u = format!("nfs://127.0.0.1:{}{}", self.nfs_port, self.export.display());
+        if !rel.is_empty() {
+            u.push('/');
+            u.push_str(rel.trim_start_matches('/'));
+        }
+        u.push_str("?version=4.1");
+        if !extra.is_empty() {
+            u.push('&');
+            u.push_str(extra);
+        }
+        u
+    }
+
+    /// Whether every protocol the server serves answers a NULL call: NFSv3 and MOUNTv3,
+    /// and NFSv4 on the same port, or NFSv4 alone.
+    pub fn answers(&self) -> bool {
+        let v3 = || rpc_answers(self.nfs_port, NFS, 3) && rpc_answers(self.mnt_port, MOUNT, 3);
+        let v4 = || rpc_answers(self.nfs_port, NFS, 4);
+        match self.options.nfs4 {
+            Nfs4::No => v3(),
+            Nfs4::Also => v3() && v4(),
+            Nfs4::Only => v4(),
+        }
     }
 
     /// SIGKILLs the server (a crash), waiting until it is gone.
@@ -194,7 +276,7 @@ impl Ganesha {
         std::fs::write(&pidfile, format!("{}\n", self.pid)).map_err(|e| e.to_string())?;
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(30) {
-            if rpc_answers(self.nfs_port, "nfs") && rpc_answers(self.mnt_port, "mountd") {
+            if self.answers() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -210,17 +292,34 @@ impl Ganesha {
     }
 }
 
-/// True once an RPC NULL call of `prog` version 3 over TCP on `port` succeeds.
-fn rpc_answers(port: u16, prog: &str) -> bool {
-    if TcpStream::connect(("127.0.0.1", port)).is_err() {
+/// The NFS program number.
+pub const NFS: u32 = 100_003;
+/// The MOUNT program number.
+pub const MOUNT: u32 = 100_005;
+
+/// Whether an RPC NULL call of program `prog` version `vers` to 127.0.0.1:`port` over
+/// TCP is accepted. Made by hand, as ganesha.sh does: `rpcinfo -n PORT` asks the
+/// portmapper anyway (rpcbind 1.2.6), where every ganesha that starts or stops replaces
+/// or drops the others' registrations, so it would check whichever instance registered
+/// last rather than this one.
+pub fn rpc_answers(port: u16, prog: u32, vers: u32) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    // Record mark (last fragment, 40 bytes), xid 1, CALL, RPC version 2, program,
+    // version, procedure 0 (NULL), AUTH_NONE credential and verifier.
+    let call: Vec<u8> = [0x8000_0028, 1, 0, 2, prog, vers, 0, 0, 0, 0, 0]
+        .iter()
+        .flat_map(|w: &u32| w.to_be_bytes())
+        .collect();
+    let mut reply = [0u8; 28];
+    if s.write_all(&call).is_err() || s.read_exact(&mut reply).is_err() {
         return false;
     }
-    Command::new("rpcinfo")
-        .args(["-t", "127.0.0.1", "-n", &port.to_string(), prog, "3"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_or(true, |s| s.success())
+    let word = |i: usize| u32::from_be_bytes(reply[4 * i..4 * i + 4].try_into().unwrap());
+    // xid 1, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS.
+    (1..7).map(word).eq([1, 1, 0, 0, 0, 0])
 }
 
 impl Drop for Ganesha {

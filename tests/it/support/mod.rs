@@ -5,12 +5,14 @@
 //!
 //! Submodules: [`ganesha`] (a private nfs-ganesha), [`inproc`] (the in-process NFSv3
 //! server and [`dirfs`], the file system it serves a local directory with), [`net`]
-//! (test TCP servers and proxies), [`nobody`] (runs as uid 65534 when root).
+//! (test TCP servers and proxies), [`nfs4probe`] (a minimal NFSv4.1 client that checks
+//! the test servers), [`nobody`] (runs as uid 65534 when root).
 
 pub mod dirfs;
 pub mod ganesha;
 pub mod inproc;
 pub mod net;
+pub mod nfs4probe;
 pub mod nobody;
 
 use std::collections::BTreeSet;
