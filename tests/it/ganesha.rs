@@ -105,6 +105,10 @@ impl Target for GaneshaTarget {
     fn keeps_symlink_times(&self) -> bool {
         false
     }
+
+    fn clamps_times(&self) -> bool {
+        true
+    }
 }
 
 scenario_tests!(files, GaneshaTarget::new());

@@ -46,6 +46,10 @@ impl Target for InProcTarget {
     fn dest_path(&self, sub: &str) -> PathBuf {
         self.export.join(sub)
     }
+
+    fn clamps_times(&self) -> bool {
+        true
+    }
 }
 
 scenario_tests!(files, Some(InProcTarget::new()));

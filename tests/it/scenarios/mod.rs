@@ -13,7 +13,8 @@
 //!    that destination can be read back (e.g. the exported directory joined with SUB).
 //!    Override `command` to add options or environment the target needs, and `diff` if
 //!    the target cannot store something (e.g. owners on a root-squashed export); say
-//!    `keeps_symlink_times() == false` if symlink mtimes cannot be set there. Every
+//!    `keeps_symlink_times() == false` if symlink mtimes cannot be set there, and
+//!    `clamps_times() == true` if times travel as NFSv3's unsigned 32-bit seconds. Every
 //!    comparison of a DEST goes through `diff`, so one override covers all scenarios.
 //! 2. In its test module, one line per group of the list at the end that the target can
 //!    hold: `scenarios::scenario_tests!(symlinks, Some(MyTarget::new()));` makes one

@@ -121,6 +121,13 @@ pub trait Target {
     fn keeps_symlink_times(&self) -> bool {
         true
     }
+
+    /// Whether times travel as NFSv3 carries them, as unsigned 32-bit seconds: times
+    /// before 1970 or after 2106 then get the nearest storable one (NFSv4 carries signed
+    /// 64-bit seconds, a mount whatever the file system holds).
+    fn clamps_times(&self) -> bool {
+        false
+    }
 }
 
 /// A destination in a local temporary directory, reached through its path.
