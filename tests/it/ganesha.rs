@@ -134,7 +134,9 @@ fn own_server(privileged: bool) -> Option<(Scratch, Ganesha)> {
     Some((dir, g))
 }
 
-fn many_files(root: &Path, dirs: usize, per_dir: usize) {
+/// `dirs` directories of `per_dir` files of up to 5,000 bytes, and two big files (9 MB):
+/// a copy long enough to crash or cut (also used by the NFSv4.1 tests).
+pub(crate) fn many_files(root: &Path, dirs: usize, per_dir: usize) {
     let t = Tree::new(root);
     for d in 0..dirs {
         for f in 0..per_dir {
@@ -151,7 +153,7 @@ fn many_files(root: &Path, dirs: usize, per_dir: usize) {
 
 /// Starts `nfsync --json --timeout TIMEOUT SRC/ URL` and returns it once the copy is
 /// under way (200 files in the export).
-fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
+pub(crate) fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
     let child = Command::new(bin())
         .args(["--json", "--timeout", timeout])
         .arg(slash(src))
@@ -168,7 +170,7 @@ fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
 }
 
 /// Waits for `child` to end, failing with `hangs` if it takes longer than `limit`.
-fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
+pub(crate) fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
     let since = Instant::now();
     while child.try_wait().unwrap().is_none() {
         assert!(since.elapsed() < limit, "{hangs}");

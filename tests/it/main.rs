@@ -1,13 +1,13 @@
 //! nfsync's integration tests: one binary (one link step), as ripgrep and fd do.
 //!
 //! - [`scenarios`]: sync scenarios shared by every kind of destination, each judged by an
-//!   independent comparison (`rsync -anciH --delete`); [`mount`], [`inproc`] and
-//!   [`ganesha`] run them against a local directory, the in-process NFSv3 server and
-//!   nfs-ganesha.
+//!   independent comparison (`rsync -anciH --delete`); [`mount`], [`inproc`],
+//!   [`ganesha`] and [`nfs4`] run them against a local directory, the in-process NFSv3
+//!   server and nfs-ganesha over NFSv3 and NFSv4.1.
 //! - [`mount`]: the command line and the mount path (permissions, full disks, races).
 //! - [`ganesha`]: a real NFSv3 server (nfs-ganesha), crashed, reconfigured and cut off.
-//! - [`ganesha_nfs4`]: the NFSv4.1 servers of the tests checked themselves (no nfsync
-//!   needed).
+//! - [`nfs4`]: the same and more over NFSv4.1, against an NFSv4-only nfs-ganesha;
+//!   [`ganesha_nfs4`] checks those servers themselves (no nfsync needed).
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
@@ -25,5 +25,6 @@ mod inproc;
 mod interrupt;
 mod memfs;
 mod mount;
+mod nfs4;
 mod scenarios;
 mod support;
