@@ -229,14 +229,22 @@ impl Nfs4Dest {
                 self.client.compound(ops).await
             }
         };
-        let a = send(build(&dir.fh)).await?;
-        let stale_dir = matches!(a.reply.status, status::STALE | status::FHEXPIRED)
-            && a.reply.results.len() == 2;
-        if stale_dir {
-            let fh = self.resolve(&dir.path).await?;
-            let mut again = send(build(&fh)).await?;
-            again.ambiguous |= a.ambiguous;
-            return Ok(again);
+        let mut fh: Arc<[u8]> = dir.fh.clone();
+        let mut a = send(build(&fh)).await?;
+        let mut tries = 0;
+        while matches!(a.reply.status, status::STALE | status::FHEXPIRED) && tries < 3 {
+            tries += 1;
+            if a.reply.results.len() == 2 {
+                // The directory's own handle went stale: find it again by its path.
+                fh = self.resolve(&dir.path).await?.into();
+            } else if !a.reply.results.iter().any(|r| r.0 == 15) {
+                break;
+            }
+            // Otherwise an object this compound looked up was renamed over by another
+            // writer before a later operation used it: look up what the name holds now.
+            let ambiguous = a.ambiguous;
+            a = send(build(&fh)).await?;
+            a.ambiguous |= ambiguous;
         }
         Ok(a)
     }
