@@ -76,6 +76,7 @@ pub fn transport_msg(e: &RpcError, msg: String) -> dest::Error {
             dest::Error::Unreachable(io(io::ErrorKind::NotConnected))
         }
         RpcError::Auth { .. } => dest::Error::Entry(io(io::ErrorKind::PermissionDenied)),
+        RpcError::Tls { .. } => dest::Error::Unreachable(io(io::ErrorKind::ConnectionRefused)),
         RpcError::Garbage { .. } | RpcError::Unavailable { .. } => {
             dest::Error::Entry(io(io::ErrorKind::InvalidData))
         }

@@ -24,6 +24,7 @@ pub mod mount;
 mod objects;
 pub mod rpc;
 pub mod shape;
+pub mod tls;
 pub mod url;
 pub mod wire;
 mod write;
@@ -68,17 +69,15 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
     // it gets NFSv3 instead; one whose NFSv4.1 fails otherwise gets the error.
     let v41 = match parsed.version {
         Some(v) => v == url::Version::V41,
-        None => parsed.mount_port.is_none(),
+        None => parsed.mount_port.is_none() || parsed.tls,
     };
     if v41 {
-        if parsed.tls {
-            return Err(Error::Usage(
-                "?tls is not finished yet (issue 14)".to_string(),
-            ));
-        }
         match crate::nfs4::connect(&parsed, config, out.clone(), rt, timeout) {
             Ok(d) => return Ok(Dest::V41(d)),
-            Err(crate::nfs4::ConnectError::NotSpoken(e)) if parsed.version.is_none() => {
+            // Never without TLS when TLS was asked for: NFSv3 cannot have it.
+            Err(crate::nfs4::ConnectError::NotSpoken(e))
+                if parsed.version.is_none() && !parsed.tls =>
+            {
                 out.verbose(1, format_args!("NFSv4.1 not available ({e}); using NFSv3"));
             }
             Err(e) => return Err(e.into_error()),
@@ -100,6 +99,7 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
             conns: parsed.conns.unwrap_or(DEFAULT_CONNS),
             window: parsed.window.unwrap_or(DEFAULT_WINDOW),
             timeout,
+            tls: None,
         };
         let nfs = client::Nfs::new(rpc::RpcClient::new(ep, cred.clone()), timeout);
         nfs.rpc()
@@ -186,9 +186,24 @@ const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfs
 
 /// A failure while connecting, with advice where there is some to give.
 pub(crate) fn setup_error(e: &rpc::RpcError, resvport: bool, version: &str) -> Error {
+    setup_error_tls(e, resvport, version, false)
+}
+
+/// [`setup_error`] for a connection that may be TLS.
+pub(crate) fn setup_error_tls(
+    e: &rpc::RpcError,
+    resvport: bool,
+    version: &str,
+    tls: bool,
+) -> Error {
     let other = if version == "3" { "4.1" } else { "3" };
     let hint = match e {
         rpc::RpcError::Auth { .. } if !resvport => PORT_HINT.to_string(),
+        rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. }
+            if version == "4.1" && tls =>
+        {
+            ": does the server speak TLS there? (?tls)".to_string()
+        }
         rpc::RpcError::Garbage { .. } | rpc::RpcError::Unavailable { .. } => format!(
             ": is that port really an NFSv{version} server? (?version={other} for NFSv{other})"
         ),

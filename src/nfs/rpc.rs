@@ -24,8 +24,7 @@ use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::shape::Shape;
 pub use super::wire::{MAX_RECORD, decode_reply, read_record};
-use tokio::io::{AsyncWriteExt, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::AbortHandle;
@@ -74,6 +73,14 @@ pub enum RpcError {
         /// The reason.
         stat: auth_stat,
     },
+    /// The TLS handshake failed (certificate refused, no TLS on that port).
+    #[error("{addr}: {what}")]
+    Tls {
+        /// Server address.
+        addr: SocketAddr,
+        /// Why, with advice.
+        what: String,
+    },
     /// The program, version or procedure is not served there.
     #[error("{addr}: {what}")]
     Unavailable {
@@ -111,6 +118,8 @@ pub struct Endpoint {
     pub window: usize,
     /// How long to wait for one reply or one connect.
     pub timeout: Duration,
+    /// Wrap each connection in TLS (`?tls`).
+    pub tls: Option<super::tls::Tls>,
 }
 
 /// How many timeouts one call may take while the server keeps answering NULL.
@@ -366,7 +375,18 @@ impl RpcClient {
                     addr: self.ep.addr,
                     source,
                 })?;
-        let conn = Arc::new(spawn_conn(stream, self.ep.window));
+        let conn = match &self.ep.tls {
+            None => {
+                let (rd, wr) = stream.into_split();
+                spawn_conn(rd, wr, self.ep.window)
+            }
+            Some(tls) => {
+                let s = tls.connect(stream, self.ep.addr, self.ep.timeout).await?;
+                let (rd, wr) = tokio::io::split(s);
+                spawn_conn(rd, wr, self.ep.window)
+            }
+        };
+        let conn = Arc::new(conn);
         *guard = Some(conn.clone());
         Ok(conn)
     }
@@ -504,8 +524,11 @@ async fn connect_privileged(addr: SocketAddr) -> io::Result<TcpStream> {
     }))
 }
 
-fn spawn_conn(stream: TcpStream, window: usize) -> Conn {
-    let (rd, wr) = stream.into_split();
+fn spawn_conn<R, W>(rd: R, wr: W, window: usize) -> Conn
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let shared = Arc::new(Shared {
         pending: Mutex::new(HashMap::new()),
         dead: AtomicBool::new(false),
@@ -522,7 +545,11 @@ fn spawn_conn(stream: TcpStream, window: usize) -> Conn {
 }
 
 /// Writes queued records, coalescing whatever is queued into one flush.
-async fn writer(wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
+async fn writer<W: AsyncWrite + Unpin>(
+    wr: W,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    shared: Arc<Shared>,
+) {
     let mut out = BufWriter::with_capacity(64 << 10, wr);
     while let Some(rec) = rx.recv().await {
         let mut ok = out.write_all(&rec).await.is_ok();
@@ -540,7 +567,7 @@ async fn writer(wr: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Vec<u8>>, sh
 }
 
 /// Reads reply records and hands each to the caller waiting on its xid.
-async fn reader(mut rd: OwnedReadHalf, shared: Arc<Shared>) {
+async fn reader<R: AsyncRead + Unpin>(mut rd: R, shared: Arc<Shared>) {
     while let Ok(rec) = read_record(&mut rd).await {
         if rec.len() < 4 {
             break;

@@ -93,6 +93,13 @@ pub fn connect(
     let setup = rt.block_on(async {
         let ip = mount::resolve(&parsed.host, timeout).await?;
         let addr = SocketAddr::new(ip, parsed.nfs_port.unwrap_or(PORT));
+        let tls = match parsed.tls {
+            true => Some(
+                crate::nfs::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
+                    .map_err(|e| ConnectError::Failed(Error::Connect(e)))?,
+            ),
+            false => None,
+        };
         let ep = rpc::Endpoint {
             addr,
             prog: proto::PROGRAM,
@@ -103,6 +110,7 @@ pub fn connect(
             // not bound them again.
             window: want_slots as usize,
             timeout,
+            tls,
         };
         let rpc = Arc::new(rpc::RpcClient::new(ep, cred));
         let unspoken = |e: &rpc::RpcError| match e {
@@ -114,7 +122,7 @@ pub fn connect(
             _ => false,
         };
         rpc.connect_all().await.map_err(|e| {
-            let err = crate::nfs::setup_error(&e, resvport, "4.1");
+            let err = crate::nfs::setup_error_tls(&e, resvport, "4.1", parsed.tls);
             if unspoken(&e) {
                 ConnectError::NotSpoken(err)
             } else {
@@ -138,9 +146,10 @@ pub fn connect(
                         op,
                     },
                     resvport,
+                    parsed.tls,
                 )));
             }
-            Err(e) => return Err(ConnectError::Failed(session_error(e, resvport))),
+            Err(e) => return Err(ConnectError::Failed(session_error(e, resvport, parsed.tls))),
         };
         let client = Arc::new(client);
         let (io_size, lease) = limits(&client).await?;
@@ -175,9 +184,9 @@ pub fn connect(
     ))
 }
 
-fn session_error(e: session::SessionError, resvport: bool) -> Error {
+fn session_error(e: session::SessionError, resvport: bool, tls: bool) -> Error {
     match e {
-        session::SessionError::Rpc(e) => crate::nfs::setup_error(&e, resvport, "4.1"),
+        session::SessionError::Rpc(e) => crate::nfs::setup_error_tls(&e, resvport, "4.1", tls),
         session::SessionError::Status { op, status } => Error::Connect(format!(
             "NFSv4.1 session: {op} failed: {}",
             error::name(status)

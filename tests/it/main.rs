@@ -28,3 +28,4 @@ mod mount;
 mod nfs4;
 mod scenarios;
 mod support;
+mod tls;

@@ -704,6 +704,7 @@ fn transport_matches_out_of_order_fragmented_replies() {
                 conns: 1,
                 window: 64,
                 timeout: Duration::from_secs(10),
+                tls: None,
             },
             opaque_auth::default(),
         ));

@@ -14,6 +14,7 @@ pub mod inproc;
 pub mod net;
 pub mod nfs4probe;
 pub mod nobody;
+pub mod tls;
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;

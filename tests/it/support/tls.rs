@@ -1,0 +1,177 @@
+//! stunnel in front of a test server: TLS the way EFS offers it (plain TLS on the NFS
+//! port), with a CA and a server certificate for 127.0.0.1 made by the `openssl` CLI in
+//! the test's own directory. Debian's `stunnel4`; stopped on drop, also on panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A certificate authority made for one test.
+pub struct Ca {
+    pub cert: PathBuf,
+    key: PathBuf,
+}
+
+fn openssl(args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .output()
+        .expect("openssl is installed (see README.md)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Ca {
+    /// A self-signed CA named `name` in `dir`.
+    pub fn new(dir: &Path, name: &str) -> Ca {
+        std::fs::create_dir_all(dir).unwrap();
+        let cert = dir.join(format!("{name}.pem"));
+        let key = dir.join(format!("{name}.key"));
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            key.to_str().unwrap(),
+            "-out",
+            cert.to_str().unwrap(),
+        ]);
+        Ca { cert, key }
+    }
+
+    /// A server certificate for 127.0.0.1 signed by this CA: (cert, key).
+    pub fn server_cert(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        let key = dir.join("server.key");
+        let csr = dir.join("server.csr");
+        let cert = dir.join("server.pem");
+        let ext = dir.join("server.ext");
+        std::fs::write(
+            &ext,
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+             keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            key.to_str().unwrap(),
+            "-out",
+            csr.to_str().unwrap(),
+        ]);
+        openssl(&[
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            csr.to_str().unwrap(),
+            "-CA",
+            self.cert.to_str().unwrap(),
+            "-CAkey",
+            self.key.to_str().unwrap(),
+            "-CAcreateserial",
+            "-extfile",
+            ext.to_str().unwrap(),
+            "-out",
+            cert.to_str().unwrap(),
+        ]);
+        (cert, key)
+    }
+}
+
+/// A running stunnel forwarding TLS on `port` to plain TCP on `target`.
+pub struct Stunnel {
+    pub port: u16,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Stunnel {
+    /// Starts stunnel in `dir` with the given certificate, in front of 127.0.0.1:`target`.
+    pub fn start(dir: &Path, cert: &Path, key: &Path, target: u16) -> Stunnel {
+        let port = free_port();
+        let log = dir.join("stunnel.log");
+        let conf = dir.join("stunnel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "foreground = yes\npid =\noutput = {}\n[nfs]\naccept = 127.0.0.1:{port}\n\
+                 connect = 127.0.0.1:{target}\ncert = {}\nkey = {}\n",
+                log.display(),
+                cert.display(),
+                key.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new("stunnel4")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("stunnel4 is installed (see README.md)");
+        let s = Stunnel { port, child, log };
+        let t = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "stunnel did not listen on {port}: {}",
+                std::fs::read_to_string(&s.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+}
+
+impl Drop for Stunnel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether the TLS tests can run: they need stunnel4 and openssl. As root (CI) they
+/// must; others skip with one line, as for ganesha.
+pub fn available() -> bool {
+    let have = |tool: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let ok = have("stunnel4") && have("openssl");
+    assert!(
+        ok || !rustix_is_root(),
+        "stunnel4 or openssl is not installed: the TLS tests need them (see README.md)"
+    );
+    ok
+}
+
+fn rustix_is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A free TCP port on 127.0.0.1 (bound, read, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
