@@ -46,7 +46,7 @@ fn tls_through_stunnel_copies_exactly_and_a_wrong_ca_is_refused() {
     };
     let tree = Tree::new(dir.join("src"));
     for i in 0..200 {
-        tree.random_file(format!("d{}/f{i}", i % 7), 100 + i * 37, i as u64);
+        tree.random_file(format!("d{}/f{i}", i % 7), 100 + i * 37, i);
     }
     tree.random_file("big", 3_000_000, 9);
     tree.symlink("d0/link", "f0");
