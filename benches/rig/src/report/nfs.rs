@@ -2,8 +2,10 @@
 //! (issue 4's figures): nfsync's files/s per preset over nfs:// and on the
 //! latency mount, efs against 0 ms, and against libnfs `nfs-cp`.
 //!
-//! Rows of the raw TSV used here: preset `nfs-P` (tools `nfsync`, `nfs-cp`,
-//! `parallel-nfs-cp`) and `mount-P` (tool `nfsync-mount`).
+//! Rows of the raw TSV used here: preset `nfs-P` (tools `nfsync-v41`, `nfsync` = NFSv3,
+//! `nfs-cp`, `parallel-nfs-cp`) and `mount-P` (tool `nfsync-mount`). The NFSv4.1
+//! section compares the three nfsync paths at each RTT (issue 14's targets), with the
+//! calls (`ops` column: `--json` rpcs) and client CPU (`cpu_s`) per file.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -17,11 +19,14 @@ pub struct Summary {
     files: BTreeMap<String, f64>,
     /// (corpus, preset label, tool) -> (files/s, status) per run.
     runs: BTreeMap<(String, String, String), Vec<(f64, String)>>,
+    /// (corpus, preset label, tool) -> (calls, CPU seconds) per complete run.
+    cost: BTreeMap<(String, String, String), Vec<(f64, f64)>>,
 }
 
-/// The two paths of a corpus: label, preset prefix, tool.
-const PATHS: [(&str, &str, &str); 2] = [
-    ("nfsync nfs://", "nfs-", "nfsync"),
+/// The paths of a corpus: label, preset prefix, tool.
+const PATHS: [(&str, &str, &str); 3] = [
+    ("nfsync nfs:// NFSv4.1", "nfs-", "nfsync-v41"),
+    ("nfsync nfs:// NFSv3", "nfs-", "nfsync"),
     ("nfsync mount path (latency FUSE)", "mount-", "nfsync-mount"),
 ];
 
@@ -33,6 +38,7 @@ impl Summary {
             corpora: Vec::new(),
             files: BTreeMap::new(),
             runs: BTreeMap::new(),
+            cost: BTreeMap::new(),
         };
         let mut labels = Vec::new();
         for r in super::run::parse(raw) {
@@ -46,6 +52,12 @@ impl Summary {
             }
             s.files.insert(r.corpus.clone(), r.files);
             labels.push(r.preset.clone());
+            if r.status != "cap" && r.ops > 0.0 {
+                s.cost
+                    .entry((r.corpus.clone(), r.preset.clone(), r.tool.clone()))
+                    .or_default()
+                    .push((r.ops, r.cpu));
+            }
             s.runs
                 .entry((r.corpus, r.preset, r.tool))
                 .or_default()
@@ -72,7 +84,7 @@ impl Summary {
         if r.iter().any(|x| x.1 == "cap") {
             mark.push('~');
         }
-        if matches!(tool, "nfsync" | "nfsync-mount")
+        if matches!(tool, "nfsync" | "nfsync-v41" | "nfsync-mount")
             && r.iter().any(|x| x.1 != "ok" && x.1 != "cap")
         {
             mark.push('†');
@@ -96,7 +108,7 @@ impl Summary {
                 .filter(|v| *v != 0.0)
         };
         let efs_over_0 = at("efs").zip(at("0")).map(|(e, z)| e / z);
-        let (serial, parallel) = if tool == "nfsync" {
+        let (serial, parallel) = if tool.starts_with("nfsync") && prefix == "nfs-" {
             (
                 self.fps(corpus, "nfs-efs", "nfs-cp"),
                 self.fps(corpus, "nfs-efs", "parallel-nfs-cp"),
@@ -147,7 +159,7 @@ impl Summary {
                     0.8,
                     format!("{:.2}", f.efs_over_0.unwrap_or(0.0)),
                 ));
-                if tool == "nfsync" {
+                if prefix == "nfs-" {
                     cells.push(num(f.serial.0, &f.serial.1));
                     cells.push(verdict(
                         f.over_serial,
@@ -179,6 +191,100 @@ impl Summary {
         s
     }
 
+    /// Median (calls, CPU ms) per file of a tool's complete runs.
+    fn per_file(&self, corpus: &str, label: &str, tool: &str) -> Option<(f64, f64)> {
+        let c = self.cost.get(&(corpus.into(), label.into(), tool.into()))?;
+        let files = *self.files.get(corpus)?;
+        if files == 0.0 {
+            return None;
+        }
+        let calls = median(c.iter().map(|x| x.0).collect()) / files;
+        let cpu = median(c.iter().map(|x| x.1).collect()) * 1000.0 / files;
+        Some((calls, cpu))
+    }
+
+    /// The "## NFSv4.1" section: v4.1 against v3 and the mount path at each RTT, what
+    /// a file costs in calls and CPU, and issue 14's targets.
+    pub fn v41_markdown(&self) -> String {
+        let mut s = String::from("## NFSv4.1 against NFSv3 and the mount path (issue 14)\n\n");
+        s.push_str(
+            "| corpus | RTT | v4.1 files/s | v3 files/s | mount files/s | v4.1 ÷ v3 | v4.1 ÷ mount \
+             | v4.1 ÷ its 0 ms | calls/file v4.1 · v3 | CPU ms/file v4.1 · v3 |\n",
+        );
+        s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        let mut targets = Vec::new();
+        for corpus in &self.corpora {
+            let zero = self.fps(corpus, "nfs-0", "nfsync-v41").0;
+            for p in &self.presets {
+                let (v4, m4) = self.fps(corpus, &format!("nfs-{p}"), "nfsync-v41");
+                let (v3, m3) = self.fps(corpus, &format!("nfs-{p}"), "nfsync");
+                let (mt, mm) = self.fps(corpus, &format!("mount-{p}"), "nfsync-mount");
+                let ratio = |a: Option<f64>, b: Option<f64>| {
+                    a.zip(b.filter(|b| *b > 0.0))
+                        .map_or("n/a".to_string(), |(a, b)| format!("{:.2}", a / b))
+                };
+                let cost = |tool: &str| {
+                    self.per_file(corpus, &format!("nfs-{p}"), tool)
+                        .map_or("n/a".to_string(), |(c, _)| format!("{c:.2}"))
+                };
+                let cpu = |tool: &str| {
+                    self.per_file(corpus, &format!("nfs-{p}"), tool)
+                        .map_or("n/a".to_string(), |(_, c)| format!("{c:.3}"))
+                };
+                let _ = writeln!(
+                    s,
+                    "| {corpus} | {p} | {} | {} | {} | {} | {} | {} | {} · {} | {} · {} |",
+                    num(v4, &m4),
+                    num(v3, &m3),
+                    num(mt, &mm),
+                    ratio(v4, v3),
+                    ratio(v4, mt),
+                    ratio(v4, zero),
+                    cost("nfsync-v41"),
+                    cost("nfsync"),
+                    cpu("nfsync-v41"),
+                    cpu("nfsync"),
+                );
+                if p == "efs" {
+                    let over_mount = if corpus.contains("efs") { 5.0 } else { 2.0 };
+                    let check = |name: String, v: Option<f64>, target: f64| {
+                        let shown = v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+                        let met = v.is_some_and(|v| v >= target);
+                        format!(
+                            "{name} = {shown} (target ≥ {target}): {}",
+                            if met { "met" } else { "NOT met" }
+                        )
+                    };
+                    let r = |a: Option<f64>, b: Option<f64>| {
+                        a.zip(b.filter(|b| *b > 0.0)).map(|(a, b)| a / b)
+                    };
+                    targets.push(check(
+                        format!("{corpus}: v4.1 at efs ÷ v4.1 at 0 ms"),
+                        r(v4, zero),
+                        0.9,
+                    ));
+                    targets.push(check(format!("{corpus}: v4.1 ÷ v3 at efs"), r(v4, v3), 1.0));
+                    targets.push(check(
+                        format!("{corpus}: v4.1 ÷ mount at efs"),
+                        r(v4, mt),
+                        over_mount,
+                    ));
+                }
+            }
+        }
+        s.push_str(
+            "\nSame runs as the summary. calls/file = `--json` rpcs (NFSv4.1 COMPOUNDs, NFSv3 \
+             procedures, retries included) ÷ files in the corpus, directories and big files \
+             included; CPU = nfsync's user + system time (`/usr/bin/time`) ÷ files. \
+             The two versions run in alternating order rep by rep.\n\n",
+        );
+        for t in targets {
+            let _ = writeln!(s, "- {t}");
+        }
+        s.push('\n');
+        s
+    }
+
     /// The history line's figures: per corpus, nfsync's files/s per preset
     /// on each path, efs ÷ 0 ms and nfsync ÷ serial nfs-cp.
     pub fn figures(&self) -> String {
@@ -190,7 +296,11 @@ impl Summary {
                 if f.per_preset.iter().all(|(v, _)| v.is_none()) {
                     continue;
                 }
-                let path = if tool == "nfsync" { "nfs://" } else { "mount" };
+                let path = match tool {
+                    "nfsync-v41" => "v4.1",
+                    "nfsync" => "v3",
+                    _ => "mount",
+                };
                 let mut cell = format!(
                     "{path} {}",
                     self.presets
@@ -264,7 +374,7 @@ c\tmount-0\tnfsync-mount\ts\t0\t1\t0.5\tok\t1000\t1\t0\t0\t0\t0
         // efs: median of 500 and 250 files/s; a failed run marks it †.
         assert!(
             md.contains(
-                "| c | nfsync nfs:// | 1,000 | †375 | 0.38 **FAIL** | ~0 | 7500× **pass** | n/a |"
+                "| c | nfsync nfs:// NFSv3 | 1,000 | †375 | 0.38 **FAIL** | ~0 | 7500× **pass** | n/a |"
             ),
             "{md}"
         );
@@ -274,7 +384,31 @@ c\tmount-0\tnfsync-mount\ts\t0\t1\t0.5\tok\t1000\t1\t0\t0\t0\t0
         );
         assert_eq!(
             s.figures(),
-            "c 1,000 files: nfs:// 0 1,000, efs †375 (efs÷0 0.38, 7500× serial nfs-cp); mount 0 2,000, efs n/a"
+            "c 1,000 files: v3 0 1,000, efs †375 (efs÷0 0.38, 7500× serial nfs-cp); mount 0 2,000, efs n/a"
+        );
+    }
+
+    #[test]
+    fn v41_against_v3_and_mount_with_calls_and_cpu_per_file() {
+        let raw = "corpus\tpreset\ttool\tsetting\tn\trep\twall_s\tstatus\tfiles\tbytes\tdone_files\tops\tdiffs\tinflight\tcpu_s
+efs-blog\tnfs-0\tnfsync-v41\ts\t0\t1\t1\tok\t1000\t1\t0\t1010\t0\t0\t0.5
+efs-blog\tnfs-efs\tnfsync-v41\ts\t0\t1\t1.05\tok\t1000\t1\t0\t1010\t0\t0\t0.6
+efs-blog\tnfs-efs\tnfsync\ts\t0\t1\t2\tok\t1000\t1\t0\t3030\t0\t0\t1.2
+efs-blog\tmount-efs\tnfsync-mount\ts\t0\t1\t10\tok\t1000\t1\t0\t0\t0\t0
+";
+        let s = Summary::new(raw, Vec::new());
+        let md = s.v41_markdown();
+        assert!(
+            md.contains("| efs-blog | efs | 952 | 500 | 100 | 1.90 | 9.52 | 0.95 | 1.01 · 3.03 | 0.600 · 1.200 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("v4.1 at efs ÷ v4.1 at 0 ms = 0.95 (target ≥ 0.9): met"),
+            "{md}"
+        );
+        assert!(
+            md.contains("v4.1 ÷ mount at efs = 9.52 (target ≥ 5): met"),
+            "{md}"
         );
     }
 }

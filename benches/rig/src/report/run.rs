@@ -25,10 +25,13 @@ pub struct Run {
     bytes: f64,
     /// Files present when a capped run was killed.
     pub done: f64,
-    ops: f64,
+    /// FUSE requests (mount path) or NFS calls (`--json`'s rpcs, nfs:// rows).
+    pub ops: f64,
     diffs: u64,
     /// Most FUSE requests queued or running at once (0 = unknown).
     inflight: f64,
+    /// Client CPU seconds, user + system (0 = not measured; older raw files).
+    pub cpu: f64,
 }
 
 /// One table row: a tool at its best setting on one corpus and preset.
@@ -75,6 +78,7 @@ pub fn parse(text: &str) -> Vec<Run> {
             ops: num(f[11]),
             diffs: f[12].parse().unwrap_or(0),
             inflight: f.get(13).map_or(0.0, |s| num(s)),
+            cpu: f.get(14).map_or(0.0, |s| num(s)),
         });
     }
     out
