@@ -126,6 +126,22 @@ impl SourceFile<'_> {
     }
 }
 
+/// Reads exactly `buf.len()` bytes of a source file at `off` for a backend that sends
+/// data itself (the NFS paths); a short read means the file shrank under us.
+pub fn read_full(file: &File, buf: &mut [u8], off: u64) -> std::result::Result<(), CopyError> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => return Err(CopyError::SourceChanged),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(CopyError::Source(e)),
+        }
+    }
+    Ok(())
+}
+
 /// What the engine is asked and told while a backend takes a directory tree apart.
 /// `rel` is the entry's path below the directory passed to
 /// [`Destination::remove_tree`] (so it starts with the removed directory's name).

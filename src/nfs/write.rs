@@ -29,7 +29,7 @@ use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use super::objects::remove_call;
 use crate::dest;
-use crate::dest::{CopyError, SourceFile};
+use crate::dest::{CopyError, SourceFile, read_full};
 use crate::meta::Meta;
 
 /// WRITEs of one file in flight at once (the connection windows bound the total).
@@ -50,20 +50,6 @@ type ChunkResult = dest::Result<(Option<writeverf3>, bool)>;
 /// from the source, plus its encoded call (or, for `--checksum`, the local copy).
 fn held(len: u32) -> u32 {
     len.saturating_mul(2)
-}
-
-/// Reads exactly `buf.len()` bytes at `off`; a short file means it changed.
-fn read_full(file: &File, buf: &mut [u8], off: u64) -> Result<(), CopyError> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], off + done as u64) {
-            Ok(0) => return Err(CopyError::SourceChanged),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(CopyError::Source(e)),
-        }
-    }
-    Ok(())
 }
 
 /// Writes `data` at `off`, sending the rest again after a short write. Returns the

@@ -26,7 +26,7 @@ use super::proto::{
     ReadArgs, SHARE_WRITE_NO_DELEG, SetAttrArgs, StateId, Verifier, WriteArgs, name, status,
 };
 use super::reply::Res;
-use crate::dest::{self, CopyError, SourceFile};
+use crate::dest::{self, CopyError, SourceFile, read_full};
 use crate::meta::{Kind, Meta};
 
 /// WRITEs of one file in flight at once (the session's slots bound the total).
@@ -39,20 +39,6 @@ const FILE_SYNC: u32 = 2;
 /// from the source, plus its encoded call.
 fn held(len: u32) -> u32 {
     len.saturating_mul(2)
-}
-
-/// Reads exactly `buf.len()` bytes at `off`; a short file means it changed.
-fn read_full(file: &File, buf: &mut [u8], off: u64) -> Result<(), CopyError> {
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], off + done as u64) {
-            Ok(0) => return Err(CopyError::SourceChanged),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(CopyError::Source(e)),
-        }
-    }
-    Ok(())
 }
 
 fn budget_err(e: impl std::error::Error + Send + Sync + 'static) -> CopyError {
