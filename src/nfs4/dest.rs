@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use nfs3_types::xdr_codec::Opaque;
@@ -25,8 +25,7 @@ use super::batch::Batcher;
 use super::client::{Answer, Client};
 use super::error::{self, errno_err};
 use super::proto::{
-    AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, ReadDirArgs, SetAttrArgs, StateId, attr,
-    name, status,
+    AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, ReadDirArgs, attr, name, status,
 };
 use super::reply::Res;
 use crate::dest::{
@@ -40,7 +39,7 @@ use crate::report::Output;
 #[derive(Clone, Debug)]
 pub struct Nfs4Dir {
     pub fh: Arc<[u8]>,
-    path: Arc<Vec<Vec<u8>>>,
+    pub(super) path: Arc<Vec<Vec<u8>>>,
 }
 
 impl Nfs4Dir {
@@ -71,7 +70,7 @@ pub struct Nfs4Dest {
     pub(super) rt: Runtime,
     pub(super) client: Arc<Client>,
     /// DEST's path from the server's root (the pseudo-filesystem's root).
-    path: Vec<Vec<u8>>,
+    pub(super) path: Vec<Vec<u8>>,
     label: String,
     pub(super) owners: OwnerPolicy,
     pub(super) quiet: bool,
@@ -216,7 +215,7 @@ impl Nfs4Dest {
     }
 
     /// [`Nfs4Dest::in_dir`], through the [`Batcher`] when `batched`.
-    async fn in_dir_via(
+    pub(super) async fn in_dir_via(
         &self,
         dir: &Nfs4Dir,
         build: impl Fn(&[u8]) -> Vec<Op>,
@@ -245,159 +244,6 @@ impl Nfs4Dest {
             let ambiguous = a.ambiguous;
             a = send(build(&fh)).await?;
             a.ambiguous |= ambiguous;
-        }
-        Ok(a)
-    }
-
-    /// A directory's handle from its path below the server's root.
-    async fn resolve(&self, path: &[Vec<u8>]) -> dest::Result<Vec<u8>> {
-        let mut ops = vec![Op::PutRootFh];
-        ops.extend(path.iter().map(|c| Op::Lookup(name(c))));
-        ops.push(Op::GetFh);
-        got_fh(&ok(self.client.compound(ops).await?)?)
-    }
-
-    /// The directory at DEST's path (or its first `upto` components), made (0755)
-    /// where missing, as `mkdir -p` would: one compound to look, one to make the rest.
-    fn dir_at(&self, upto: usize) -> dest::Result<Nfs4Dir> {
-        let path = &self.path[..upto];
-        self.rt.block_on(async {
-            for _ in 0..3 {
-                let mut ops = vec![Op::PutRootFh];
-                ops.extend(path.iter().map(|c| Op::Lookup(name(c))));
-                ops.push(Op::GetFh);
-                ops.push(Op::GetAttr(Bitmap::of(&[attr::TYPE])));
-                let a = self.client.compound(ops).await?;
-                let r = &a.reply;
-                if r.status == status::OK {
-                    let fh = got_fh(r)?;
-                    if !matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if f.vals.get(..4) == Some(&[0, 0, 0, 2])) {
-                        return Err(errno_err(libc::ENOTDIR));
-                    }
-                    return Ok(Nfs4Dir {
-                        fh: fh.into(),
-                        path: Arc::new(path.to_vec()),
-                    });
-                }
-                if r.status != status::NOENT {
-                    return Err(error::status(r.status));
-                }
-                // results: SEQUENCE, PUTROOTFH, then one LOOKUP per component found.
-                let found = r.results.len().saturating_sub(3);
-                let mut ops = vec![Op::PutRootFh];
-                ops.extend(path[..found].iter().map(|c| Op::Lookup(name(c))));
-                for c in &path[found..] {
-                    ops.push(Op::Create(CreateArgs {
-                        objtype: CreateType::Dir,
-                        name: name(c),
-                        attrs: AttrsBuilder::default().mode(0o755).build(),
-                    }));
-                }
-                ops.push(Op::GetFh);
-                let a = self.client.compound(ops).await?;
-                match a.reply.status {
-                    status::OK => {
-                        return Ok(Nfs4Dir {
-                            fh: got_fh(&a.reply)?.into(),
-                            path: Arc::new(path.to_vec()),
-                        });
-                    }
-                    // Made meanwhile by someone else (or by our own lost attempt).
-                    status::EXIST | status::NOENT => continue,
-                    st => return Err(error::status(st)),
-                }
-            }
-            Err(errno_err(libc::EEXIST))
-        })
-    }
-
-    pub(super) fn with_owners(&self, b: AttrsBuilder, m: &Meta) -> AttrsBuilder {
-        if self.owners_refused.load(Ordering::Relaxed) {
-            return b;
-        }
-        b.owner(
-            self.owners.owner.then_some(m.uid),
-            self.owners.group.then_some(m.gid),
-        )
-    }
-
-    /// Whether owners were asked for (by `self.with_owners`).
-    pub(super) fn asks_owners(&self) -> bool {
-        (self.owners.owner || self.owners.group) && !self.owners_refused.load(Ordering::Relaxed)
-    }
-
-    /// Whether a failed call that asked for owners should be sent again without them
-    /// (and owners be given up on, with one warning).
-    pub(super) fn owners_refused_by(&self, asked: bool, st: u32) -> bool {
-        if asked
-            && matches!(
-                st,
-                status::PERM | status::ACCESS | status::BADOWNER | status::INVAL
-            )
-        {
-            self.owners_not_kept();
-            return true;
-        }
-        false
-    }
-
-    /// Stops asking for owners, with one warning.
-    pub(super) fn owners_not_kept(&self) {
-        if !self.owners_refused.swap(true, Ordering::Relaxed) && !self.quiet {
-            self.out.warn(format_args!(
-                "{} does not let us set owners (root squashed?): files get the server's \
-                 owner. Use --no-owner --no-group not to ask, or export with no_root_squash",
-                self.label
-            ));
-        }
-    }
-
-    /// nfs-ganesha's VFS answers a symlink's SETATTR with OK but keeps its times: say
-    /// so once, since every run will find those mtimes different again.
-    pub(super) fn check_symlink_time(&self, after: Option<Meta>, m: &Meta) {
-        if let Some(a) = after
-            && !self.quiet
-            && a.mtime != m.mtime
-            && !self.symlink_times_warned.swap(true, Ordering::Relaxed)
-        {
-            self.out.warn(format_args!(
-                "{} does not store symlink modification times; symlinks keep the \
-                 server's time",
-                self.label
-            ));
-        }
-    }
-
-    /// SETATTR of `b` on the current handle with the anonymous stateid.
-    pub(super) fn setattr(b: AttrsBuilder) -> Op {
-        Op::SetAttr(SetAttrArgs {
-            stateid: StateId::ANONYMOUS,
-            attrs: b.build(),
-        })
-    }
-
-    /// Runs `build(with owners)`; sent again without owners when the server refuses them.
-    pub(super) async fn with_owner_retry(
-        &self,
-        dir: &Nfs4Dir,
-        build: impl Fn(&[u8], bool) -> Vec<Op>,
-    ) -> dest::Result<Answer> {
-        self.with_owner_retry_via(dir, build, false).await
-    }
-
-    /// [`Nfs4Dest::with_owner_retry`], through the [`Batcher`] when `batched`.
-    pub(super) async fn with_owner_retry_via(
-        &self,
-        dir: &Nfs4Dir,
-        build: impl Fn(&[u8], bool) -> Vec<Op>,
-        batched: bool,
-    ) -> dest::Result<Answer> {
-        let asked = self.asks_owners();
-        let a = self.in_dir_via(dir, |fh| build(fh, asked), batched).await?;
-        if a.reply.status != status::OK && self.owners_refused_by(asked, a.reply.status) {
-            let mut again = self.in_dir_via(dir, |fh| build(fh, false), batched).await?;
-            again.ambiguous |= a.ambiguous;
-            return Ok(again);
         }
         Ok(a)
     }

@@ -22,8 +22,10 @@ pub mod client;
 pub mod dest;
 pub mod error;
 mod objects;
+mod owners;
 pub mod proto;
 pub mod reply;
+mod root;
 pub mod session;
 mod write;
 
