@@ -111,7 +111,7 @@ pub fn run(cmd: Cmd) -> io::Result<()> {
             let (raw, machine) = input.read()?;
             let rows = run::rows(&raw);
             let nfs = nfs::Summary::new(&raw, presets);
-            let head = format!("{}{}", nfs.v41_markdown(), nfs.markdown());
+            let head = format!("{}{}", nfs.v41_markdown(&machine), nfs.markdown());
             let md = run::markdown(&rows, &machine, &input.cmdline, Some(&head));
             input.write_run(&rows, md, &machine, nfs.presets(), nfs.figures())
         }

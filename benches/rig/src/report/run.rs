@@ -3,8 +3,16 @@
 //!
 //! Raw columns (tab-separated, header line starting with `corpus`):
 //! corpus preset tool setting n rep wall_s status files bytes done_files ops diffs
+//! [inflight [cpu_s]]
 //! `status` is ok, fail (the rsync -anciH check printed `diffs` lines) or cap
-//! (killed at `wall_s` = the time cap after `done_files` files).
+//! (killed at `wall_s` = the time cap after `done_files` files). `ops` is FUSE
+//! requests on the mount path and NFS calls (`--json` rpcs) on `nfs-` presets;
+//! `cpu_s` is nfsync's user + system seconds (run-nfs's nfs:// rows; 0 or
+//! missing = not measured).
+//!
+//! nfsync's rows: `nfsync` (benches/run), and from benches/run-nfs
+//! `nfsync-v41`, `nfsync-v3` (named `nfsync` in raw files from before the
+//! NFSv4.1 rows: read as `nfsync-v3`) and `nfsync-mount`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -56,6 +64,27 @@ pub struct Row {
     pub reps: usize,
 }
 
+/// The tool of a raw row: `nfsync` on an `nfs-` preset is the NFSv3 row of
+/// a raw file from before the NFSv4.1 rows.
+pub fn tool_name(preset: &str, tool: &str) -> String {
+    if tool == "nfsync" && preset.starts_with("nfs-") {
+        "nfsync-v3".to_string()
+    } else {
+        tool.to_string()
+    }
+}
+
+/// nfsync itself (any path or version), not a peer.
+pub fn is_nfsync(tool: &str) -> bool {
+    tool == "nfsync" || tool.starts_with("nfsync-")
+}
+
+/// The row other tools are compared with ("vs nfsync"): `nfsync`, or on
+/// the NFS wire the NFSv3 row.
+fn is_reference(tool: &str) -> bool {
+    tool == "nfsync" || tool == "nfsync-v3"
+}
+
 pub fn parse(text: &str) -> Vec<Run> {
     let mut out = Vec::new();
     for line in text.lines() {
@@ -67,7 +96,7 @@ pub fn parse(text: &str) -> Vec<Run> {
         out.push(Run {
             corpus: f[0].into(),
             preset: f[1].into(),
-            tool: f[2].into(),
+            tool: tool_name(f[1], f[2]),
             setting: f[3].into(),
             n: f[4].parse().unwrap_or(0),
             wall: num(f[6]),
@@ -235,8 +264,10 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str, summary: Option<&str
          being served at once (median over the reps), i.e. how much latency the tool overlaps. Check = \
          `rsync -anciH --delete SRC/ DEST/` on the backing dir printing nothing. In the sweep \
          column `~` marks an N whose run hit the cap (extrapolated). Tables named `nfs-PRESET` \
-         are the NFS-wire mode instead: NFSv3 to a local nfs-ganesha through `rig proxy` with \
-         RTT = the preset's delay (benches/run-nfs); no FUSE ops there, and ganesha's VFS \
+         are the NFS-wire mode instead: nfsync over NFSv4.1 (`nfsync-v41`) and NFSv3 \
+         (`nfsync-v3`, the reference of vs nfsync there) and libnfs nfs-cp to a local \
+         nfs-ganesha through `rig proxy` with RTT = the preset's delay (benches/run-nfs); \
+         ops/file there = NFS calls per file (nfsync's `--json` rpcs), and ganesha's VFS \
          backend does not store symlink mtimes, so nfsync's NFS check adds `--omit-link-times`. \
          Tables named `mount-PRESET` are nfsync on the latency FUSE mount at the same per-request \
          delay (`rig mount --delay`, 0 = no delay).\n",
@@ -254,7 +285,7 @@ pub fn markdown(rows: &[Row], machine: &str, cmdline: &str, summary: Option<&str
             .iter()
             .filter(|r| r.corpus == corpus && r.preset == preset)
             .collect();
-        let nfsync = group.iter().find(|r| r.tool == "nfsync").map(|r| r.wall);
+        let nfsync = group.iter().find(|r| is_reference(&r.tool)).map(|r| r.wall);
         let _ = writeln!(s, "## {corpus} @ {preset}\n");
         let _ = writeln!(
             s,
@@ -352,7 +383,7 @@ pub fn svg(rows: &[Row], title: &str) -> String {
             .iter()
             .filter(|r| &r.corpus == corpus && &r.preset == preset)
         {
-            let color = if r.tool == "nfsync" {
+            let color = if is_nfsync(&r.tool) {
                 "#d62728"
             } else if r.capped {
                 "#bbbbbb"
@@ -435,17 +466,17 @@ pub fn figures(rows: &[Row]) -> String {
                 .filter(|r| r.preset == preset)
                 .collect();
             let mut cell = preset.clone();
-            // nfsync-mount: run-nfs's rows of nfsync on the latency mount.
-            let is_nfsync = |r: &Row| r.tool == "nfsync" || r.tool == "nfsync-mount";
-            if let Some(n) = group.iter().find(|r| is_nfsync(r)) {
-                let _ = write!(cell, " nfsync {}", fps(n));
+            // nfsync-v41, nfsync-v3, nfsync-mount: run-nfs's rows of nfsync over
+            // NFSv4.1, NFSv3 and on the latency mount (run --nfs).
+            for n in group.iter().filter(|r| is_nfsync(&r.tool)) {
+                let _ = write!(cell, " {} {}", n.tool, fps(n));
                 if n.check.starts_with("FAIL") {
                     cell.push_str(" (check FAIL)");
                 }
             }
             let peer = group
                 .iter()
-                .filter(|r| !is_nfsync(r) && r.check == "ok")
+                .filter(|r| !is_nfsync(&r.tool) && r.check == "ok")
                 .max_by(|a, b| a.files_s.total_cmp(&b.files_s));
             if let Some(p) = peer {
                 let _ = write!(cell, " (best exact peer: {} {})", p.tool, fps(p));
@@ -504,6 +535,27 @@ c\twan\tx\tx -j {N}\t32\t3\t6\tok\t100\t1000\t0\t900\t0
         assert_eq!(
             figures(&rows(&raw)),
             "c 100 files: lan nfsync 2,000 (best exact peer: cp 10); wan"
+        );
+    }
+
+    #[test]
+    fn nfs_rows_are_nfsync_not_peers_and_old_v3_name_is_read() {
+        let raw = "corpus\tpreset\ttool\tsetting\tn\trep\twall_s\tstatus\tfiles\tbytes\tdone_files\tops\tdiffs\tinflight\tcpu_s
+c\tnfs-efs\tnfsync-v41\ts\t0\t1\t0.5\tok\t100\t1000\t0\t101\t0\t0\t0.02
+c\tnfs-efs\tnfsync\ts\t0\t1\t1\tok\t100\t1000\t0\t301\t0\t0
+c\tnfs-efs\tnfs-cp\ts\t0\t1\t10\tok\t100\t1000\t0\t0\t0\t0\t0
+";
+        let rows = rows(raw);
+        assert_eq!(rows[1].tool, "nfsync-v3");
+        assert_eq!(
+            figures(&rows),
+            "c 100 files: nfs-efs nfsync-v41 200 nfsync-v3 100 (best exact peer: nfs-cp 10)"
+        );
+        // vs nfsync: against the NFSv3 row.
+        let md = markdown(&rows, "", "x", None);
+        assert!(
+            md.contains("| nfsync-v41 | `s` | 0.50 | 200 | 0.0 | 0.50× | 1.0 |"),
+            "{md}"
         );
     }
 }
