@@ -73,13 +73,14 @@ pub enum RpcError {
         /// The reason.
         stat: auth_stat,
     },
-    /// The TLS handshake failed (certificate refused, no TLS on that port).
-    #[error("{addr}: {what}")]
+    /// The TLS handshake was refused (the server's certificate, or no TLS on that port).
+    #[error("TLS handshake with {addr} failed: {source}")]
     Tls {
         /// Server address.
         addr: SocketAddr,
-        /// Why, with advice.
-        what: String,
+        /// What rustls refused, with advice (boxed: every call's result carries an
+        /// `RpcError`).
+        source: Box<super::tls::Refused>,
     },
     /// The program, version or procedure is not served there.
     #[error("{addr}: {what}")]

@@ -2,17 +2,26 @@
 //! stunnel in front of the kernel client; the server side is plain TLS on port 2049,
 //! not RFC 9289's STARTTLS).
 //!
-//! The server's certificate is checked against the URL's host name, with the Mozilla
-//! roots compiled in (`webpki-roots`: the same on every machine, no dependency on the
-//! host's CA bundle; EFS certificates chain to Amazon's public roots, which are in it),
-//! or with only the CAs of a PEM file (`?tls-ca=FILE`) for a private CA.
+//! The server's certificate is checked against the URL's host (a DNS name, or an IP
+//! address that must be in the certificate's IP SANs), with either the Mozilla roots
+//! compiled in or only the CAs of a PEM file (`?tls-ca=FILE`) for a private CA.
+//!
+//! The roots come from `webpki-roots` rather than `rustls-native-certs`: EFS
+//! certificates chain to Amazon's public roots, which are in it, and a compiled-in set
+//! is the same on every machine (a minimal container without `ca-certificates`, an old
+//! host bundle) with no file to read at start-up. A private CA, or a host bundle, is
+//! what `?tls-ca=` is for.
+//!
+//! rustls with the `ring` provider, not `aws-lc-rs`, which needs cmake and nasm to
+//! build.
 
+use std::io;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::ClientConfig;
+use rustls::{CertificateError, ClientConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
@@ -21,7 +30,9 @@ use tokio_rustls::client::TlsStream;
 
 use super::rpc::RpcError;
 
-/// The longest a TLS handshake may take, whatever `--timeout` says.
+/// The longest a TLS handshake may take, whatever `--timeout` says: a real one takes a
+/// few round trips, and a server that does not speak TLS says nothing at all (it reads
+/// the ClientHello as the start of a 369 MB RPC record and waits for the rest).
 const HANDSHAKE_MAX: Duration = Duration::from_secs(10);
 
 /// What a TLS connection needs: the client configuration and the name to check.
@@ -29,38 +40,88 @@ const HANDSHAKE_MAX: Duration = Duration::from_secs(10);
 pub struct Tls {
     config: Arc<ClientConfig>,
     server_name: ServerName<'static>,
+    /// The `?tls-ca=` file, if the roots are its CAs (named in the advice on refusal).
+    ca: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Tls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tls({:?})", self.server_name)
+        write!(f, "Tls({:?}, ca: {:?})", self.server_name, self.ca)
     }
 }
 
+/// Why [`Tls::new`] could not make a TLS configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The CA file cannot be read.
+    #[error("?tls-ca={}: {source}", path.display())]
+    CaUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// The read error.
+        source: io::Error,
+    },
+    /// The CA file is not PEM.
+    #[error("?tls-ca={}: not a PEM file: {source}", path.display())]
+    CaNotPem {
+        /// The file.
+        path: PathBuf,
+        /// What the PEM parser found wrong.
+        source: rustls_pki_types::pem::Error,
+    },
+    /// The CA file holds no certificate (empty, or only keys).
+    #[error(
+        "?tls-ca={}: no certificate in it (a PEM file with -----BEGIN CERTIFICATE----- \
+         blocks is expected)",
+        path.display()
+    )]
+    CaEmpty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A certificate in the CA file cannot be a trust anchor.
+    #[error("?tls-ca={}: not a usable CA certificate: {source}", path.display())]
+    CaUnusable {
+        /// The file.
+        path: PathBuf,
+        /// Why the certificate was refused.
+        source: rustls::Error,
+    },
+    /// The host is neither a DNS name nor an IP address.
+    #[error("{host:?} is not a name a TLS certificate can be checked against")]
+    BadHost {
+        /// The URL's host.
+        host: String,
+    },
+    /// The crypto provider refused the protocol versions (not expected with `ring`).
+    #[error("TLS set-up: {0}")]
+    Setup(#[source] rustls::Error),
+}
+
+/// A handshake the server's side made fail for good: rustls refused its certificate,
+/// or it broke the protocol (it does not speak TLS). Trying again cannot help, so it is
+/// not transient, unlike a connection closed or timed out during the handshake, which
+/// is reported as [`RpcError::Connect`].
+#[derive(Debug, thiserror::Error)]
+#[error("{source}{hint}")]
+pub struct Refused {
+    /// What rustls refused.
+    pub source: rustls::Error,
+    /// Advice for the user (empty when there is none).
+    hint: String,
+}
+
 impl Tls {
-    /// TLS to `host` (a DNS name or an IP address), trusting the CAs in `ca` (PEM)
-    /// or, without it, the compiled-in public roots.
-    pub fn new(host: &str, ca: Option<&Path>) -> Result<Tls, String> {
+    /// TLS to `host` (a DNS name or an IP address), trusting only the CAs in `ca` (a
+    /// PEM file) or, without it, the compiled-in public roots.
+    pub fn new(host: &str, ca: Option<&Path>) -> Result<Tls, ConfigError> {
         let mut roots = rustls::RootCertStore::empty();
         match ca {
             Some(path) => {
-                let certs = CertificateDer::pem_file_iter(path)
-                    .map_err(|e| format!("?tls-ca={}: {}", path.display(), pem_error(e)))?
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("?tls-ca={}: {}", path.display(), pem_error(e)))?;
-                if certs.is_empty() {
-                    return Err(format!(
-                        "?tls-ca={}: no certificate in it (a PEM file with \
-                         -----BEGIN CERTIFICATE----- blocks is expected)",
-                        path.display()
-                    ));
-                }
-                for c in certs {
-                    roots.add(c).map_err(|e| {
-                        format!(
-                            "?tls-ca={}: not a usable CA certificate: {e}",
-                            path.display()
-                        )
+                for cert in read_cas(path)? {
+                    roots.add(cert).map_err(|source| ConfigError::CaUnusable {
+                        path: path.to_owned(),
+                        source,
                     })?;
                 }
             }
@@ -69,20 +130,24 @@ impl Tls {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS set-up: {e}"))?
+            .map_err(ConfigError::Setup)?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let server_name = ServerName::try_from(host.to_string()).map_err(|_| {
-            format!("{host:?} is not a name a TLS certificate can be checked against")
-        })?;
+        let server_name =
+            ServerName::try_from(host.to_string()).map_err(|_| ConfigError::BadHost {
+                host: host.to_string(),
+            })?;
         Ok(Tls {
             config: Arc::new(config),
             server_name,
+            ca: ca.map(Path::to_owned),
         })
     }
 
-    /// The TLS handshake on a connected socket, within `timeout`. A refused
-    /// certificate is not worth retrying: it ends the connection attempt for good.
+    /// The TLS handshake on a connected socket, within `timeout` (at most
+    /// [`HANDSHAKE_MAX`]). A refused certificate is [`RpcError::Tls`], final; a
+    /// connection closed, reset or silent during the handshake is
+    /// [`RpcError::Connect`], like a TCP connect that failed.
     pub async fn connect(
         &self,
         tcp: TcpStream,
@@ -91,48 +156,103 @@ impl Tls {
     ) -> Result<TlsStream<TcpStream>, RpcError> {
         let connector = TlsConnector::from(self.config.clone());
         let hs = connector.connect(self.server_name.clone(), tcp);
-        // A real handshake takes a few round trips; a server that does not speak TLS
-        // may sit waiting for the rest of what it takes for a huge RPC record.
         let timeout = timeout.min(HANDSHAKE_MAX);
+        let no_tls = ": does the server speak TLS on this port?";
+        let connect = |kind, msg: String| RpcError::Connect {
+            addr,
+            source: io::Error::new(kind, msg),
+        };
         match tokio::time::timeout(timeout, hs).await {
             Ok(Ok(s)) => Ok(s),
-            Ok(Err(e)) => Err(RpcError::Tls {
-                addr,
-                what: handshake_error(&e),
-            }),
-            Err(_) => Err(RpcError::Tls {
-                addr,
-                what: format!(
-                    "no TLS handshake within {} s: does the server speak TLS on this port?",
-                    timeout.as_secs()
+            Ok(Err(e)) => Err(match rustls_error(e) {
+                Ok(source) => RpcError::Tls {
+                    addr,
+                    source: Box::new(Refused {
+                        hint: self.hint(&source),
+                        source,
+                    }),
+                },
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => connect(
+                    e.kind(),
+                    format!("the server closed the connection during the TLS handshake{no_tls}"),
                 ),
+                Err(e) => connect(e.kind(), format!("TLS handshake: {e}")),
             }),
+            Err(_) => Err(connect(
+                io::ErrorKind::TimedOut,
+                format!("no TLS handshake within {timeout:?}{no_tls}"),
+            )),
+        }
+    }
+
+    /// Advice for a refused handshake, in the terms of the URL.
+    fn hint(&self, e: &rustls::Error) -> String {
+        use CertificateError as C;
+        let cert = match e {
+            rustls::Error::InvalidCertificate(c) => c,
+            rustls::Error::InvalidMessage(_)
+            | rustls::Error::InappropriateMessage { .. }
+            | rustls::Error::InappropriateHandshakeMessage { .. } => {
+                return " — the server does not seem to speak TLS on this port".into();
+            }
+            _ => return String::new(),
+        };
+        match (cert, &self.ca) {
+            (C::UnknownIssuer, Some(ca)) => format!(
+                " — is ?tls-ca={} the CA that signed the server's certificate?",
+                ca.display()
+            ),
+            (C::UnknownIssuer, None) => " — the server's certificate is not from a public CA: \
+                 name the CA that signed it with ?tls-ca=FILE"
+                .into(),
+            (C::NotValidForName | C::NotValidForNameContext { .. }, _) => {
+                " — the URL's host must be a name the certificate is for (for EFS: the file \
+                 system's DNS name, not a mount target's IP address)"
+                    .into()
+            }
+            (
+                C::Expired
+                | C::ExpiredContext { .. }
+                | C::NotValidYet
+                | C::NotValidYetContext { .. },
+                _,
+            ) => " — check the dates of the server's certificate and this machine's clock".into(),
+            _ => String::new(),
         }
     }
 }
 
-fn pem_error(e: rustls_pki_types::pem::Error) -> String {
-    match e {
-        rustls_pki_types::pem::Error::Io(io) => io.to_string(),
-        e => format!("not a PEM file ({e:?})"),
+/// The certificates of a PEM file, at least one.
+fn read_cas(path: &Path) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    let pem = |e| match e {
+        rustls_pki_types::pem::Error::Io(source) => ConfigError::CaUnreadable {
+            path: path.to_owned(),
+            source,
+        },
+        source => ConfigError::CaNotPem {
+            path: path.to_owned(),
+            source,
+        },
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(pem)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pem)?;
+    if certs.is_empty() {
+        return Err(ConfigError::CaEmpty {
+            path: path.to_owned(),
+        });
     }
+    Ok(certs)
 }
 
-/// A handshake failure in words a user can act on.
-fn handshake_error(e: &std::io::Error) -> String {
-    let inner = e
-        .get_ref()
-        .map(|i| i.to_string())
-        .unwrap_or_else(|| e.to_string());
-    let hint = if inner.contains("certificate") {
-        " — is ?tls-ca= the CA that signed the server's certificate, and is the URL's host \
-         the name in it?"
-    } else if inner.contains("corrupt message") || inner.contains("InvalidContentType") {
-        " — the server does not seem to speak TLS on this port"
-    } else {
-        ""
-    };
-    format!("TLS handshake failed: {inner}{hint}")
+/// The rustls error inside a handshake's I/O error, or the I/O error itself (the
+/// connection closed or failed: not the server's certificate).
+fn rustls_error(e: io::Error) -> Result<rustls::Error, io::Error> {
+    if let Some(r) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        return Ok(r.clone());
+    }
+    Err(e)
 }
 
 #[cfg(test)]
@@ -142,23 +262,74 @@ mod tests {
     #[test]
     fn a_ca_file_that_is_missing_or_holds_no_certificate_is_named() {
         let e = Tls::new("h", Some(Path::new("/nonexistent/ca.pem"))).unwrap_err();
-        assert!(
-            e.contains("/nonexistent/ca.pem") && e.contains("No such file"),
-            "{e}"
+        assert!(matches!(e, ConfigError::CaUnreadable { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "?tls-ca=/nonexistent/ca.pem: No such file or directory (os error 2)"
         );
-        let dir = std::env::temp_dir().join(format!("nfsync-tls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("empty.pem");
-        std::fs::write(&f, "not a certificate\n").unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let e = Tls::new("h", Some(dir.path())).unwrap_err();
+        assert!(matches!(e, ConfigError::CaUnreadable { .. }), "{e:?}");
+        assert!(e.to_string().contains("Is a directory"), "{e}");
+
+        for (name, text) in [
+            ("empty.pem", ""),
+            ("text.pem", "not a certificate\n"),
+            (
+                "key.pem",
+                "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            ),
+        ] {
+            let f = dir.path().join(name);
+            std::fs::write(&f, text).unwrap();
+            let e = Tls::new("h", Some(&f)).unwrap_err();
+            assert!(matches!(e, ConfigError::CaEmpty { .. }), "{name}: {e:?}");
+            assert!(
+                e.to_string().contains(name) && e.to_string().contains("no certificate"),
+                "{e}"
+            );
+        }
+
+        let f = dir.path().join("cut.pem");
+        std::fs::write(&f, "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
         let e = Tls::new("h", Some(&f)).unwrap_err();
-        assert!(e.contains("no certificate"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(e, ConfigError::CaNotPem { .. }), "{e:?}");
+
+        let f = dir.path().join("junk.pem");
+        std::fs::write(
+            &f,
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = Tls::new("h", Some(&f)).unwrap_err();
+        assert!(matches!(e, ConfigError::CaUnusable { .. }), "{e:?}");
+        assert!(e.to_string().contains("junk.pem"), "{e}");
     }
 
     #[test]
     fn names_and_addresses_are_accepted_and_the_public_roots_load() {
         assert!(Tls::new("fs-1.efs.eu-west-1.amazonaws.com", None).is_ok());
         assert!(Tls::new("127.0.0.1", None).is_ok());
-        assert!(Tls::new("bad name!", None).is_err());
+        assert!(Tls::new("::1", None).is_ok());
+        let e = Tls::new("bad name!", None).unwrap_err();
+        assert!(matches!(e, ConfigError::BadHost { .. }), "{e:?}");
+    }
+
+    /// Every RPC result carries an `RpcError`: TLS must not make it bigger.
+    #[test]
+    fn a_refusal_does_not_grow_rpc_errors() {
+        assert!(std::mem::size_of::<RpcError>() <= 64);
+    }
+
+    #[test]
+    fn refusals_say_what_to_change() {
+        let ca = Tls::new("h", None).unwrap();
+        let refused = |e| ca.hint(&rustls::Error::InvalidCertificate(e));
+        assert!(refused(CertificateError::UnknownIssuer).contains("?tls-ca=FILE"));
+        assert!(refused(CertificateError::NotValidForName).contains("DNS name"));
+        assert!(refused(CertificateError::Expired).contains("clock"));
+        let not_tls = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
+        assert!(ca.hint(&not_tls).contains("does not seem to speak TLS"));
     }
 }

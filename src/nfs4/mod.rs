@@ -98,7 +98,7 @@ pub fn connect(
         let tls = match parsed.tls {
             true => Some(
                 crate::nfs::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
-                    .map_err(|e| ConnectError::Failed(Error::Connect(e)))?,
+                    .map_err(|e| ConnectError::Failed(Error::Connect(e.to_string())))?,
             ),
             false => None,
         };
