@@ -1,6 +1,11 @@
 //! stunnel in front of a test server: TLS the way EFS offers it (plain TLS on the NFS
 //! port), with a CA and a server certificate for 127.0.0.1 made by the `openssl` CLI in
 //! the test's own directory. Debian's `stunnel4`; stopped on drop, also on panic.
+//!
+//! The `openssl` CLI rather than the `rcgen` crate: the certificates then come from
+//! another implementation than the rustls/webpki that checks them (as rsync is the
+//! independent judge of a copy), `rcgen`'s default backend is aws-lc-rs (cmake, nasm),
+//! and Debian's `stunnel4` depends on the `openssl` package anyway.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -109,8 +114,9 @@ impl Stunnel {
         std::fs::write(
             &conf,
             format!(
-                "foreground = yes\npid =\noutput = {}\n[nfs]\naccept = 127.0.0.1:{port}\n\
+                "foreground = yes\npid = {}\noutput = {}\n[nfs]\naccept = 127.0.0.1:{port}\n\
                  connect = 127.0.0.1:{target}\ncert = {}\nkey = {}\n",
+                dir.join("stunnel.pid").display(),
                 log.display(),
                 cert.display(),
                 key.display()
@@ -124,12 +130,14 @@ impl Stunnel {
             .stderr(Stdio::null())
             .spawn()
             .expect("stunnel4 is installed (see README.md)");
-        let s = Stunnel { port, child, log };
+        let mut s = Stunnel { port, child, log };
         let t = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let exited = s.child.try_wait().ok().flatten();
             assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "stunnel did not listen on {port}: {}",
+                exited.is_none() && t.elapsed() < Duration::from_secs(10),
+                "stunnel did not listen on {port} ({}): {}",
+                exited.map_or("still running".to_string(), |st| st.to_string()),
                 std::fs::read_to_string(&s.log).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
