@@ -97,8 +97,9 @@ pub fn connect(
         let addr = SocketAddr::new(ip, parsed.nfs_port.unwrap_or(PORT));
         let tls = match parsed.tls {
             true => Some(
+                // A CA file that cannot be used is the command line's problem (exit 1).
                 crate::nfs::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
-                    .map_err(|e| ConnectError::Failed(Error::Connect(e.to_string())))?,
+                    .map_err(|e| ConnectError::Failed(Error::Usage(e.to_string())))?,
             ),
             false => None,
         };
