@@ -22,6 +22,7 @@ pub mod dest;
 pub mod error;
 pub mod mount;
 mod objects;
+pub(crate) mod pipeline;
 pub mod rpc;
 pub mod shape;
 pub mod tls;
@@ -57,8 +58,10 @@ pub const DEFAULT_WINDOW: usize = 64;
 /// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
 pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Error> {
     let parsed = url::parse(url).map_err(Error::Usage)?;
-    let rt = runtime(RUNTIME_THREADS)
-        .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))?;
+    let new_runtime = || {
+        runtime(RUNTIME_THREADS)
+            .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))
+    };
     let timeout = if config.timeout.is_zero() {
         Duration::from_secs(30)
     } else {
@@ -72,7 +75,7 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
         None => parsed.mount_port.is_none() || parsed.tls,
     };
     if v41 {
-        match crate::nfs4::connect(&parsed, config, out.clone(), rt, timeout) {
+        match crate::nfs4::connect(&parsed, config, out.clone(), new_runtime()?, timeout) {
             Ok(d) => return Ok(Dest::V41(d)),
             // Never without TLS when TLS was asked for: NFSv3 cannot have it.
             Err(crate::nfs4::ConnectError::NotSpoken(e))
@@ -83,8 +86,7 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
             Err(e) => return Err(e.into_error()),
         }
     }
-    let rt = runtime(RUNTIME_THREADS)
-        .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))?;
+    let rt = new_runtime()?;
     // Root binds a privileged source port as the kernel and libnfs do; others cannot.
     let is_root = rustix::process::geteuid().is_root();
     let resvport = parsed.resvport.unwrap_or(is_root);

@@ -7,13 +7,10 @@
 //! complete. A file that fits one WRITE goes as a single FILE_SYNC write (one round
 //! trip instead of WRITE + COMMIT). Bigger files go as UNSTABLE writes, then COMMIT;
 //! if the write verifier changed the server rebooted and lost them, so they are sent
-//! again. Source bytes are read on the worker thread; a global byte budget bounds the
-//! data held for calls in flight.
+//! again. The chunks in flight and their memory budget are `pipeline`'s.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,36 +18,18 @@ use nfs3_types::nfs3::{
     self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, stable_how, writeverf3,
 };
 use nfs3_types::xdr_codec::Opaque;
-use tokio::sync::OwnedSemaphorePermit;
-use tokio::task::JoinHandle;
 
 use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use super::objects::remove_call;
+use super::pipeline;
 use crate::dest;
 use crate::dest::{CopyError, SourceFile, read_full};
 use crate::meta::Meta;
 
-/// WRITEs of one file in flight at once (the connection windows bound the total).
-const PER_FILE_INFLIGHT: usize = 16;
-
-/// A READ for `--checksum`: offset, length, its memory budget, the call.
-type PendingRead = (
-    u64,
-    usize,
-    OwnedSemaphorePermit,
-    JoinHandle<dest::Result<Vec<u8>>>,
-);
-
 /// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
 type ChunkResult = dest::Result<(Option<writeverf3>, bool)>;
-
-/// Bytes of memory a chunk of `len` data bytes holds while in flight: the data read
-/// from the source, plus its encoded call (or, for `--checksum`, the local copy).
-fn held(len: u32) -> u32 {
-    len.saturating_mul(2)
-}
 
 /// Writes `data` at `off`, sending the rest again after a short write. Returns the
 /// verifier(s) seen: `None` when everything was FILE_SYNC, and whether they agreed.
@@ -285,7 +264,11 @@ impl NfsDest {
             // The budget first: it is what bounds the bytes held in memory.
             let permit = self
                 .rt
-                .block_on(self.budget.clone().acquire_many_owned(held(size as u32)))
+                .block_on(
+                    self.budget
+                        .clone()
+                        .acquire_many_owned(pipeline::held(size as u32)),
+                )
                 .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?;
             let mut buf = vec![0u8; size as usize];
             read_full(file, &mut buf, 0)?;
@@ -324,7 +307,7 @@ impl NfsDest {
         ))
     }
 
-    /// All chunks as UNSTABLE writes, up to [`PER_FILE_INFLIGHT`] at once.
+    /// All chunks as UNSTABLE writes, many at once.
     fn send_unstable(
         &self,
         fh: &nfs_fh3,
@@ -332,62 +315,20 @@ impl NfsDest {
         size: u64,
     ) -> Result<Vec<Option<writeverf3>>, CopyError> {
         let wsize = u64::from(self.info.wsize);
-        let mut inflight: VecDeque<JoinHandle<ChunkResult>> = VecDeque::new();
-        let mut verfs = Vec::new();
-        let mut failed: Option<CopyError> = None;
-        let mut off = 0u64;
-        let join = |h: JoinHandle<ChunkResult>,
-                    verfs: &mut Vec<Option<writeverf3>>|
-         -> Result<(), CopyError> {
-            let (v, agree) = self
-                .rt
-                .block_on(h)
-                .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?
-                .map_err(CopyError::dest)?;
-            // Verifiers that disagree within a chunk force a resend, like a change.
-            verfs.push(if agree {
-                v
-            } else {
-                Some(writeverf3([0xff; 8]))
-            });
-            Ok(())
-        };
-        while off < size && failed.is_none() {
-            let len = wsize.min(size - off) as usize;
-            let permit = self
-                .rt
-                .block_on(self.budget.clone().acquire_many_owned(held(len as u32)))
-                .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?;
-            let mut buf = vec![0u8; len];
-            if let Err(e) = read_full(file, &mut buf, off) {
-                failed = Some(e);
-                break;
-            }
-            let nfs = self.nfs.clone();
-            let fh = fh.clone();
-            inflight.push_back(self.rt.spawn(async move {
-                let r = write_chunk(nfs, fh, off, buf, stable_how::UNSTABLE).await;
-                drop(permit);
-                r
-            }));
-            off += len as u64;
-            if inflight.len() >= PER_FILE_INFLIGHT
-                && let Some(h) = inflight.pop_front()
-                && let Err(e) = join(h, &mut verfs)
-            {
-                failed = Some(e);
-            }
-        }
-        // Always wait for what is in flight, so no WRITE lands after we return.
-        for h in inflight {
-            if let Err(e) = join(h, &mut verfs) {
-                failed.get_or_insert(e);
-            }
-        }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(verfs),
-        }
+        let chunks = pipeline::send_all(&self.rt, &self.budget, file, size, wsize, |off, buf| {
+            write_chunk(self.nfs.clone(), fh.clone(), off, buf, stable_how::UNSTABLE)
+        })?;
+        // Verifiers that disagree within a chunk force a resend, like a change.
+        Ok(chunks
+            .into_iter()
+            .map(|(v, agree)| {
+                if agree {
+                    v
+                } else {
+                    Some(writeverf3([0xff; 8]))
+                }
+            })
+            .collect())
     }
 
     pub(super) fn same_content_impl(
@@ -404,47 +345,12 @@ impl NfsDest {
         if at.type_ != ftype3::NF3REG || at.size != size {
             return Ok(false);
         }
+        let nfs = &self.nfs;
         let rsize = u64::from(self.info.rsize);
-        // (offset, length, budget permit, READ task), compared in order.
-        let mut reads: VecDeque<PendingRead> = VecDeque::new();
-        let mut next = 0u64;
-        while next < size || !reads.is_empty() {
-            while next < size && reads.len() < 8 {
-                let len = rsize.min(size - next) as u32;
-                // Never wait for budget while holding some: that could deadlock with
-                // other workers doing the same. With reads pending, compare first.
-                let permit = match self.budget.clone().try_acquire_many_owned(held(len)) {
-                    Ok(p) => p,
-                    Err(_) if !reads.is_empty() => break,
-                    Err(_) => self
-                        .rt
-                        .block_on(self.budget.clone().acquire_many_owned(held(len)))
-                        .map_err(io::Error::other)?,
-                };
-                let nfs = self.nfs.clone();
-                let fh = fh.clone();
-                let off = next;
-                let task = self
-                    .rt
-                    .spawn(async move { read_exact(&nfs, &fh, off, len).await });
-                reads.push_back((off, len as usize, permit, task));
-                next += u64::from(len);
-            }
-            let Some((off, len, permit, h)) = reads.pop_front() else {
-                break;
-            };
-            let remote = self.rt.block_on(h).map_err(io::Error::other)??;
-            let mut local = vec![0u8; len];
-            file.read_exact_at(&mut local, off)?;
-            drop(permit);
-            if local != remote {
-                for (_, _, _, h) in reads {
-                    h.abort();
-                }
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        pipeline::same_bytes(&self.rt, &self.budget, &file, size, rsize, |off, len| {
+            let (nfs, fh) = (nfs.clone(), fh.clone());
+            async move { read_exact(&nfs, &fh, off, len).await }
+        })
     }
 }
 

@@ -32,8 +32,9 @@ struct Pending {
 /// What a caller is told.
 enum Outcome {
     Answer(dest::Result<Answer>),
-    /// Not run (an earlier caller's operation failed): send again alone.
-    NotRun,
+    /// Not run (an earlier caller's operation failed): its operations back, to send
+    /// again alone.
+    NotRun(Vec<Op>),
 }
 
 /// The queue of callers waiting, and the gate that lets one sender per slot through.
@@ -64,7 +65,6 @@ impl Batcher {
             return client.compound(ops).await;
         }
         let (tx, rx) = oneshot::channel();
-        let mine = ops.clone();
         self.queue.lock().expect("batch queue").push(Pending {
             ops,
             size,
@@ -78,7 +78,8 @@ impl Batcher {
         drop(permit);
         match rx.await {
             Ok(Outcome::Answer(a)) => a,
-            Ok(Outcome::NotRun) | Err(_) => client.compound(mine).await,
+            Ok(Outcome::NotRun(ops)) => client.compound(ops).await,
+            Err(_) => unreachable!("every batched caller is answered"),
         }
     }
 
@@ -105,36 +106,35 @@ impl Batcher {
             all.extend(p.ops);
             dones.push(p.done);
         }
-        match client.compound(all).await {
-            Err(e) => {
-                // The transport or session failed for all: the first caller reports
-                // it, the others try on their own (and meet the same fate or not).
-                let mut dones = dones.into_iter();
-                if let Some(first) = dones.next() {
-                    let _ = first.send(Outcome::Answer(Err(e)));
-                }
-                for d in dones {
-                    let _ = d.send(Outcome::NotRun);
-                }
-            }
-            Ok(a) => {
-                for (d, out) in dones.into_iter().zip(split(a, &counts)) {
-                    let _ = d.send(out);
-                }
-            }
+        let outcomes: Vec<Option<dest::Result<Answer>>> = match client.compound_of(&all).await {
+            // The transport or session failed for all: the first caller reports it,
+            // the others try on their own (and meet the same fate or not).
+            Err(e) => std::iter::once(Some(Err(e)))
+                .chain(counts.iter().skip(1).map(|_| None))
+                .collect(),
+            Ok(a) => split(a, &counts).into_iter().map(|r| r.map(Ok)).collect(),
+        };
+        let mut all = all.into_iter();
+        for ((d, out), &n) in dones.into_iter().zip(outcomes).zip(&counts) {
+            let mine: Vec<Op> = all.by_ref().take(n).collect();
+            let _ = d.send(match out {
+                Some(a) => Outcome::Answer(a),
+                None => Outcome::NotRun(mine),
+            });
         }
     }
 }
 
-/// One reply per caller: `counts[i]` operations each, in order, after SEQUENCE.
-fn split(a: Answer, counts: &[usize]) -> Vec<Outcome> {
+/// One reply per caller: `counts[i]` operations each, in order, after SEQUENCE;
+/// `None` for a caller the server did not get to.
+fn split(a: Answer, counts: &[usize]) -> Vec<Option<Answer>> {
     let mut results = a.reply.results.into_iter();
     let seq = results.next();
     let mut out = Vec::with_capacity(counts.len());
     let mut failed = false;
     for &n in counts {
         if failed {
-            out.push(Outcome::NotRun);
+            out.push(None);
             continue;
         }
         let mine: Vec<_> = seq
@@ -146,20 +146,20 @@ fn split(a: Answer, counts: &[usize]) -> Vec<Outcome> {
         let st = mine.last().map_or(status::OK, |r| r.1);
         if ran == 0 {
             // Nothing of ours ran: the compound stopped before us.
-            out.push(Outcome::NotRun);
+            out.push(None);
             failed = true;
             continue;
         }
         if st != status::OK || ran < n {
             failed = true;
         }
-        out.push(Outcome::Answer(Ok(Answer {
+        out.push(Some(Answer {
             reply: Reply {
                 status: st,
                 results: mine,
             },
             ambiguous: a.ambiguous,
-        })));
+        }));
     }
     out
 }
@@ -191,12 +191,9 @@ mod tests {
         }
     }
 
-    fn statuses(o: &[Outcome]) -> Vec<Option<(u32, usize)>> {
+    fn statuses(o: &[Option<Answer>]) -> Vec<Option<(u32, usize)>> {
         o.iter()
-            .map(|o| match o {
-                Outcome::Answer(Ok(a)) => Some((a.reply.status, a.reply.results.len())),
-                _ => None,
-            })
+            .map(|o| o.as_ref().map(|a| (a.reply.status, a.reply.results.len())))
             .collect()
     }
 

@@ -119,6 +119,12 @@ impl Client {
     /// Sends `ops` (after a SEQUENCE) and returns the reply, whatever its status,
     /// once the transport, the session and the server's DELAY/GRACE are dealt with.
     pub async fn compound(&self, ops: Vec<Op>) -> dest::Result<Answer> {
+        self.compound_of(&ops).await
+    }
+
+    /// [`Client::compound`] of borrowed operations (the batcher hands them back to
+    /// their callers when the server did not get to them).
+    pub async fn compound_of(&self, ops: &[Op]) -> dest::Result<Answer> {
         let cache = ops.iter().any(Op::changes_state);
         let mut ambiguous = false;
         let started = Instant::now();
@@ -132,8 +138,8 @@ impl Client {
                 self.sent.fetch_add(1, Ordering::Relaxed);
                 self.last_sent
                     .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
-                match session.send_on(&mut slot, &ops, cache).await {
-                    Ok(r) => break Some(r),
+                match session.send_on(&mut slot, ops, cache).await {
+                    Ok(r) => break r,
                     Err(SessionError::Rpc(e)) if retryable(&e) => {
                         sent_here |= !matches!(
                             e,
@@ -149,7 +155,6 @@ impl Client {
                     Err(e) => return Err(protocol(e)),
                 }
             };
-            let Some(reply) = reply else { continue };
             let seq_status = reply.results.first().map_or(status::OK, |r| r.1);
             match seq_status {
                 status::OK => {}

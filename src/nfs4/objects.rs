@@ -38,6 +38,17 @@ impl Nfs4Dest {
             check,
         } = new;
         let finish = finish.build();
+        // The SETATTR that finishes the object, and the read-back when asked.
+        let finishing = || {
+            let mut ops = vec![Op::SetAttr(super::proto::SetAttrArgs {
+                stateid: super::proto::StateId::ANONYMOUS,
+                attrs: finish.clone(),
+            })];
+            if check {
+                ops.push(Op::GetAttr(checked()));
+            }
+            ops
+        };
         let a = self
             .with_owner_retry(dir, |fh, owners| {
                 let mut b = AttrsBuilder::default();
@@ -54,14 +65,8 @@ impl Nfs4Dest {
                         name: name(n),
                         attrs: b.build(),
                     }),
-                    Op::SetAttr(super::proto::SetAttrArgs {
-                        stateid: super::proto::StateId::ANONYMOUS,
-                        attrs: finish.clone(),
-                    }),
                 ];
-                if check {
-                    ops.push(Op::GetAttr(checked()));
-                }
+                ops.extend(finishing());
                 ops
             })
             .await?;
@@ -71,17 +76,8 @@ impl Nfs4Dest {
                 // Likely our own first attempt: it must be there, and be finished.
                 let again = self
                     .in_dir(dir, |fh| {
-                        let mut ops = vec![
-                            put(fh),
-                            Op::Lookup(name(n)),
-                            Op::SetAttr(super::proto::SetAttrArgs {
-                                stateid: super::proto::StateId::ANONYMOUS,
-                                attrs: finish.clone(),
-                            }),
-                        ];
-                        if check {
-                            ops.push(Op::GetAttr(checked()));
-                        }
+                        let mut ops = vec![put(fh), Op::Lookup(name(n))];
+                        ops.extend(finishing());
                         ops
                     })
                     .await?;

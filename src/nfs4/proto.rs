@@ -496,19 +496,35 @@ impl Unpack for Bitmap {
     }
 }
 
-/// `COMPOUND4args`: an empty tag, minor version 1, the operations in order.
+/// `COMPOUND4args`: an empty tag, minor version 1, the operations in order. `first`
+/// (SEQUENCE) goes before `ops`, which are borrowed: a call re-sent after a lost
+/// connection, and a small file's data in it, are encoded again, never copied.
 #[derive(Debug, Clone)]
-pub struct Compound(pub Vec<Op>);
+pub struct Compound<'a> {
+    pub first: Option<Op>,
+    pub ops: &'a [Op],
+}
 
-impl Pack for Compound {
+impl<'a> Compound<'a> {
+    /// The operations alone (no SEQUENCE: session set-up and teardown).
+    pub fn of(ops: &'a [Op]) -> Compound<'a> {
+        Compound { first: None, ops }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Op> {
+        self.first.iter().chain(self.ops)
+    }
+}
+
+impl Pack for Compound<'_> {
     fn packed_size(&self) -> usize {
-        4 + 4 + 4 + self.0.iter().map(Pack::packed_size).sum::<usize>()
+        4 + 4 + 4 + self.all().map(Pack::packed_size).sum::<usize>()
     }
     fn pack(&self, out: &mut impl Write) -> Result<usize, XdrError> {
         let mut n = Opaque::borrowed(b"").pack(out)?;
         n += MINOR.pack(out)?;
-        n += (self.0.len() as u32).pack(out)?;
-        for op in &self.0 {
+        n += (self.all().count() as u32).pack(out)?;
+        for op in self.all() {
             n += op.pack(out)?;
         }
         Ok(n)

@@ -377,11 +377,12 @@ mod tests {
 
     #[test]
     fn compound_encodes_tag_minor_version_and_ops() {
-        let c = Compound(vec![
+        let ops = [
             Op::PutRootFh,
             Op::Lookup(Opaque::owned(b"abc".to_vec())),
             Op::GetFh,
-        ]);
+        ];
+        let c = Compound::of(&ops);
         let b = packed(&c);
         let words: Vec<u32> = b
             .chunks(4)

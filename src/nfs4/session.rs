@@ -199,16 +199,20 @@ impl Session {
         cache: bool,
     ) -> Result<Reply, SessionError> {
         let highest = self.slots() - 1;
-        let mut all = Vec::with_capacity(ops.len() + 1);
-        all.push(Op::Sequence(SequenceArgs {
-            session: self.id,
-            sequence: slot.seq,
-            slot: slot.index as u32,
-            highest_slot: highest as u32,
-            cache_this: cache,
-        }));
-        all.extend_from_slice(ops);
-        let reply = send(&self.rpc, all).await?;
+        let call = Compound {
+            first: Some(Op::Sequence(SequenceArgs {
+                session: self.id,
+                sequence: slot.seq,
+                slot: slot.index as u32,
+                highest_slot: highest as u32,
+                cache_this: cache,
+            })),
+            ops,
+        };
+        let reply = self
+            .rpc
+            .call::<Compound, Reply>(PROC_COMPOUND, &call)
+            .await?;
         match reply.results.first() {
             Some((53, _, _)) => Ok(reply),
             _ => Err(SessionError::Protocol(
@@ -233,7 +237,7 @@ const COMPLETE_ALREADY: u32 = 10054;
 /// One COMPOUND, as is.
 async fn send(rpc: &RpcClient, ops: Vec<Op>) -> Result<Reply, SessionError> {
     Ok(rpc
-        .call::<Compound, Reply>(PROC_COMPOUND, &Compound(ops))
+        .call::<Compound, Reply>(PROC_COMPOUND, &Compound::of(&ops))
         .await?)
 }
 

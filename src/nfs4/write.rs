@@ -9,14 +9,11 @@
 //! again when the write verifier changed: the server restarted and lost them), then
 //! SETATTR mtime and CLOSE.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use nfs3_types::xdr_codec::Opaque;
-use tokio::task::JoinHandle;
 
 use super::client::Client;
 use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok, put};
@@ -28,18 +25,11 @@ use super::proto::{
 use super::reply::Res;
 use crate::dest::{self, CopyError, SourceFile, read_full};
 use crate::meta::{Kind, Meta};
+use crate::nfs::pipeline;
 
-/// WRITEs of one file in flight at once (the session's slots bound the total).
-const PER_FILE_INFLIGHT: usize = 16;
 /// `stable_how4`.
 const UNSTABLE: u32 = 0;
 const FILE_SYNC: u32 = 2;
-
-/// Bytes of memory a chunk of `len` data bytes holds while in flight: the data read
-/// from the source, plus its encoded call.
-fn held(len: u32) -> u32 {
-    len.saturating_mul(2)
-}
 
 fn budget_err(e: impl std::error::Error + Send + Sync + 'static) -> CopyError {
     CopyError::Dest(io::Error::other(e).into())
@@ -91,20 +81,18 @@ impl Nfs4Dest {
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
         let sessions = self.client.sessions();
-        let r = if src.meta.size <= u64::from(self.io_size) {
-            self.write_small(dir, n, src)
-        } else {
-            self.write_large(dir, n, src)
+        let write = || {
+            if src.meta.size <= u64::from(self.io_size) {
+                self.write_small(dir, n, src)
+            } else {
+                self.write_large(dir, n, src)
+            }
         };
-        match r {
+        match write() {
             // The server restarted under a big file and lost its open state: once
             // more from the start (our partial file is gone by now).
             Err(CopyError::Dest(e)) if self.client.sessions() != sessions && !e.is_fatal() => {
-                if src.meta.size <= u64::from(self.io_size) {
-                    self.write_small(dir, n, src)
-                } else {
-                    self.write_large(dir, n, src)
-                }
+                write()
             }
             r => r,
         }
@@ -116,7 +104,11 @@ impl Nfs4Dest {
         let size = m.size as usize;
         let _permit = self
             .rt
-            .block_on(self.budget.clone().acquire_many_owned(held(size as u32)))
+            .block_on(
+                self.budget
+                    .clone()
+                    .acquire_many_owned(pipeline::held(size as u32)),
+            )
             .map_err(budget_err)?;
         let mut data = vec![0u8; size];
         read_full(&src.file, &mut data, 0)?;
@@ -304,57 +296,11 @@ impl Nfs4Dest {
         file: &File,
         size: u64,
     ) -> Result<Vec<Option<Verifier>>, CopyError> {
-        let wsize = u64::from(self.io_size);
-        let mut inflight: VecDeque<JoinHandle<dest::Result<Option<Verifier>>>> = VecDeque::new();
-        let mut verfs = Vec::new();
-        let mut failed: Option<CopyError> = None;
-        let mut off = 0u64;
-        let join = |h: JoinHandle<dest::Result<Option<Verifier>>>,
-                    verfs: &mut Vec<Option<Verifier>>| {
-            let v = self
-                .rt
-                .block_on(h)
-                .map_err(budget_err)?
-                .map_err(CopyError::dest)?;
-            verfs.push(v);
-            Ok::<(), CopyError>(())
-        };
-        while off < size && failed.is_none() {
-            let len = wsize.min(size - off) as usize;
-            let permit = self
-                .rt
-                .block_on(self.budget.clone().acquire_many_owned(held(len as u32)))
-                .map_err(budget_err)?;
-            let mut buf = vec![0u8; len];
-            if let Err(e) = read_full(file, &mut buf, off) {
-                failed = Some(e);
-                break;
-            }
-            let client = self.client.clone();
-            let fh = fh.to_vec();
-            inflight.push_back(self.rt.spawn(async move {
-                let r = write_chunk(&client, &fh, stateid, off, buf).await;
-                drop(permit);
-                r
-            }));
-            off += len as u64;
-            if inflight.len() >= PER_FILE_INFLIGHT
-                && let Some(h) = inflight.pop_front()
-                && let Err(e) = join(h, &mut verfs)
-            {
-                failed = Some(e);
-            }
-        }
-        // Always wait for what is in flight, so no WRITE lands after we return.
-        for h in inflight {
-            if let Err(e) = join(h, &mut verfs) {
-                failed.get_or_insert(e);
-            }
-        }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(verfs),
-        }
+        let chunk = u64::from(self.io_size);
+        pipeline::send_all(&self.rt, &self.budget, file, size, chunk, |off, buf| {
+            let (client, fh) = (self.client.clone(), fh.to_vec());
+            async move { write_chunk(&client, &fh, stateid, off, buf).await }
+        })
     }
 
     /// Removes the partial file a failed copy left, but only while `n` still holds
@@ -381,53 +327,13 @@ impl Nfs4Dest {
         if at.kind != Kind::File || at.size != size {
             return Ok(false);
         }
-        let rsize = u64::from(self.io_size);
-        let mut reads: VecDeque<(u64, usize, ReadTask)> = VecDeque::new();
-        let mut next = 0u64;
-        let mut permits = VecDeque::new();
-        while next < size || !reads.is_empty() {
-            while next < size && reads.len() < 8 {
-                let len = rsize.min(size - next) as u32;
-                // Never wait for budget while holding some (deadlock with other
-                // workers doing the same): with reads pending, compare first.
-                let permit = match self.budget.clone().try_acquire_many_owned(held(len)) {
-                    Ok(p) => p,
-                    Err(_) if !reads.is_empty() => break,
-                    Err(_) => self
-                        .rt
-                        .block_on(self.budget.clone().acquire_many_owned(held(len)))
-                        .map_err(io::Error::other)?,
-                };
-                let client = self.client.clone();
-                let fh = fh.clone();
-                let off = next;
-                let task = self
-                    .rt
-                    .spawn(async move { read_exact(&client, &fh, off, len).await });
-                reads.push_back((off, len as usize, task));
-                permits.push_back(permit);
-                next += u64::from(len);
-            }
-            let Some((off, len, h)) = reads.pop_front() else {
-                break;
-            };
-            let remote = self.rt.block_on(h).map_err(io::Error::other)??;
-            let mut local = vec![0u8; len];
-            file.read_exact_at(&mut local, off)?;
-            permits.pop_front();
-            if local != remote {
-                for (_, _, h) in reads {
-                    h.abort();
-                }
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        let chunk = u64::from(self.io_size);
+        pipeline::same_bytes(&self.rt, &self.budget, &file, size, chunk, |off, len| {
+            let (client, fh) = (self.client.clone(), fh.clone());
+            async move { read_exact(&client, &fh, off, len).await }
+        })
     }
 }
-
-/// A READ in flight for `--checksum`.
-type ReadTask = JoinHandle<dest::Result<Vec<u8>>>;
 
 /// What to do after a failed create.
 enum Retry {
