@@ -9,7 +9,8 @@
 //! Throughput is measured in *work units* per second (one per finished job plus one per
 //! 256 KiB written, so a phase of large files is judged by bytes, not by file count),
 //! latency as the mean time a job took. Each measurement *epoch* lasts at least
-//! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]).
+//! [`EPOCH_MIN`] and [`EPOCH_OPS`] completions (at most [`EPOCH_MAX`]); slow start's
+//! epochs need only [`SLOW_START_EPOCH`].
 //!
 //! 0. **Bounds** ([`Bounds`], from the destination). Never fewer than 1 job, never
 //!    more than a ceiling: [`MAX_JOBS`] threads on a mount; on nfs:// twice the RPC
@@ -19,6 +20,12 @@
 //!    (benches/README.md has the measurements behind these rules).
 //! 1. **Slow start** (mount). Start at [`AUTO_START`] (64) and double every epoch
 //!    while doubling pays: throughput rose by at least [`SLOW_START_GAIN`] (20 %).
+//!    Its epochs are one engine tick ([`SLOW_START_EPOCH`]), not [`EPOCH_MIN`]: a
+//!    user's run is often one package tree of a second or two, and at 0.3 s an epoch
+//!    the climb from 64 to 256 took most of it (a step below the right value costs its
+//!    whole epoch at a fraction of the speed). A doubling far below the knee shows
+//!    about 2× in any tick; near the knee, where a tick's noise could hide a real
+//!    gain, stopping early costs little.
 //!    AzCopy keeps a doubling only for ≥ 1.5×; we keep going for less, because a
 //!    sublinear gain is what a high-latency link shows once the client's CPU starts to
 //!    count. A doubling that gained less than that ends slow start at the better of
@@ -155,6 +162,9 @@ impl Bounds {
 
 /// Shortest epoch.
 pub const EPOCH_MIN: Duration = Duration::from_millis(300);
+/// Shortest epoch during slow start: one engine tick (100 ms), less a margin so a tick
+/// that ends a hair early does not stretch the epoch to two.
+pub const SLOW_START_EPOCH: Duration = Duration::from_millis(90);
 /// Longest epoch, for phases where jobs finish rarely (huge files).
 pub const EPOCH_MAX: Duration = Duration::from_secs(3);
 /// Completions an epoch needs before it counts (unless it reached [`EPOCH_MAX`]).
@@ -292,7 +302,11 @@ impl Controller {
         self.epoch_bytes += bytes;
         self.epoch_busy += busy;
         let elapsed = now.saturating_sub(self.epoch_start);
-        let enough = elapsed >= EPOCH_MIN && self.epoch_ops >= EPOCH_OPS;
+        let min = match self.phase {
+            Phase::SlowStart { .. } => SLOW_START_EPOCH,
+            _ => EPOCH_MIN,
+        };
+        let enough = elapsed >= min && self.epoch_ops >= EPOCH_OPS;
         if !(enough || (elapsed >= EPOCH_MAX && self.epoch_ops > 0)) {
             return None;
         }
