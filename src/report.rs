@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 
 use serde::Serialize;
 
@@ -48,12 +48,30 @@ pub struct Stats {
     pub deletes_skipped: AtomicU64,
     /// Entries given the nearest time the destination can store instead of their own.
     pub times_clamped: AtomicU64,
+    /// Source directories whose listing is done (or failed): with `dirs_scanned` and
+    /// `roots_planned`, whether the walk can still find more.
+    pub dirs_listed: AtomicU64,
+    /// The operands have been listed and their children queued.
+    pub roots_planned: AtomicBool,
 }
 
 impl Stats {
     /// Adds one to a counter.
     pub fn bump(c: &AtomicU64) {
         c.fetch_add(1, Relaxed);
+    }
+
+    /// Whether every directory found has been listed: the totals are final.
+    ///
+    /// A directory is counted as found before its parent's listing is counted as done,
+    /// so reading the listed count first and then the found count can only see them
+    /// equal when nothing is left to list.
+    pub fn walk_finished(&self) -> bool {
+        if !self.roots_planned.load(SeqCst) {
+            return false;
+        }
+        let listed = self.dirs_listed.load(SeqCst);
+        listed == self.dirs_scanned.load(SeqCst)
     }
 }
 

@@ -153,6 +153,7 @@ impl<D: Destination> Engine<'_, D> {
         for op in operands {
             if op.contents {
                 Stats::bump(&self.stats.dirs_scanned);
+                let _listed = Listed(&self.stats);
                 match self.list_source(&op.path) {
                     Some(list) => entries.extend(list),
                     None => listing_ok = false,
@@ -286,6 +287,8 @@ impl<D: Destination> Engine<'_, D> {
 
     /// A scan job: make or open the destination directory, list both sides, queue children.
     pub(super) fn scan(&self, job: ScanJob<D>) {
+        // Counted on every way out, after the children it found were counted as found.
+        let _listed = Listed(&self.stats);
         let ScanJob {
             parent,
             entry,
@@ -470,5 +473,16 @@ impl<D: Destination> Engine<'_, D> {
             Ok(()) => {}
             Err(e) => self.dest_error(&node.rel, e),
         }
+    }
+}
+
+/// Counts a source directory as listed when dropped, for the progress bar's "counting".
+struct Listed<'a>(&'a Stats);
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        self.0
+            .dirs_listed
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -138,6 +138,7 @@ pub fn run<D: Destination>(
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
     };
     engine.plan_roots()?;
+    engine.stats.roots_planned.store(true, Ordering::SeqCst);
 
     let started = std::thread::scope(|s| {
         // A container's pids limit can refuse threads: that means fewer workers (said

@@ -26,6 +26,7 @@ mod interrupt;
 mod memfs;
 mod mount;
 mod nfs4;
+mod progress;
 mod scenarios;
 mod support;
 mod tls;

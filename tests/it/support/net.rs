@@ -80,6 +80,48 @@ impl Servers {
     }
 }
 
+impl Servers {
+    /// A proxy to 127.0.0.1:`target` that makes the wire slow: each reply chunk waits
+    /// `delay`, and calls pass at most `bytes_per_sec`. For tests that need a run to
+    /// last a few seconds without a server of their own.
+    pub fn slow_proxy(
+        &mut self,
+        target: u16,
+        delay: std::time::Duration,
+        bytes_per_sec: f64,
+    ) -> u16 {
+        self.listen(move |client| {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                return;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let up = std::thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n) = c_in.read(&mut buf) {
+                    if n == 0 || s_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs_f64(
+                        n as f64 / bytes_per_sec,
+                    ));
+                }
+                let _ = s_out.shutdown(Shutdown::Both);
+            });
+            let (mut client, mut server) = (client, server);
+            let mut buf = [0u8; 16384];
+            while let Ok(n) = server.read(&mut buf) {
+                std::thread::sleep(delay);
+                if n == 0 || client.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+            let _ = up.join();
+        })
+    }
+}
+
 impl Drop for Servers {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
