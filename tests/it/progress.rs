@@ -95,6 +95,10 @@ fn the_bar_says_true_things_at_120_and_40_columns() {
         }
     }
     src.random_file("big", 24 << 20, 7);
+    let shape = regex::Regex::new(
+        r"^[0-9,]+/[0-9,]+\+? files(  [0-9.]+ [KMGT]?i?B/[0-9.]+ [KMGT]?i?B\+?)?(  [0-9,.]+ files/s)?(  [0-9.]+ [KMGT]?i?B/s)?(  (counting|ETA [0-9]+:[0-9]{2}(:[0-9]{2})?))?$",
+    )
+    .unwrap();
     for (width, name) in [(120usize, "w120"), (40, "w40")] {
         let server = Server::memfs();
         let mut servers = Servers::default();
@@ -112,10 +116,6 @@ fn the_bar_says_true_things_at_120_and_40_columns() {
         let lines = bar_lines(&tmux, width, &cmd, &done);
         let rc = std::fs::read_to_string(&done).unwrap();
         assert_eq!(rc.trim(), "0", "nfsync failed; screen: {lines:?}");
-        let shape = regex::Regex::new(
-            r"^[0-9,]+/[0-9,]+\+? files(  [0-9.]+ [KMGT]?i?B/[0-9.]+ [KMGT]?i?B\+?)?(  [0-9,.]+ files/s)?(  [0-9.]+ [KMGT]?i?B/s)?(  (counting|ETA [0-9]+:[0-9]{2}(:[0-9]{2})?))?$",
-        )
-        .unwrap();
         let mut bars = Vec::new();
         for l in &lines {
             assert!(
