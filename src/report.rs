@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
@@ -284,16 +285,47 @@ impl Output {
         self.emit(true, &format!("nfsync: warning: {msg}"));
     }
 
-    /// An itemized change (`-i`) or, with `-v`, the name of what changed.
+    /// An itemized change (`-i`) or, with `-v`, the name of what changed, as rsync
+    /// prints them: a directory with its slash, names escaped ([`escape_name`]).
     pub fn change(&self, code: &str, rel: &Path) {
-        if self.quiet {
+        self.change_to(code, rel, None);
+    }
+
+    /// Whether changed names are printed at all (`-i` or `-v`, not `-q`).
+    pub fn names_shown(&self) -> bool {
+        !self.quiet && (self.itemize || self.verbose > 0)
+    }
+
+    /// [`Output::change`] for a symlink: rsync adds ` -> TARGET`.
+    pub fn change_to(&self, code: &str, rel: &Path, link: Option<&Path>) {
+        if !self.names_shown() {
             return;
         }
-        if self.itemize {
-            self.emit(self.json, &format!("{code} {}", rel.display()));
-        } else if self.verbose > 0 {
-            self.emit(self.json, &format!("{}", rel.display()));
+        let mut name = escape_name(rel.as_os_str().as_bytes());
+        if code.as_bytes().get(1) == Some(&b'd') && !name.ends_with('/') {
+            name.push('/');
         }
+        if let Some(t) = link {
+            name.push_str(" -> ");
+            name.push_str(&escape_name(t.as_os_str().as_bytes()));
+        }
+        if self.itemize {
+            self.emit(self.json, &format!("{code} {name}"));
+        } else {
+            self.emit(self.json, &name);
+        }
+    }
+
+    /// DEST did not exist and was made: rsync's `created directory DEST` (before the
+    /// itemized lines, with `-i` or `-v`).
+    pub fn created_dest(&self, dest: &Path) {
+        if self.quiet || !(self.itemize || self.verbose > 0) {
+            return;
+        }
+        let bytes = dest.as_os_str().as_bytes();
+        let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
+        let name = escape_name(&bytes[..end.max(1)]);
+        self.emit(self.json, &format!("created directory {name}"));
     }
 
     /// A removed entry, as rsync prints it: `*deleting   PATH` with `-i` (a directory
@@ -303,10 +335,11 @@ impl Output {
             return;
         }
         let slash = if is_dir { "/" } else { "" };
+        let name = escape_name(rel.as_os_str().as_bytes());
         let line = if self.itemize {
-            format!("*deleting   {}{slash}", rel.display())
+            format!("*deleting   {name}{slash}")
         } else {
-            format!("deleting {}{slash}", rel.display())
+            format!("deleting {name}{slash}")
         };
         self.emit(self.json, &line);
     }
@@ -316,5 +349,49 @@ impl Output {
         if self.verbose >= level && !self.quiet {
             self.emit(true, &format!("nfsync: {msg}"));
         }
+    }
+}
+
+/// A file name as rsync prints it in a UTF-8 locale, so tools that parse its `-i` lines
+/// read nfsync's the same way: a byte that is not part of valid UTF-8 and a control
+/// character other than tab become `\#ooo` (octal), and so does the backslash of a
+/// literal `\#` followed by three digits, so that the escape stays unambiguous.
+pub fn escape_name(name: &[u8]) -> String {
+    let mut out = String::with_capacity(name.len());
+    for chunk in name.utf8_chunks() {
+        let text = chunk.valid();
+        for (i, c) in text.char_indices() {
+            let escaped_backslash = c == '\\' && {
+                let rest = text[i + 1..].as_bytes();
+                rest.len() >= 4 && rest[0] == b'#' && rest[1..4].iter().all(u8::is_ascii_digit)
+            };
+            if (c < ' ' && c != '\t') || escaped_backslash {
+                let _ = write!(out, "\\#{:03o}", c as u32);
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\#{b:03o}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_name;
+
+    #[test]
+    fn names_are_escaped_as_rsync_escapes_them() {
+        // What rsync 3.2 printed for these names under LANG=C.UTF-8.
+        assert_eq!(escape_name(b"nl\nname"), "nl\\#012name");
+        assert_eq!(escape_name(b"bad\xffname"), "bad\\#377name");
+        assert_eq!(escape_name(b"tab\tx"), "tab\tx");
+        assert_eq!(escape_name(b"del\x7fx"), "del\x7fx");
+        assert_eq!(escape_name("ümlaut".as_bytes()), "ümlaut");
+        assert_eq!(escape_name(b"back\\#slash"), "back\\#slash");
+        assert_eq!(escape_name(b"back\\x"), "back\\x");
+        assert_eq!(escape_name(b"esc\\#123"), "esc\\#134#123");
     }
 }

@@ -122,6 +122,7 @@ impl<D: Destination> Engine<'_, D> {
         };
         if fresh {
             Stats::bump(&self.stats.dirs_created);
+            self.out.created_dest(&self.dest_display);
             self.out.change("cd+++++++++", Path::new("./"));
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.

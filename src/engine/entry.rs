@@ -164,7 +164,11 @@ impl<D: Destination> Engine<'_, D> {
                 '.'
             },
         );
-        self.out.change(&flags, rel);
+        // rsync shows a symlink's target on every line about it.
+        let link = (code == 'L' && self.out.names_shown())
+            .then(|| std::fs::read_link(&job.entry.path).ok())
+            .flatten();
+        self.out.change_to(&flags, rel, link.as_deref());
     }
 
     /// A regular file. Returns whether the destination now holds the file.
@@ -218,10 +222,22 @@ impl<D: Destination> Engine<'_, D> {
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
                 let code = match &dst {
+                    // rsync's columns: YXcstpoguax.
                     Some(d) if d.kind == Kind::File => format!(
-                        ">f{}{}.......",
+                        ">f.{}{}{}{}{}...",
                         if d.size != src.size { 's' } else { '.' },
-                        if d.mtime != src.mtime { 't' } else { '.' }
+                        self.time_flag(&src, d),
+                        if d.mode != src.mode { 'p' } else { '.' },
+                        if self.cfg.owners.owner && d.uid != src.uid {
+                            'o'
+                        } else {
+                            '.'
+                        },
+                        if self.cfg.owners.group && d.gid != src.gid {
+                            'g'
+                        } else {
+                            '.'
+                        },
                     ),
                     _ => ">f+++++++++".to_string(),
                 };
@@ -398,22 +414,41 @@ impl<D: Destination> Engine<'_, D> {
                     self.fix_attrs(job, rel, what, 'L');
                     Attempt::Done(true)
                 }
-                _ => self.create_link_like(job, rel, dst.as_ref(), "cL+++++++++", last, |dir| {
-                    self.dest
-                        .symlink(dir, &job.entry.name, &target, &job.entry.meta)
-                }),
+                _ => self.create_link_like(
+                    job,
+                    rel,
+                    dst.as_ref(),
+                    (
+                        &symlink_code(&src, dst.as_ref(), self),
+                        Some(Path::new(&target)),
+                    ),
+                    last,
+                    |dir| {
+                        self.dest
+                            .symlink(dir, &job.entry.name, &target, &job.entry.meta)
+                    },
+                ),
             }
         })
     }
 
+    /// rsync's `t` column: the times differ by the quick check's rule.
+    fn time_flag(&self, src: &Meta, dst: &Meta) -> char {
+        if src.mtime.matches(dst.mtime, self.rules.modify_window) {
+            '.'
+        } else {
+            't'
+        }
+    }
+
     /// Creates a symlink or special file in place of whatever `dst` is, counting it and
-    /// itemizing it with `code`.
+    /// itemizing it with `code` (and a symlink's target, as rsync shows it).
     fn create_link_like(
         &self,
         job: &EntryJob<D>,
         rel: &Path,
         dst: Option<&Meta>,
-        code: &str,
+        (code, link): (&str, Option<&Path>),
         last: bool,
         create: impl FnOnce(&D::Dir) -> dest::Result<()>,
     ) -> Attempt {
@@ -440,7 +475,7 @@ impl<D: Destination> Engine<'_, D> {
         }
         Stats::bump(&self.stats.links_created);
         self.note_time(rel, &job.entry.meta);
-        self.out.change(code, rel);
+        self.out.change_to(code, rel, link);
         Attempt::Done(true)
     }
 
@@ -474,7 +509,7 @@ impl<D: Destination> Engine<'_, D> {
                     } else {
                         "cS+++++++++"
                     };
-                    self.create_link_like(job, rel, dst.as_ref(), code, last, |dir| {
+                    self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
                         self.dest.mknod(dir, &job.entry.name, &job.entry.meta)
                     })
                 }
@@ -591,5 +626,14 @@ impl<D: Destination> Engine<'_, D> {
             self.out.change("hf+++++++++", rel);
             Attempt::Done(true)
         })
+    }
+}
+
+/// A symlink's itemized code as rsync prints it: new (`cL+++++++++`), or an existing
+/// symlink pointing elsewhere (`cLc........`, with `t` when its time differs too).
+fn symlink_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D>) -> String {
+    match dst {
+        Some(d) if d.kind == Kind::Symlink => format!("cLc.{}......", e.time_flag(src, d)),
+        _ => "cL+++++++++".to_string(),
     }
 }

@@ -23,6 +23,7 @@ mod generated;
 mod hostile;
 mod inproc;
 mod interrupt;
+mod itemize;
 mod memfs;
 mod mount;
 mod nfs4;

@@ -473,10 +473,8 @@ pub fn copy_tree(from: &Path, to: &Path) {
 
 /// The changes `rsync -ai EXTRA SRC/ DST/` itemizes (EXTRA may hold `-n`), sorted: what
 /// nfsync's `-i` must print for the same change, run on an identical copy of the
-/// starting state. nfsync's `-i` is rsync's format, but until issue 16 makes it so byte
-/// for byte, two details are taken out of rsync's lines: the slash after a directory's
-/// name (but `./`) and a symlink's ` -> TARGET` (nfsync prints neither; its `*deleting`
-/// lines are rsync's already, and stay whole).
+/// starting state, line for line (sorted: nfsync's lines come in the order its parallel
+/// jobs finish).
 pub fn rsync_itemize(src: &Path, dst: &Path, extra: &[&str]) -> Vec<String> {
     let out = Command::new("rsync")
         .arg("-ai")
@@ -487,17 +485,7 @@ pub fn rsync_itemize(src: &Path, dst: &Path, extra: &[&str]) -> Vec<String> {
         .expect("run rsync (is it installed?)");
     assert!(out.status.success(), "rsync -ai: {}", describe(&out));
     let mut lines: Vec<String> = itemized_lines(&String::from_utf8_lossy(&out.stdout))
-        .map(|l| {
-            if l.starts_with("*deleting") {
-                l.to_owned()
-            } else if l.as_bytes()[1] == b'd' && !l.ends_with(" ./") {
-                l.strip_suffix('/').unwrap_or(l).to_owned()
-            } else if l.as_bytes()[1] == b'L' {
-                l.split_once(" -> ").map_or(l, |(l, _)| l).to_owned()
-            } else {
-                l.to_owned()
-            }
-        })
+        .map(str::to_owned)
         .collect();
     lines.sort();
     lines

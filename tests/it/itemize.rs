@@ -1,0 +1,107 @@
+//! `-i` prints what `rsync -ai` prints for the same change, byte for byte, so tools that
+//! parse rsync's itemized lines keep working: escaped names (a newline, a byte that is not
+//! UTF-8), a symlink's target, a changed file, a new directory, deletions, and rsync's
+//! `created directory` line.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, slash};
+
+/// Every stdout line of a run, sorted (nfsync's come in the order its jobs finish).
+fn lines(stdout: &[u8]) -> Vec<Vec<u8>> {
+    let mut l: Vec<Vec<u8>> = stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    l.sort();
+    l
+}
+
+fn show(lines: &[Vec<u8>]) -> String {
+    lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `rsync -ai EXTRA SRC/ DST` and `nfsync -i EXTRA SRC/ DST` from identical copies of
+/// `start` (or no DST at all), compared line for line.
+fn compare(src: &Path, start: Option<&Path>, s: &Scratch, name: &str, extra: &[&str]) {
+    // The same DEST name from two working directories: rsync's `created directory`
+    // line names it as given.
+    let (wa, wb) = (
+        s.join(format!("{name}/rsync")),
+        s.join(format!("{name}/nfsync")),
+    );
+    std::fs::create_dir_all(&wa).unwrap();
+    std::fs::create_dir_all(&wb).unwrap();
+    if let Some(start) = start {
+        copy_tree(start, &wa.join("dst"));
+        copy_tree(start, &wb.join("dst"));
+    }
+    let rsync = Command::new("rsync")
+        .current_dir(&wa)
+        .env("LANG", "C.UTF-8")
+        .arg("-ai")
+        .args(extra)
+        .arg(slash(src))
+        .arg("dst")
+        .output()
+        .expect("run rsync");
+    assert!(rsync.status.success(), "rsync: {}", describe(&rsync));
+    let ours = nfsync()
+        .current_dir(&wb)
+        .arg("-ai")
+        .args(extra)
+        .arg(slash(src))
+        .arg("dst")
+        .output()
+        .unwrap();
+    assert!(ours.status.success(), "nfsync: {}", describe(&ours));
+    let (want, got) = (lines(&rsync.stdout), lines(&ours.stdout));
+    assert!(
+        want == got,
+        "{name}: -i differs from rsync -ai\n--- rsync\n{}\n--- nfsync\n{}",
+        show(&want),
+        show(&got)
+    );
+}
+
+#[test]
+fn itemized_lines_are_rsyncs_byte_for_byte() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("changed", "new and longer content")
+        .file("same", "same")
+        .file("nl\nname", "x")
+        .file("tab\tname", "t")
+        .file("esc\\#123", "e")
+        .file("new dir/inner/f", "f")
+        .symlink("link", "changed")
+        .symlink("retarget", "same");
+    let bad = OsStr::from_bytes(b"bad\xffname");
+    src.file(bad, "b");
+    src.age()
+        .mtime("changed", 1_700_000_100, 0)
+        .mtime("same", 1_600_000_000, 0);
+
+    let old = Tree::new(s.join("old"));
+    old.file("changed", "old")
+        .file("same", "same")
+        .symlink("retarget", "elsewhere")
+        .file("extra", "x")
+        .file("gone/sub/z", "z")
+        .file(OsStr::from_bytes(b"gone\xfe"), "g");
+    old.age()
+        .mtime("changed", 1_600_000_000, 0)
+        .mtime("same", 1_600_000_000, 0);
+
+    compare(src.root(), None, &s, "fresh", &[]);
+    compare(src.root(), Some(old.root()), &s, "update", &["--delete"]);
+    compare(src.root(), Some(old.root()), &s, "dry", &["--delete", "-n"]);
+}
