@@ -362,7 +362,7 @@ pub fn escape_name(name: &[u8]) -> String {
         let text = chunk.valid();
         for (i, c) in text.char_indices() {
             let escaped_backslash = c == '\\' && {
-                let rest = text[i + 1..].as_bytes();
+                let rest = &text.as_bytes()[i + 1..];
                 rest.len() >= 4 && rest[0] == b'#' && rest[1..4].iter().all(u8::is_ascii_digit)
             };
             if (c < ' ' && c != '\t') || escaped_backslash {

@@ -226,7 +226,7 @@ impl<D: Destination> Engine<'_, D> {
                     Some(d) if d.kind == Kind::File => format!(
                         ">f.{}{}{}{}{}...",
                         if d.size != src.size { 's' } else { '.' },
-                        self.time_flag(&src, d),
+                        self.time_flag(src, d),
                         if d.mode != src.mode { 'p' } else { '.' },
                         if self.cfg.owners.owner && d.uid != src.uid {
                             'o'
