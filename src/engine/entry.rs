@@ -137,9 +137,9 @@ impl<D: Destination> Engine<'_, D> {
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            if let Err(e) = self
-                .dest
-                .set_attrs(dir, &job.entry.name, &job.entry.meta, what)
+            if let Err(e) =
+                self.dest
+                    .set_attrs(dir, &job.entry.name, &self.give(&job.entry.meta), what)
             {
                 self.dest_error(rel, e);
                 return;
@@ -208,7 +208,7 @@ impl<D: Destination> Engine<'_, D> {
             };
         }
         match decision {
-            Decision::UpToDate => {
+            Decision::UpToDate | Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
                 Attempt::Done(true)
             }
@@ -281,9 +281,11 @@ impl<D: Destination> Engine<'_, D> {
         {
             return Attempt::Done(false);
         }
+        let given = self.give(&job.entry.meta);
         let source = SourceFile {
             file,
-            meta: &job.entry.meta,
+            meta: &given,
+            listed: &job.entry.meta,
             path: &job.entry.path,
         };
         let dir = job
@@ -365,6 +367,14 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     fn symlink(&self, job: &EntryJob<D>, rel: &Path) {
+        if !self.cfg.links {
+            Stats::bump(&self.stats.specials_skipped);
+            self.out.info(format_args!(
+                "skipping non-regular file \"{}\"",
+                rel.display()
+            ));
+            return;
+        }
         let target = match walk::short_path(&job.entry.path, |p| fs::read_link(p)) {
             Ok(t) => t.into_os_string(),
             Err(e) => return self.source_error(&job.entry.path, &e),
@@ -400,7 +410,7 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 _ => self.create_link_like(job, rel, dst.as_ref(), "cL+++++++++", last, |dir| {
                     self.dest
-                        .symlink(dir, &job.entry.name, &target, &job.entry.meta)
+                        .symlink(dir, &job.entry.name, &target, &self.give(&job.entry.meta))
                 }),
             }
         })
@@ -475,7 +485,8 @@ impl<D: Destination> Engine<'_, D> {
                         "cS+++++++++"
                     };
                     self.create_link_like(job, rel, dst.as_ref(), code, last, |dir| {
-                        self.dest.mknod(dir, &job.entry.name, &job.entry.meta)
+                        self.dest
+                            .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
                     })
                 }
             }

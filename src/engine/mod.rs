@@ -283,6 +283,28 @@ impl<'a, D: Destination> Engine<'a, D> {
         }
     }
 
+    /// What an entry is given at the destination: its source attributes less what the
+    /// command line does not preserve. Without `-p` the mode is the source's
+    /// permission bits less the umask, special bits off (rsync's rule for new
+    /// entries; existing ones keep theirs, see [`plan::attr_diff`]); without `-t` the
+    /// time of the copy, as a copy that sets no time would get.
+    fn give(&self, m: &Meta) -> Meta {
+        let mut g = *m;
+        if !self.cfg.perms {
+            g.mode = m.mode & 0o777 & !self.cfg.umask;
+        }
+        if !self.cfg.times {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            g.mtime = crate::meta::Time {
+                sec: now.as_secs() as i64,
+                nsec: now.subsec_nanos(),
+            };
+        }
+        g
+    }
+
     /// Warns, and counts, when the mtime just set on `rel` is not the source's own.
     fn note_time(&self, rel: &Path, m: &Meta) {
         let stored = self.dest.storable_time(m.mtime);
