@@ -88,7 +88,7 @@ man\:"The man page (roff)"))' \
 '--ignore-times[Don'\''t skip files whose size and mtime match]' \
 '*-x[Don'\''t cross filesystem boundaries (-xx\: leave mount points out entirely)]' \
 '*--one-file-system[Don'\''t cross filesystem boundaries (-xx\: leave mount points out entirely)]' \
-'--del[Same as --delete (for a local-to-NFS copy every rsync delete timing gives the same result)]' \
+'*--del[Same as --delete (for a local-to-NFS copy every rsync delete timing gives the same result)]' \
 '--ignore-errors[Delete even when a source directory could not be read completely]' \
 '-z[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
 '--compress[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
@@ -96,11 +96,11 @@ man\:"The man page (roff)"))' \
 '*--human-readable[Accepted, no effect\: --stats prints sizes in bytes]' \
 '-P[--partial --progress]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
-'-W[Accepted, no effect\: nfsync always sends whole files]' \
-'--whole-file[Accepted, no effect\: nfsync always sends whole files]' \
+'*-W[Accepted, no effect\: nfsync always sends whole files]' \
+'*--whole-file[Accepted, no effect\: nfsync always sends whole files]' \
 '--no-inc-recursive[Accepted, no effect\: nfsync'\''s walk is incremental already]' \
 '--preallocate[Accepted, no effect]' \
-'--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
+'*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
 '-V[Print version]' \

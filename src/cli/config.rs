@@ -78,7 +78,7 @@ impl Cli {
             sources: paths,
             dest,
             dry_run: self.dry_run,
-            delete: self.delete || r.del,
+            delete: self.delete || r.del > 0,
             max_delete: self.max_delete,
             filter,
             compare: if r.ignore_times {

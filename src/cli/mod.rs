@@ -136,7 +136,7 @@ pub struct Cli {
     pub owner: bool,
 
     /// Don't preserve owners.
-    #[arg(long)]
+    #[arg(long, alias = "no-o")]
     pub no_owner: bool,
 
     /// Preserve groups (default when run as root, without an rsync selection of -rlptD).
@@ -144,7 +144,7 @@ pub struct Cli {
     pub group: bool,
 
     /// Don't preserve groups.
-    #[arg(long)]
+    #[arg(long, alias = "no-g")]
     pub no_group: bool,
 
     /// Don't map uid/gid by name (ids are always numeric on nfsync's paths).

@@ -105,9 +105,10 @@ pub struct RsyncOpts {
         alias = "delete-before",
         alias = "delete-during",
         alias = "delete-after",
-        alias = "delete-delay"
+        alias = "delete-delay",
+        action = ArgAction::Count
     )]
-    pub del: bool,
+    pub del: u8,
 
     /// Delete even when a source directory could not be read completely.
     #[arg(long)]
@@ -145,9 +146,10 @@ pub struct RsyncOpts {
         long,
         alias = "no-whole-file",
         alias = "no-W",
+        action = ArgAction::Count,
         help_heading = "Accepted for rsync, no effect"
     )]
-    pub whole_file: bool,
+    pub whole_file: u8,
 
     /// Accepted, no effect: nfsync's walk is incremental already.
     #[arg(long, alias = "no-i-r", help_heading = "Accepted for rsync, no effect")]
@@ -169,9 +171,10 @@ pub struct RsyncOpts {
     #[arg(
         long = "super",
         alias = "no-super",
+        action = ArgAction::Count,
         help_heading = "Accepted for rsync, no effect"
     )]
-    pub super_user: bool,
+    pub super_user: u8,
 
     /// Accepted, no effect: directories in the way are always removed whole.
     #[arg(long, help_heading = "Accepted for rsync, no effect")]

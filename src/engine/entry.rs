@@ -35,8 +35,8 @@ pub enum LinkGroup<D: Destination> {
 enum Put {
     /// Nothing there: write it under its name.
     New,
-    /// An older copy there: write beside it and rename over it.
-    Replace,
+    /// An older copy there (these its attributes): write beside it and rename over it.
+    Replace(Meta),
     /// Something else in the way (a directory, a symlink): remove it first.
     MakeWay(Meta),
 }
@@ -227,7 +227,7 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 let put = match dst {
                     None => Put::New,
-                    Some(d) if d.kind == Kind::File => Put::Replace,
+                    Some(d) if d.kind == Kind::File => Put::Replace(d),
                     Some(d) => Put::MakeWay(d),
                 };
                 self.copy_content(job, rel, &code, put, last)
@@ -281,7 +281,11 @@ impl<D: Destination> Engine<'_, D> {
         {
             return Attempt::Done(false);
         }
-        let given = self.give(&job.entry.meta);
+        let mut given = self.give(&job.entry.meta);
+        // Without -p a file that was there keeps its mode through the update (rsync).
+        if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
+            given.mode = d.mode & 0o7777;
+        }
         let source = SourceFile {
             file,
             meta: &given,
@@ -297,7 +301,7 @@ impl<D: Destination> Engine<'_, D> {
         // An update is written beside the old copy and renamed over it (as rsync does),
         // so a failure part-way leaves the old copy whole; the rename costs what
         // removing the old file first would.
-        let temp = matches!(put, Put::Replace).then(|| temp::name(name));
+        let temp = matches!(put, Put::Replace(_)).then(|| temp::name(name));
         // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self
             .dest
@@ -400,7 +404,7 @@ impl<D: Destination> Engine<'_, D> {
             };
             let src = self.as_stored(&job.entry.meta);
             match plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules) {
-                Decision::UpToDate => {
+                Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
                 }
@@ -470,7 +474,7 @@ impl<D: Destination> Engine<'_, D> {
             };
             match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), &self.rules)
             {
-                Decision::UpToDate => {
+                Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
                 }
