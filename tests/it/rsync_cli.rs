@@ -11,6 +11,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::dirfs::DirFs;
+use crate::support::inproc::Server;
 use crate::support::{Scratch, Tree, copy_tree, describe, is_root, nfsync, slash};
 
 /// The source: files of several sizes and modes (one setuid, one 0666 for the umask),
@@ -83,11 +85,34 @@ fn start(root: &Path) -> Tree {
 /// difference between the two results (`rsync -anciH --delete` and `compare_extra`:
 /// e.g. `--no-t` where neither keeps times, so the copy's own clock does not count).
 fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> String {
+    against_rsync_via(Via::Mount, flags, operands, compare_extra)
+}
+
+/// Where nfsync writes in [`against_rsync_via`].
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// A local directory (the mount path).
+    Mount,
+    /// The in-process NFSv3 server's export (the NFS path; no MKNOD, no LINK there).
+    InProc,
+}
+
+fn against_rsync_via(
+    via: Via,
+    flags: &[&str],
+    operands: &[&str],
+    compare_extra: &[&str],
+) -> String {
     let s = Scratch::new();
     let src = source(&s.join("src"));
     start(&s.join("start"));
     copy_tree(&s.join("start"), &s.join("by_rsync"));
     copy_tree(&s.join("start"), &s.join("by_nfsync"));
+    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(&s.path())));
+    let dest = match &server {
+        Some(server) => server.url("/by_nfsync").into(),
+        None => slash(&s.join("by_nfsync")),
+    };
     let srcs: Vec<_> = operands
         .iter()
         .map(|o| match *o {
@@ -105,7 +130,7 @@ fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> S
     let out = nfsync()
         .args(flags)
         .args(&srcs)
-        .arg(slash(&s.join("by_nfsync")))
+        .arg(&dest)
         .output()
         .unwrap();
     assert!(out.status.success(), "nfsync {flags:?}: {}", describe(&out));
@@ -175,6 +200,22 @@ same_as_rsync! {
     accepted_no_ops: ["-aW", "--no-whole-file", "--no-inc-recursive", "--max-alloc=1G",
         "--preallocate", "--super", "--force", "--mkpath", "--partial", "--ignore-errors",
         "--info=progress2", "--debug=none", "--stats"];
+}
+
+/// The selection reaches the NFS path's backend too: modes less the umask and kept
+/// modes without -p, no times without -t, -u and --existing (symlinks, no specials:
+/// the in-process server has no MKNOD).
+#[test]
+fn nfs_path_same_as_rsync() {
+    for (flags, extra) in [
+        (&["-rlt"][..], &[][..]),
+        (&["-rl"], &["--no-t", "-O"]),
+        (&["-a", "--no-D", "-u"], &[]),
+        (&["-a", "--no-D", "--existing", "--delete"], &[]),
+    ] {
+        let d = against_rsync_via(Via::InProc, flags, &[""], extra);
+        assert!(d.is_empty(), "nfs:// {flags:?} differs from rsync:\n{d}");
+    }
 }
 
 /// `nfsync SRC/ SRC/ DEST`: the source is copied once, as rsync does, not reported
