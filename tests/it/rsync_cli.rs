@@ -108,7 +108,7 @@ fn against_rsync_via(
     start(&s.join("start"));
     copy_tree(&s.join("start"), &s.join("by_rsync"));
     copy_tree(&s.join("start"), &s.join("by_nfsync"));
-    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(&s.path())));
+    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
     let dest = match &server {
         Some(server) => server.url("/by_nfsync").into(),
         None => slash(&s.join("by_nfsync")),
