@@ -1,10 +1,9 @@
-//! Entry jobs: regular files, symlinks, hard links and special files.
+//! Entry jobs: regular files, symlinks and special files (hard links: [`super::links`]).
 
-use std::ffi::OsString;
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
@@ -15,20 +14,6 @@ use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
 use crate::temp;
 use crate::walk;
-
-/// A set of source names sharing one inode (`-H`). The first one seen is copied; the
-/// others become hard links to its destination once it is done.
-pub enum LinkGroup<D: Destination> {
-    /// The first name is being copied; these wait for it.
-    Copying(Vec<EntryJob<D>>),
-    /// The first name is done: link to it (or copy on our own if it failed).
-    Done {
-        dir: Option<D::Dir>,
-        name: OsString,
-        rel: PathBuf,
-        ok: bool,
-    },
-}
 
 /// How a regular file gets to the destination.
 #[derive(Clone, Copy, Debug)]
@@ -46,7 +31,7 @@ enum Put {
 const RACE_RETRIES: usize = 3;
 
 /// The outcome of one attempt at an entry.
-enum Attempt {
+pub(super) enum Attempt {
     /// Finished: whether the destination now holds the entry.
     Done(bool),
     /// Another writer changed the name meanwhile: look again and decide anew.
@@ -56,7 +41,7 @@ enum Attempt {
 /// Whether a destination error means another writer got to the name first: it exists
 /// now (we create exclusively), or the file we were writing was replaced (NFS answers
 /// STALE for a file renamed over), or our own temporary is gone.
-fn is_race(e: &dest::Error) -> bool {
+pub(super) fn is_race(e: &dest::Error) -> bool {
     e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
 }
 
@@ -81,7 +66,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// The destination's current attributes for a job, stat'ing only if the listing
     /// did not carry them. `Err(())` means an error was already reported.
-    fn dest_meta(
+    pub(super) fn dest_meta(
         &self,
         job: &EntryJob<D>,
         known: DestKnown,
@@ -99,7 +84,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Removes what is in the way (another type, itemized and counted as a deletion);
     /// `false` if that failed (already reported) or `--max-delete` kept it.
-    fn make_way(&self, job: &EntryJob<D>, rel: &Path, existing: &Meta) -> bool {
+    pub(super) fn make_way(&self, job: &EntryJob<D>, rel: &Path, existing: &Meta) -> bool {
         let dir = job.parent.dir.as_ref();
         let r = match dir {
             // The same kind (a symlink with another target): replaced, not deleted.
@@ -168,7 +153,7 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// A regular file. Returns whether the destination now holds the file.
-    fn file(&self, job: &EntryJob<D>, rel: &Path) -> bool {
+    pub(super) fn file(&self, job: &EntryJob<D>, rel: &Path) -> bool {
         let mut known = job.known;
         for attempt in 0..=RACE_RETRIES {
             match self.file_once(job, rel, known, attempt == RACE_RETRIES) {
@@ -360,7 +345,11 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Runs `once` until it does not race with another writer (see [`RACE_RETRIES`]).
-    fn settle(&self, job: &EntryJob<D>, mut once: impl FnMut(DestKnown, bool) -> Attempt) {
+    pub(super) fn settle(
+        &self,
+        job: &EntryJob<D>,
+        mut once: impl FnMut(DestKnown, bool) -> Attempt,
+    ) {
         let mut known = job.known;
         for attempt in 0..=RACE_RETRIES {
             if let Attempt::Done(_) = once(known, attempt == RACE_RETRIES) {
@@ -494,117 +483,6 @@ impl<D: Destination> Engine<'_, D> {
                     })
                 }
             }
-        })
-    }
-
-    /// `-H`: the first name of an inode is copied, the others linked to it.
-    fn hard_linked_file(&self, job: EntryJob<D>) {
-        let key = (job.entry.meta.dev, job.entry.meta.ino);
-        let rel = job.parent.rel.join(&job.entry.name);
-        let leader = {
-            let mut links = self.links.lock().unwrap();
-            match links.get_mut(&key) {
-                None => {
-                    links.insert(key, LinkGroup::Copying(Vec::new()));
-                    None
-                }
-                Some(LinkGroup::Copying(waiting)) => {
-                    // The leader completes us when it is done.
-                    waiting.push(job);
-                    return;
-                }
-                Some(LinkGroup::Done { dir, name, rel, ok }) => {
-                    Some((dir.clone(), name.clone(), rel.clone(), *ok))
-                }
-            }
-        };
-        match leader {
-            Some((dir, name, lrel, true)) => self.link_to(&job, &rel, dir.as_ref(), &name, &lrel),
-            Some((_, _, _, false)) => {
-                self.file(&job, &rel);
-            }
-            None => {
-                let ok = self.file(&job, &rel);
-                let waiting = {
-                    let mut links = self.links.lock().unwrap();
-                    let done = LinkGroup::Done {
-                        dir: job.parent.dir.clone(),
-                        name: job.entry.name.clone(),
-                        rel: rel.clone(),
-                        ok,
-                    };
-                    match links.insert(key, done) {
-                        Some(LinkGroup::Copying(w)) => w,
-                        _ => Vec::new(),
-                    }
-                };
-                for w in waiting {
-                    let wrel = w.parent.rel.join(&w.entry.name);
-                    if ok {
-                        self.link_to(&w, &wrel, job.parent.dir.as_ref(), &job.entry.name, &rel);
-                    } else {
-                        self.file(&w, &wrel);
-                    }
-                    self.complete(&w.parent);
-                }
-            }
-        }
-        self.complete(&job.parent);
-    }
-
-    /// Makes `job`'s name a hard link to the leader's destination file, unless it
-    /// already is one.
-    fn link_to(
-        &self,
-        job: &EntryJob<D>,
-        rel: &Path,
-        ldir: Option<&D::Dir>,
-        lname: &OsString,
-        lrel: &Path,
-    ) {
-        self.settle(job, |known, last| {
-            let Ok(dst) = self.dest_meta(job, known, rel) else {
-                return Attempt::Done(false);
-            };
-            if let (Some(d), Some(ldir)) = (&dst, ldir) {
-                if d.kind == Kind::File && d.nlink > 1 {
-                    match self.dest.stat(ldir, lname) {
-                        Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
-                            Stats::bump(&self.stats.files_skipped);
-                            return Attempt::Done(true);
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            self.dest_error(lrel, e);
-                            return Attempt::Done(false);
-                        }
-                    }
-                }
-                if !self.make_way(job, rel, d) {
-                    return Attempt::Done(false);
-                }
-            }
-            job.parent.changed.store(true, Ordering::Relaxed);
-            if !self.cfg.dry_run {
-                let (Some(dir), Some(ldir)) = (&job.parent.dir, ldir) else {
-                    return Attempt::Done(false);
-                };
-                match self.dest.hard_link(dir, &job.entry.name, ldir, lname) {
-                    Ok(()) => {}
-                    // NotFound: another run is replacing the leader's name (linking it to
-                    // its own first name) this very moment; look again.
-                    Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
-                        return Attempt::Raced;
-                    }
-                    Err(e) => {
-                        self.dest_error(rel, e);
-                        return Attempt::Done(false);
-                    }
-                }
-            }
-            Stats::bump(&self.stats.links_created);
-            self.out.change("hf+++++++++", rel);
-            Attempt::Done(true)
         })
     }
 }

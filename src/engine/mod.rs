@@ -14,6 +14,7 @@
 mod delete;
 mod dir;
 mod entry;
+mod links;
 #[cfg(test)]
 mod order;
 pub mod sched;
@@ -92,7 +93,7 @@ pub struct Engine<'a, D: Destination> {
     /// Live counters (read by the progress bar).
     pub stats: Arc<Stats>,
     sched: sched::Sched<ScanJob<D>, EntryJob<D>>,
-    links: Mutex<HashMap<(u64, u64), entry::LinkGroup<D>>>,
+    links: Mutex<HashMap<(u64, u64), links::LinkGroup<D>>>,
     /// Raised by SIGINT/SIGTERM.
     interrupted: Arc<AtomicBool>,
     /// Raised by SIGINT/SIGTERM or a fatal error: workers stop taking jobs.
