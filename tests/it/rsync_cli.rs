@@ -383,3 +383,11 @@ fn compress_says_it_does_nothing_under_verbose() {
         describe(&out)
     );
 }
+
+/// rsync's `-h` alone is its help; in a bundle it is `--human-readable`.
+#[test]
+fn h_alone_is_help() {
+    let out = nfsync().arg("-h").output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rsync options"));
+}
