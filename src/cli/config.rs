@@ -69,7 +69,10 @@ impl Cli {
         };
         let rsync_d = r.archive || r.devices_specials;
         let specials = !self.no_specials && !r.no_devices_specials && (self.specials || rsync_d);
-        let devices = !self.no_devices && !r.no_devices_specials && (self.devices || rsync_d);
+        // rsync makes devices only as root (its `am_root && preserve_devices`); as
+        // another user they are skipped as non-regular files, not failed on.
+        let devices =
+            root && !self.no_devices && !r.no_devices_specials && (self.devices || rsync_d);
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
