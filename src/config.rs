@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
-use crate::plan::{Compare, Rules};
+use crate::plan::{Compare, Rules, Skip};
 use crate::tune::Jobs;
 
 /// Everything the engine needs to know about one run.
@@ -26,8 +26,27 @@ pub struct Config {
     pub filter: Filter,
     /// Up-to-date test.
     pub compare: Compare,
-    /// `--modify-window SECS`.
-    pub modify_window: Option<u64>,
+    /// `--modify-window SECS` (0: whole seconds; -1: nanoseconds).
+    pub modify_window: i64,
+    /// Entries to leave alone (`-u`, `--ignore-existing`, `--existing`, size limits).
+    pub skip: Skip,
+    /// `-r`: enter directories (without it they are skipped, as rsync does).
+    pub recursive: bool,
+    /// `-l`: copy symlinks (without it they are skipped).
+    pub links: bool,
+    /// `-p`: give entries the source's mode (without it new ones get the source's
+    /// permission bits less `umask`, existing ones keep theirs).
+    pub perms: bool,
+    /// `-t`: give entries the source's mtime (without it they get the time of the copy).
+    pub times: bool,
+    /// `-O`: leave directories' mtimes alone.
+    pub omit_dir_times: bool,
+    /// The umask nfsync was started with (nfsync then clears it to give modes itself).
+    pub umask: u32,
+    /// `-x` count: 1 creates mount points empty, 2 leaves them out.
+    pub one_file_system: u8,
+    /// `--ignore-errors`: delete even in a directory whose source listing failed.
+    pub ignore_errors: bool,
     /// Concurrency.
     pub jobs: Jobs,
     /// `-H`: keep hard links.
@@ -63,6 +82,9 @@ impl Config {
             compare: self.compare,
             modify_window: self.modify_window,
             owners: self.owners,
+            perms: self.perms,
+            times: self.times,
+            skip: self.skip,
             delete: self.delete,
             filter: &self.filter,
         }

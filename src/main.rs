@@ -26,7 +26,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn real_main() -> Result<ExitCode, Error> {
-    let matches = match Cli::command().try_get_matches() {
+    // rsync's words for an option nfsync lacks, before clap's.
+    let args = cli::check_argv(std::env::args_os().skip(1).collect())
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    let argv = std::iter::once("nfsync".into()).chain(args);
+    let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
             let _ = e.print();
@@ -46,6 +50,9 @@ fn real_main() -> Result<ExitCode, Error> {
         })?;
         let _ = out.flush();
         return Ok(ExitCode::Success);
+    }
+    for note in cli.notes() {
+        eprintln!("nfsync: {note}");
     }
     let cfg = cli
         .into_config(&matches)

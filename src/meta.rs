@@ -81,12 +81,13 @@ pub struct Time {
 }
 
 impl Time {
-    /// True when the two times are equal, or within `window` seconds when a window is
-    /// given (rsync's `--modify-window`, for filesystems that round times).
-    pub fn matches(self, other: Time, window: Option<u64>) -> bool {
-        match window {
-            None | Some(0) => self == other,
-            Some(w) => self.sec.abs_diff(other.sec) <= w,
+    /// rsync's `--modify-window`: equal within `window` whole seconds (0, rsync's
+    /// default, compares seconds and ignores nanoseconds); a negative window compares
+    /// to the nanosecond.
+    pub fn matches(self, other: Time, window: i64) -> bool {
+        match u64::try_from(window) {
+            Err(_) => self == other,
+            Ok(w) => self.sec.abs_diff(other.sec) <= w,
         }
     }
 

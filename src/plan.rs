@@ -26,6 +26,8 @@ use crate::walk::SrcEntry;
 pub enum Compare {
     /// Size and mtime equal (rsync's default quick check).
     QuickCheck,
+    /// Never equal: every file is copied (`-I/--ignore-times`).
+    IgnoreTimes,
     /// Size equal (`--size-only`).
     SizeOnly,
     /// Size equal and identical bytes (`-c/--checksum`).
@@ -37,14 +39,63 @@ pub enum Compare {
 pub struct Rules<'a> {
     /// Up-to-date test.
     pub compare: Compare,
-    /// `--modify-window SECS`.
-    pub modify_window: Option<u64>,
+    /// `--modify-window SECS`: 0 compares whole seconds (rsync's default), -1
+    /// nanoseconds.
+    pub modify_window: i64,
     /// Which ownership to keep.
     pub owners: OwnerPolicy,
+    /// `-p`: a mode that differs is fixed (without it an existing entry keeps its own).
+    pub perms: bool,
+    /// `-t`: an mtime that differs is fixed.
+    pub times: bool,
+    /// Entries left alone whatever they hold.
+    pub skip: Skip,
     /// `--delete`.
     pub delete: bool,
     /// Exclude/include rules.
     pub filter: &'a Filter,
+}
+
+/// Entries to leave alone (rsync's `-u`, `--ignore-existing`, `--existing`,
+/// `--max-size`, `--min-size`); none by default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Skip {
+    /// `-u`: a regular file newer at the destination stays.
+    pub update: bool,
+    /// `--ignore-existing`: anything that exists stays as it is (directories are
+    /// still entered).
+    pub ignore_existing: bool,
+    /// `--existing`: nothing new is created (new directories are not entered).
+    pub existing_only: bool,
+    /// `--max-size`: larger regular files are skipped.
+    pub max_size: Option<u64>,
+    /// `--min-size`: smaller regular files are skipped.
+    pub min_size: Option<u64>,
+}
+
+impl Skip {
+    /// Whether a non-directory entry is skipped before its type is even looked at:
+    /// `dst` is what the destination holds, `src` the source.
+    fn skips(&self, src: &Meta, dst: Option<&Meta>, window: i64) -> bool {
+        if src.kind == Kind::File
+            && (self.max_size.is_some_and(|m| src.size > m)
+                || self.min_size.is_some_and(|m| src.size < m))
+        {
+            return true;
+        }
+        match dst {
+            None => self.existing_only,
+            Some(_) if self.ignore_existing => true,
+            // rsync's test, whole seconds: skipped when the source is older than the
+            // destination by more than the window's worth (-1 makes it stricter).
+            Some(d) => {
+                self.update
+                    && src.kind == Kind::File
+                    && d.kind == Kind::File
+                    && src.mtime.sec.saturating_sub(d.mtime.sec) < window
+            }
+        }
+    }
 }
 
 /// What the destination listing said about an entry before its job ran.
@@ -141,6 +192,8 @@ pub fn plan_dir(
 pub enum Decision {
     /// Nothing: content and attributes match.
     UpToDate,
+    /// Nothing: an option says to leave it (see [`Skip`]).
+    Skip,
     /// Content matches; fix these attributes.
     FixAttrs(AttrSet),
     /// Sizes match but `--checksum` must read both sides to know.
@@ -157,14 +210,17 @@ pub fn attr_diff(src: &Meta, dst: &Meta, cfg: &Rules<'_>, check_mtime: bool) -> 
         (cfg.owners.owner && src.uid != dst.uid) || (cfg.owners.group && src.gid != dst.gid);
     AttrSet {
         // Symlink permissions are meaningless on Linux and cannot be set.
-        mode: src.kind != Kind::Symlink && src.mode != dst.mode,
+        mode: cfg.perms && src.kind != Kind::Symlink && src.mode != dst.mode,
         owner,
-        mtime: check_mtime && !src.mtime.matches(dst.mtime, cfg.modify_window),
+        mtime: cfg.times && check_mtime && !src.mtime.matches(dst.mtime, cfg.modify_window),
     }
 }
 
 /// Decides for a regular file.
 pub fn decide_file(src: &Meta, dst: Option<&Meta>, cfg: &Rules<'_>) -> Decision {
+    if cfg.skip.skips(src, dst, cfg.modify_window) {
+        return Decision::Skip;
+    }
     let Some(dst) = dst else {
         return Decision::Create;
     };
@@ -176,6 +232,7 @@ pub fn decide_file(src: &Meta, dst: Option<&Meta>, cfg: &Rules<'_>) -> Decision 
             src.size == dst.size && src.mtime.matches(dst.mtime, cfg.modify_window)
         }
         Compare::SizeOnly => src.size == dst.size,
+        Compare::IgnoreTimes => false,
         Compare::Checksum => {
             if src.size != dst.size {
                 false
@@ -208,6 +265,9 @@ pub fn decide_symlink(
     same_target: Option<bool>,
     cfg: &Rules<'_>,
 ) -> Decision {
+    if cfg.skip.skips(src, dst, cfg.modify_window) {
+        return Decision::Skip;
+    }
     let Some(dst) = dst else {
         return Decision::Create;
     };
@@ -219,6 +279,9 @@ pub fn decide_symlink(
 
 /// Decides for fifos, sockets and devices.
 pub fn decide_special(src: &Meta, dst: Option<&Meta>, cfg: &Rules<'_>) -> Decision {
+    if cfg.skip.skips(src, dst, cfg.modify_window) {
+        return Decision::Skip;
+    }
     let Some(dst) = dst else {
         return Decision::Create;
     };
@@ -238,11 +301,14 @@ mod tests {
     fn cfg(compare: Compare) -> Rules<'static> {
         Rules {
             compare,
-            modify_window: None,
+            modify_window: -1,
             owners: OwnerPolicy {
                 owner: true,
                 group: true,
             },
+            perms: true,
+            times: true,
+            skip: Skip::default(),
             delete: false,
             filter: &NO_FILTER,
         }
@@ -285,13 +351,48 @@ mod tests {
     #[test]
     fn modify_window_tolerates_rounded_times() {
         let mut c = cfg(Compare::QuickCheck);
-        c.modify_window = Some(1);
+        c.modify_window = 1;
         assert_eq!(
             decide_file(&file(1, 100, 5), Some(&file(1, 101, 0)), &c),
             Decision::UpToDate
         );
         assert_eq!(
             decide_file(&file(1, 100, 5), Some(&file(1, 102, 0)), &c),
+            Decision::Replace
+        );
+    }
+
+    #[test]
+    fn default_window_compares_whole_seconds() {
+        let mut c = cfg(Compare::QuickCheck);
+        c.modify_window = 0;
+        assert_eq!(
+            decide_file(&file(1, 100, 5), Some(&file(1, 100, 900)), &c),
+            Decision::UpToDate
+        );
+        assert_eq!(
+            decide_file(&file(1, 100, 5), Some(&file(1, 101, 5)), &c),
+            Decision::Replace
+        );
+    }
+
+    #[test]
+    fn update_skips_only_files_newer_at_the_destination() {
+        let mut c = cfg(Compare::QuickCheck);
+        c.modify_window = 0;
+        c.skip.update = true;
+        assert_eq!(
+            decide_file(&file(1, 100, 0), Some(&file(2, 101, 0)), &c),
+            Decision::Skip
+        );
+        assert_eq!(
+            decide_file(&file(1, 100, 0), Some(&file(2, 100, 0)), &c),
+            Decision::Replace
+        );
+        let mut d = file(2, 101, 0);
+        d.kind = Kind::Dir;
+        assert_eq!(
+            decide_file(&file(1, 100, 0), Some(&d), &c),
             Decision::Replace
         );
     }

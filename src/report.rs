@@ -280,6 +280,14 @@ impl Output {
         self.emit(true, &format!("nfsync: {msg}"));
     }
 
+    /// One of rsync's informational lines, in its words (`skipping directory NAME`):
+    /// on stdout (stderr under `--json`), silenced by `-q`.
+    pub fn info(&self, msg: impl std::fmt::Display) {
+        if !self.quiet {
+            self.emit(self.json, &msg.to_string());
+        }
+    }
+
     /// A warning (never suppressed by `-q`, like rsync's).
     pub fn warn(&self, msg: impl std::fmt::Display) {
         self.emit(true, &format!("nfsync: warning: {msg}"));

@@ -554,6 +554,7 @@ mod tests {
         let src = SourceFile {
             file: File::open(&src_path).unwrap(),
             meta: &listed,
+            listed: &listed,
             path: &src_path,
         };
         let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("f"), &src);
@@ -586,6 +587,7 @@ mod tests {
         let src = SourceFile {
             file: File::open(&src_path).unwrap(),
             meta: &listed,
+            listed: &listed,
             path: &src_path,
         };
         let d = dest(&out);

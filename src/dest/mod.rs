@@ -108,8 +108,11 @@ impl CopyError {
 pub struct SourceFile<'a> {
     /// The open source file.
     pub file: File,
-    /// `lstat` of the source as listed; what the destination must end up with.
+    /// What the destination must end up with: the source's `lstat`, less what the
+    /// command line does not preserve (mode bits without `-p`, mtime without `-t`).
     pub meta: &'a Meta,
+    /// `lstat` of the source as listed, which the file must still match once read.
+    pub listed: &'a Meta,
     /// Source path, for messages.
     pub path: &'a Path,
 }
@@ -119,7 +122,7 @@ impl SourceFile<'_> {
     pub fn verify_unchanged(&self) -> std::result::Result<(), CopyError> {
         let now = self.file.metadata().map_err(CopyError::Source)?;
         let now = Meta::from_std(&now);
-        if now.size != self.meta.size || now.mtime != self.meta.mtime {
+        if now.size != self.listed.size || now.mtime != self.listed.mtime {
             return Err(CopyError::SourceChanged);
         }
         Ok(())

@@ -65,6 +65,13 @@ impl<D: Destination> Engine<'_, D> {
                 source,
             })?;
             let meta = Meta::from_std(&meta);
+            // A source named twice is copied once (rsync drops duplicate names).
+            if operands
+                .iter()
+                .any(|o: &Operand| o.path == *src && o.contents == contents)
+            {
+                continue;
+            }
             operands.push(Operand {
                 path: src.clone(),
                 contents: contents && meta.kind == Kind::Dir,
@@ -152,6 +159,16 @@ impl<D: Destination> Engine<'_, D> {
         let mut entries = Vec::new();
         let mut listing_ok = true;
         for op in operands {
+            if op.meta.kind == Kind::Dir && !self.cfg.recursive {
+                let name = if op.contents {
+                    Path::new(".")
+                } else {
+                    Path::new(op.path.file_name().unwrap_or_default())
+                };
+                self.out
+                    .info(format_args!("skipping directory {}", name.display()));
+                continue;
+            }
             if op.contents {
                 Stats::bump(&self.stats.dirs_scanned);
                 let _listed = Listed(&self.stats);
@@ -175,8 +192,13 @@ impl<D: Destination> Engine<'_, D> {
                 });
             }
         }
+        // Several sources giving one name: the first one's entry is copied, as rsync's
+        // file list keeps the first of duplicate names.
+        let mut seen = std::collections::HashSet::new();
+        entries.retain(|e| seen.insert(e.name.clone()));
         // Deleting at DEST's top level only makes sense when DEST mirrors `SRC/`.
-        self.plan_children(&node, entries, fresh, listing_ok && only_contents);
+        let whole = listing_ok || self.cfg.ignore_errors;
+        self.plan_children(&node, entries, fresh, whole && only_contents);
         self.complete(&node);
         Ok(())
     }
@@ -252,6 +274,9 @@ impl<D: Destination> Engine<'_, D> {
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
         for (entry, known) in plan.children {
+            if entry.meta.kind == Kind::Dir && self.leaves_out(node, &entry) {
+                continue;
+            }
             if entry.meta.kind == Kind::Dir {
                 if self.is_written_root(&entry.meta) {
                     self.out.warn(format_args!(
@@ -312,6 +337,13 @@ impl<D: Destination> Engine<'_, D> {
                 }
             },
         };
+        // --existing: no new directory, so nothing below it either.
+        if self.cfg.skip.existing_only && existing != Some(Kind::Dir) {
+            self.complete(&parent);
+            return;
+        }
+        // -x: a mount point is created, its contents left out.
+        let mount_point = self.cfg.one_file_system > 0 && crosses_device(&parent, &entry);
         let mut origin = Origin::Imagined;
         let dir = match existing {
             Some(Kind::Dir) => {
@@ -342,7 +374,10 @@ impl<D: Destination> Engine<'_, D> {
                 let made = if dry {
                     None
                 } else {
-                    match self.dest.mkdir(pdir.unwrap(), &entry.name, &entry.meta) {
+                    match self
+                        .dest
+                        .mkdir(pdir.unwrap(), &entry.name, &self.give(&entry.meta))
+                    {
                         Ok((d, todo)) => {
                             origin = Origin::Created(todo);
                             Some(d)
@@ -383,11 +418,28 @@ impl<D: Destination> Engine<'_, D> {
         }
         let fresh = !matches!(origin, Origin::Found(_));
         let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent));
-        // An unreadable source directory is still created, but nothing is deleted in it.
-        if let Some(children) = self.list_source(&entry.path) {
-            self.plan_children(&node, children, fresh, true);
+        // An unreadable source directory is still created, but nothing is deleted in it
+        // (unless --ignore-errors says to delete anyway, as rsync does).
+        if !mount_point {
+            match self.list_source(&entry.path) {
+                Some(children) => self.plan_children(&node, children, fresh, true),
+                None if self.cfg.ignore_errors => self.plan_children(&node, vec![], fresh, true),
+                None => {}
+            }
         }
         self.complete(&node);
+    }
+
+    /// Whether a source directory is left out of its parent: without -r (said as
+    /// rsync says it), or as a mount point under -xx.
+    fn leaves_out(&self, parent: &DirNode<D>, entry: &SrcEntry) -> bool {
+        if !self.cfg.recursive {
+            let rel = parent.rel.join(&entry.name);
+            self.out
+                .info(format_args!("skipping directory {}", rel.display()));
+            return true;
+        }
+        self.cfg.one_file_system > 1 && crosses_device(parent, entry)
     }
 
     /// Opens a destination directory that exists; on failure reports it and completes
@@ -455,20 +507,29 @@ impl<D: Destination> Engine<'_, D> {
         if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
             return;
         }
-        let what = match node.origin {
+        let mut given = self.give(meta);
+        let mut what = match node.origin {
             // Created by us: what mkdir could not give it, and always the mtime
             // (creating children moved it).
             Origin::Created(todo) => todo,
             Origin::Found(found) => {
                 let mut d = plan::attr_diff(&self.as_stored(meta), &found, &self.rules, true);
                 d.mtime |= node.changed.load(Ordering::Relaxed);
+                // Without -p an existing directory keeps its mode (a backend that
+                // sets every attribute at once must send that one).
+                if !self.cfg.perms {
+                    given.mode = found.mode;
+                }
                 d
             }
             Origin::Imagined => return,
         };
+        // Without -t, or with -O, a directory's mtime is whatever its changes made it.
+        what.mtime &= self.cfg.times && !self.cfg.omit_dir_times;
         if what.is_empty() {
             return;
         }
+        let meta = &given;
         match self.dest.set_dir_attrs(dir, meta, what) {
             Ok(()) if what.mtime => self.note_time(&node.rel, meta),
             Ok(()) => {}
@@ -486,4 +547,10 @@ impl Drop for Listed<'_> {
             .dirs_listed
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// Whether a source directory is on another filesystem than its parent (a mount point).
+/// A directory named on the command line has no parent to compare with.
+fn crosses_device<D: Destination>(parent: &DirNode<D>, entry: &SrcEntry) -> bool {
+    parent.meta.is_some_and(|m| m.dev != entry.meta.dev)
 }

@@ -1,10 +1,9 @@
-//! Entry jobs: regular files, symlinks, hard links and special files.
+//! Entry jobs: regular files, symlinks and special files (hard links: [`super::links`]).
 
-use std::ffi::OsString;
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
@@ -16,27 +15,13 @@ use crate::report::Stats;
 use crate::temp;
 use crate::walk;
 
-/// A set of source names sharing one inode (`-H`). The first one seen is copied; the
-/// others become hard links to its destination once it is done.
-pub enum LinkGroup<D: Destination> {
-    /// The first name is being copied; these wait for it.
-    Copying(Vec<EntryJob<D>>),
-    /// The first name is done: link to it (or copy on our own if it failed).
-    Done {
-        dir: Option<D::Dir>,
-        name: OsString,
-        rel: PathBuf,
-        ok: bool,
-    },
-}
-
 /// How a regular file gets to the destination.
 #[derive(Clone, Copy, Debug)]
 enum Put {
     /// Nothing there: write it under its name.
     New,
-    /// An older copy there: write beside it and rename over it.
-    Replace,
+    /// An older copy there (these its attributes): write beside it and rename over it.
+    Replace(Meta),
     /// Something else in the way (a directory, a symlink): remove it first.
     MakeWay(Meta),
 }
@@ -46,7 +31,7 @@ enum Put {
 const RACE_RETRIES: usize = 3;
 
 /// The outcome of one attempt at an entry.
-enum Attempt {
+pub(super) enum Attempt {
     /// Finished: whether the destination now holds the entry.
     Done(bool),
     /// Another writer changed the name meanwhile: look again and decide anew.
@@ -56,7 +41,7 @@ enum Attempt {
 /// Whether a destination error means another writer got to the name first: it exists
 /// now (we create exclusively), or the file we were writing was replaced (NFS answers
 /// STALE for a file renamed over), or our own temporary is gone.
-fn is_race(e: &dest::Error) -> bool {
+pub(super) fn is_race(e: &dest::Error) -> bool {
     e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
 }
 
@@ -81,7 +66,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// The destination's current attributes for a job, stat'ing only if the listing
     /// did not carry them. `Err(())` means an error was already reported.
-    fn dest_meta(
+    pub(super) fn dest_meta(
         &self,
         job: &EntryJob<D>,
         known: DestKnown,
@@ -99,7 +84,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Removes what is in the way (another type, itemized and counted as a deletion);
     /// `false` if that failed (already reported) or `--max-delete` kept it.
-    fn make_way(&self, job: &EntryJob<D>, rel: &Path, existing: &Meta) -> bool {
+    pub(super) fn make_way(&self, job: &EntryJob<D>, rel: &Path, existing: &Meta) -> bool {
         let dir = job.parent.dir.as_ref();
         let r = match dir {
             // The same kind (a symlink with another target): replaced, not deleted.
@@ -137,9 +122,9 @@ impl<D: Destination> Engine<'_, D> {
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            if let Err(e) = self
-                .dest
-                .set_attrs(dir, &job.entry.name, &job.entry.meta, what)
+            if let Err(e) =
+                self.dest
+                    .set_attrs(dir, &job.entry.name, &self.give(&job.entry.meta), what)
             {
                 self.dest_error(rel, e);
                 return;
@@ -172,7 +157,7 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// A regular file. Returns whether the destination now holds the file.
-    fn file(&self, job: &EntryJob<D>, rel: &Path) -> bool {
+    pub(super) fn file(&self, job: &EntryJob<D>, rel: &Path) -> bool {
         let mut known = job.known;
         for attempt in 0..=RACE_RETRIES {
             match self.file_once(job, rel, known, attempt == RACE_RETRIES) {
@@ -212,7 +197,7 @@ impl<D: Destination> Engine<'_, D> {
             };
         }
         match decision {
-            Decision::UpToDate => {
+            Decision::UpToDate | Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
                 Attempt::Done(true)
             }
@@ -227,7 +212,11 @@ impl<D: Destination> Engine<'_, D> {
                         ">f.{}{}{}{}{}...",
                         if d.size != src.size { 's' } else { '.' },
                         self.time_flag(src, d),
-                        if d.mode != src.mode { 'p' } else { '.' },
+                        if self.cfg.perms && d.mode != src.mode {
+                            'p'
+                        } else {
+                            '.'
+                        },
                         if self.cfg.owners.owner && d.uid != src.uid {
                             'o'
                         } else {
@@ -243,7 +232,7 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 let put = match dst {
                     None => Put::New,
-                    Some(d) if d.kind == Kind::File => Put::Replace,
+                    Some(d) if d.kind == Kind::File => Put::Replace(d),
                     Some(d) => Put::MakeWay(d),
                 };
                 self.copy_content(job, rel, &code, put, last)
@@ -297,9 +286,15 @@ impl<D: Destination> Engine<'_, D> {
         {
             return Attempt::Done(false);
         }
+        let mut given = self.give(&job.entry.meta);
+        // Without -p a file that was there keeps its mode through the update (rsync).
+        if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
+            given.mode = d.mode & 0o7777;
+        }
         let source = SourceFile {
             file,
-            meta: &job.entry.meta,
+            meta: &given,
+            listed: &job.entry.meta,
             path: &job.entry.path,
         };
         let dir = job
@@ -311,7 +306,7 @@ impl<D: Destination> Engine<'_, D> {
         // An update is written beside the old copy and renamed over it (as rsync does),
         // so a failure part-way leaves the old copy whole; the rename costs what
         // removing the old file first would.
-        let temp = matches!(put, Put::Replace).then(|| temp::name(name));
+        let temp = matches!(put, Put::Replace(_)).then(|| temp::name(name));
         // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self
             .dest
@@ -370,7 +365,11 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Runs `once` until it does not race with another writer (see [`RACE_RETRIES`]).
-    fn settle(&self, job: &EntryJob<D>, mut once: impl FnMut(DestKnown, bool) -> Attempt) {
+    pub(super) fn settle(
+        &self,
+        job: &EntryJob<D>,
+        mut once: impl FnMut(DestKnown, bool) -> Attempt,
+    ) {
         let mut known = job.known;
         for attempt in 0..=RACE_RETRIES {
             if let Attempt::Done(_) = once(known, attempt == RACE_RETRIES) {
@@ -381,6 +380,14 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     fn symlink(&self, job: &EntryJob<D>, rel: &Path) {
+        if !self.cfg.links {
+            Stats::bump(&self.stats.specials_skipped);
+            self.out.info(format_args!(
+                "skipping non-regular file \"{}\"",
+                rel.display()
+            ));
+            return;
+        }
         let target = match walk::short_path(&job.entry.path, |p| fs::read_link(p)) {
             Ok(t) => t.into_os_string(),
             Err(e) => return self.source_error(&job.entry.path, &e),
@@ -406,7 +413,7 @@ impl<D: Destination> Engine<'_, D> {
             };
             let src = self.as_stored(&job.entry.meta);
             match plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules) {
-                Decision::UpToDate => {
+                Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
                 }
@@ -424,17 +431,24 @@ impl<D: Destination> Engine<'_, D> {
                     ),
                     last,
                     |dir| {
-                        self.dest
-                            .symlink(dir, &job.entry.name, &target, &job.entry.meta)
+                        self.dest.symlink(
+                            dir,
+                            &job.entry.name,
+                            &target,
+                            &self.give(&job.entry.meta),
+                        )
                     },
                 ),
             }
         })
     }
 
-    /// rsync's `t` column: the times differ by the quick check's rule.
+    /// rsync's `t` column: the times differ by the quick check's rule (`T`: without
+    /// `-t` the time becomes the time of the copy).
     fn time_flag(&self, src: &Meta, dst: &Meta) -> char {
-        if src.mtime.matches(dst.mtime, self.rules.modify_window) {
+        if !self.cfg.times {
+            'T'
+        } else if src.mtime.matches(dst.mtime, self.rules.modify_window) {
             '.'
         } else {
             't'
@@ -495,7 +509,7 @@ impl<D: Destination> Engine<'_, D> {
             };
             match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), &self.rules)
             {
-                Decision::UpToDate => {
+                Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
                     Attempt::Done(true)
                 }
@@ -510,121 +524,11 @@ impl<D: Destination> Engine<'_, D> {
                         "cS+++++++++"
                     };
                     self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
-                        self.dest.mknod(dir, &job.entry.name, &job.entry.meta)
+                        self.dest
+                            .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
                     })
                 }
             }
-        })
-    }
-
-    /// `-H`: the first name of an inode is copied, the others linked to it.
-    fn hard_linked_file(&self, job: EntryJob<D>) {
-        let key = (job.entry.meta.dev, job.entry.meta.ino);
-        let rel = job.parent.rel.join(&job.entry.name);
-        let leader = {
-            let mut links = self.links.lock().unwrap();
-            match links.get_mut(&key) {
-                None => {
-                    links.insert(key, LinkGroup::Copying(Vec::new()));
-                    None
-                }
-                Some(LinkGroup::Copying(waiting)) => {
-                    // The leader completes us when it is done.
-                    waiting.push(job);
-                    return;
-                }
-                Some(LinkGroup::Done { dir, name, rel, ok }) => {
-                    Some((dir.clone(), name.clone(), rel.clone(), *ok))
-                }
-            }
-        };
-        match leader {
-            Some((dir, name, lrel, true)) => self.link_to(&job, &rel, dir.as_ref(), &name, &lrel),
-            Some((_, _, _, false)) => {
-                self.file(&job, &rel);
-            }
-            None => {
-                let ok = self.file(&job, &rel);
-                let waiting = {
-                    let mut links = self.links.lock().unwrap();
-                    let done = LinkGroup::Done {
-                        dir: job.parent.dir.clone(),
-                        name: job.entry.name.clone(),
-                        rel: rel.clone(),
-                        ok,
-                    };
-                    match links.insert(key, done) {
-                        Some(LinkGroup::Copying(w)) => w,
-                        _ => Vec::new(),
-                    }
-                };
-                for w in waiting {
-                    let wrel = w.parent.rel.join(&w.entry.name);
-                    if ok {
-                        self.link_to(&w, &wrel, job.parent.dir.as_ref(), &job.entry.name, &rel);
-                    } else {
-                        self.file(&w, &wrel);
-                    }
-                    self.complete(&w.parent);
-                }
-            }
-        }
-        self.complete(&job.parent);
-    }
-
-    /// Makes `job`'s name a hard link to the leader's destination file, unless it
-    /// already is one.
-    fn link_to(
-        &self,
-        job: &EntryJob<D>,
-        rel: &Path,
-        ldir: Option<&D::Dir>,
-        lname: &OsString,
-        lrel: &Path,
-    ) {
-        self.settle(job, |known, last| {
-            let Ok(dst) = self.dest_meta(job, known, rel) else {
-                return Attempt::Done(false);
-            };
-            if let (Some(d), Some(ldir)) = (&dst, ldir) {
-                if d.kind == Kind::File && d.nlink > 1 {
-                    match self.dest.stat(ldir, lname) {
-                        Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
-                            Stats::bump(&self.stats.files_skipped);
-                            return Attempt::Done(true);
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            self.dest_error(lrel, e);
-                            return Attempt::Done(false);
-                        }
-                    }
-                }
-                if !self.make_way(job, rel, d) {
-                    return Attempt::Done(false);
-                }
-            }
-            job.parent.changed.store(true, Ordering::Relaxed);
-            if !self.cfg.dry_run {
-                let (Some(dir), Some(ldir)) = (&job.parent.dir, ldir) else {
-                    return Attempt::Done(false);
-                };
-                match self.dest.hard_link(dir, &job.entry.name, ldir, lname) {
-                    Ok(()) => {}
-                    // NotFound: another run is replacing the leader's name (linking it to
-                    // its own first name) this very moment; look again.
-                    Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
-                        return Attempt::Raced;
-                    }
-                    Err(e) => {
-                        self.dest_error(rel, e);
-                        return Attempt::Done(false);
-                    }
-                }
-            }
-            Stats::bump(&self.stats.links_created);
-            self.out.change("hf+++++++++", rel);
-            Attempt::Done(true)
         })
     }
 }

@@ -14,6 +14,7 @@
 mod delete;
 mod dir;
 mod entry;
+mod links;
 #[cfg(test)]
 mod order;
 pub mod sched;
@@ -92,7 +93,7 @@ pub struct Engine<'a, D: Destination> {
     /// Live counters (read by the progress bar).
     pub stats: Arc<Stats>,
     sched: sched::Sched<ScanJob<D>, EntryJob<D>>,
-    links: Mutex<HashMap<(u64, u64), entry::LinkGroup<D>>>,
+    links: Mutex<HashMap<(u64, u64), links::LinkGroup<D>>>,
     /// Raised by SIGINT/SIGTERM.
     interrupted: Arc<AtomicBool>,
     /// Raised by SIGINT/SIGTERM or a fatal error: workers stop taking jobs.
@@ -282,6 +283,28 @@ impl<'a, D: Destination> Engine<'a, D> {
             mtime: self.dest.storable_time(m.mtime),
             ..*m
         }
+    }
+
+    /// What an entry is given at the destination: its source attributes less what the
+    /// command line does not preserve. Without `-p` the mode is the source's
+    /// permission bits less the umask, special bits off (rsync's rule for new
+    /// entries; existing ones keep theirs, see [`plan::attr_diff`]); without `-t` the
+    /// time of the copy, as a copy that sets no time would get.
+    fn give(&self, m: &Meta) -> Meta {
+        let mut g = *m;
+        if !self.cfg.perms {
+            g.mode = m.mode & 0o777 & !self.cfg.umask;
+        }
+        if !self.cfg.times {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            g.mtime = crate::meta::Time {
+                sec: now.as_secs() as i64,
+                nsec: now.subsec_nanos(),
+            };
+        }
+        g
     }
 
     /// Warns, and counts, when the mtime just set on `rel` is not the source's own.

@@ -10,6 +10,8 @@
 //!   [`ganesha_nfs4`] checks those servers themselves (no nfsync needed).
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
+//! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
+//!   compared; unknown and unsupported options.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -28,6 +30,7 @@ mod memfs;
 mod mount;
 mod nfs4;
 mod progress;
+mod rsync_cli;
 mod scenarios;
 mod support;
 mod tls;

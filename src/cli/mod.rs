@@ -1,23 +1,26 @@
 //! The command line (clap), turned into a plain [`Config`] for the library.
 //!
 //! Options use rsync's spelling wherever rsync has the same idea, so existing
-//! scripts port by changing the command name.
+//! scripts port by changing the command name. Modules: [`rsync`] holds rsync's
+//! selection and compatibility options and checks argv before clap sees it (so an
+//! rsync option nfsync lacks is named as such, never silently ignored); `unsupported`
+//! is the list of those, each with its reason; `config` builds the [`Config`].
+//!
+//! [`Config`]: crate::config::Config
 
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::BufReader;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{ArgAction, Parser, ValueEnum};
 
-use crate::config::Config;
-use crate::dest::OwnerPolicy;
 use crate::exit;
-use crate::filter::Filter;
-use crate::plan::Compare;
 use crate::tune::Jobs;
+
+mod config;
+pub mod rsync;
+mod unsupported;
+
+pub use rsync::check_argv;
 
 /// What `--generate` writes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -54,19 +57,16 @@ fn parse_jobs(s: &str) -> Result<Jobs, String> {
 /// (NFSv4.1, or NFSv3 with ?version=3; EFS: nfs://fs-ID.efs.REGION.amazonaws.com/dir?tls).
 /// Re-running the same command after an interruption finishes the copy exactly.
 #[derive(Debug, Parser)]
-#[command(name = "nfsync", version, after_help = exit::TABLE, after_long_help = exit::TABLE)]
+#[command(name = "nfsync", version, after_help = exit::TABLE, after_long_help = exit::TABLE,
+          disable_help_flag = true)]
 pub struct Cli {
+    /// Print help (-h alone too; with other options -h is rsync's --human-readable).
+    #[arg(long, action = ArgAction::HelpLong)]
+    pub help: Option<bool>,
+
     /// Source files and directories, then DEST.
     #[arg(value_name = "SRC... DEST", required_unless_present = "generate", num_args = 2.., value_parser = clap::value_parser!(PathBuf))]
     pub paths: Vec<PathBuf>,
-
-    /// Accepted for rsync compatibility: nfsync always works like rsync -a.
-    #[arg(short = 'a', long)]
-    pub archive: bool,
-
-    /// Accepted for rsync compatibility: nfsync always recurses.
-    #[arg(short = 'r', long)]
-    pub recursive: bool,
 
     /// Show what would change; change nothing.
     #[arg(short = 'n', long)]
@@ -101,9 +101,11 @@ pub struct Cli {
     #[arg(long, conflicts_with = "checksum")]
     pub size_only: bool,
 
-    /// Treat mtimes within SECS seconds as equal.
-    #[arg(long, value_name = "SECS")]
-    pub modify_window: Option<u64>,
+    /// Treat mtimes within SECS seconds as equal (default 0: whole seconds, as rsync;
+    /// -1: to the nanosecond).
+    #[arg(long, value_name = "SECS", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-1..))]
+    pub modify_window: i64,
 
     /// Files in flight: a number, or 'auto' to find the best by measuring.
     #[arg(short = 'j', long, value_name = "N|auto", default_value = "auto", value_parser = parse_jobs)]
@@ -113,28 +115,36 @@ pub struct Cli {
     #[arg(short = 'H', long)]
     pub hard_links: bool,
 
-    /// Copy fifos and sockets (skipped with a warning otherwise).
-    #[arg(long)]
+    /// Copy fifos and sockets (skipped with a warning otherwise; part of -D and -a).
+    #[arg(long, overrides_with = "no_specials")]
     pub specials: bool,
 
-    /// Copy device files (root only; skipped with a warning otherwise).
-    #[arg(long)]
+    /// Don't copy fifos and sockets.
+    #[arg(long, hide = true)]
+    pub no_specials: bool,
+
+    /// Copy device files (root only; skipped with a warning otherwise; part of -D and -a).
+    #[arg(long, overrides_with = "no_devices")]
     pub devices: bool,
 
-    /// Preserve owners (default when run as root).
-    #[arg(long, overrides_with = "no_owner")]
+    /// Don't copy device files.
+    #[arg(long, hide = true)]
+    pub no_devices: bool,
+
+    /// Preserve owners (default when run as root, without an rsync selection of -rlptD).
+    #[arg(short = 'o', long, overrides_with = "no_owner")]
     pub owner: bool,
 
     /// Don't preserve owners.
-    #[arg(long)]
+    #[arg(long, alias = "no-o")]
     pub no_owner: bool,
 
-    /// Preserve groups (default when run as root).
-    #[arg(long, overrides_with = "no_group")]
+    /// Preserve groups (default when run as root, without an rsync selection of -rlptD).
+    #[arg(short = 'g', long, overrides_with = "no_group")]
     pub group: bool,
 
     /// Don't preserve groups.
-    #[arg(long)]
+    #[arg(long, alias = "no-g")]
     pub no_group: bool,
 
     /// Don't map uid/gid by name (ids are always numeric on nfsync's paths).
@@ -150,7 +160,7 @@ pub struct Cli {
     pub quiet: bool,
 
     /// Show a progress bar on a terminal (the default).
-    #[arg(long, overrides_with = "no_progress")]
+    #[arg(long, overrides_with = "no_progress", help_heading = "Output")]
     pub progress: bool,
 
     /// Don't show a progress bar.
@@ -173,88 +183,13 @@ pub struct Cli {
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
 
+    /// rsync's selection (-a, -rlptgoD and their --no- forms) and its other options.
+    #[command(flatten)]
+    pub rsync: rsync::RsyncOpts,
+
     /// Write a completion script or the man page to stdout.
     #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
     pub generate: Option<Generate>,
-}
-
-impl Cli {
-    /// Builds the engine's configuration; `matches` gives the options' positions so
-    /// filter rules keep their command-line order. Errors are usage errors (exit 1).
-    pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
-        let mut paths = self.paths;
-        let dest = paths.pop().expect("clap requires two paths");
-        let mut filter = Filter::default();
-        // rsync applies rules in command-line order; clap gives each option's values
-        // separately, so interleave them by their original positions.
-        let positions = |id: &str| -> Vec<usize> {
-            matches
-                .indices_of(id)
-                .map(|i| i.collect())
-                .unwrap_or_default()
-        };
-        let (ex_pos, in_pos) = (positions("exclude"), positions("include"));
-        let mut rules: Vec<(usize, bool, OsString)> = Vec::new();
-        for (i, p) in self.exclude.into_iter().enumerate() {
-            rules.push((ex_pos.get(i).copied().unwrap_or(usize::MAX), false, p));
-        }
-        for (i, p) in self.include.into_iter().enumerate() {
-            rules.push((in_pos.get(i).copied().unwrap_or(0), true, p));
-        }
-        rules.sort_by_key(|r| r.0);
-        for (_, include, p) in rules {
-            filter
-                .add(p.as_bytes(), include)
-                .map_err(|e| anyhow::anyhow!("bad pattern {p:?}: {e}"))?;
-        }
-        for f in self.exclude_from {
-            let res = if f.as_os_str() == "-" {
-                filter.add_from_reader(std::io::stdin().lock())
-            } else {
-                File::open(&f).and_then(|r| filter.add_from_reader(BufReader::new(r)))
-            };
-            res.map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-        }
-        let root = rustix::process::geteuid().is_root();
-        let owners = OwnerPolicy {
-            owner: !self.no_owner && (self.owner || root),
-            group: !self.no_group && (self.group || root),
-        };
-        Ok(Config {
-            sources: paths,
-            dest,
-            dry_run: self.dry_run,
-            delete: self.delete,
-            max_delete: self.max_delete,
-            filter,
-            compare: if self.checksum {
-                Compare::Checksum
-            } else if self.size_only {
-                Compare::SizeOnly
-            } else {
-                Compare::QuickCheck
-            },
-            modify_window: self.modify_window,
-            jobs: self.jobs,
-            hard_links: self.hard_links,
-            owners,
-            numeric_ids: self.numeric_ids,
-            specials: self.specials,
-            devices: self.devices,
-            verbose: self.verbose,
-            quiet: self.quiet,
-            progress: !self.no_progress && !self.quiet,
-            stats: self.stats,
-            itemize: self.itemize_changes,
-            json: self.json,
-            // 0 means no timeout, as in rsync: a wait of 136 years, which every timer
-            // and every multiple of it still holds without overflow.
-            timeout: Duration::from_secs(match self.timeout {
-                0 => u64::from(u32::MAX),
-                s => s,
-            }),
-        })
-    }
 }
 
 /// Writes a completion script or the man page for the CLI to `out`.

@@ -1,0 +1,383 @@
+//! rsync's side of the command line: its selection options (`-a` = `-rlptgoD` and
+//! their `--no-` forms), the options that change what is copied (`-u`, `--existing`,
+//! `--max-size`, ...), the ones accepted with no effect (`-z`, `--partial`, ...), and a
+//! look at argv before clap parses it.
+//!
+//! That look exists because clap would answer an rsync option nfsync lacks with
+//! "unexpected argument", and scripts probe for support by grepping rsync's own words:
+//! an option nobody knows is `--X: unknown option`, and one rsync has but nfsync does
+//! not implement is refused by name with the reason (see `unsupported`), never
+//! silently ignored.
+
+use std::ffi::OsString;
+
+use clap::{ArgAction, Args, CommandFactory};
+
+use super::Cli;
+use super::unsupported::{self, Unsupported};
+
+/// rsync's options, beside nfsync's own (flattened into [`Cli`]).
+#[derive(Debug, Default, Args)]
+#[command(next_help_heading = "rsync options")]
+pub struct RsyncOpts {
+    /// Archive mode: -rlptgoD, as rsync (devices and specials included). Without any of
+    /// -a -r -l -p -t -D nfsync works like -a without -D.
+    #[arg(short = 'a', long)]
+    pub archive: bool,
+
+    /// Recurse into directories.
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+
+    /// Don't recurse: directories are skipped ("skipping directory"), as rsync.
+    #[arg(long, alias = "no-r", hide = true)]
+    pub no_recursive: bool,
+
+    /// Copy symlinks as symlinks (without it they are skipped).
+    #[arg(short = 'l', long)]
+    pub links: bool,
+
+    /// Skip symlinks.
+    #[arg(long, alias = "no-l", hide = true)]
+    pub no_links: bool,
+
+    /// Preserve permissions (without it new entries get the source's mode less the umask).
+    #[arg(short = 'p', long)]
+    pub perms: bool,
+
+    /// Don't preserve permissions.
+    #[arg(long, alias = "no-p", hide = true)]
+    pub no_perms: bool,
+
+    /// Preserve modification times (without it they are not set, and the quick check
+    /// copies again every file whose mtime differs, as rsync does).
+    #[arg(short = 't', long)]
+    pub times: bool,
+
+    /// Don't preserve modification times.
+    #[arg(long, alias = "no-t", hide = true)]
+    pub no_times: bool,
+
+    /// Same as --devices --specials.
+    #[arg(short = 'D')]
+    pub devices_specials: bool,
+
+    /// Same as --no-devices --no-specials.
+    #[arg(long = "no-D", hide = true)]
+    pub no_devices_specials: bool,
+
+    /// Don't set directories' modification times.
+    #[arg(short = 'O', long)]
+    pub omit_dir_times: bool,
+
+    /// Skip files that are newer at the destination.
+    #[arg(short = 'u', long)]
+    pub update: bool,
+
+    /// Skip entries that already exist at the destination.
+    #[arg(long)]
+    pub ignore_existing: bool,
+
+    /// Skip creating entries that do not exist at the destination.
+    #[arg(long, alias = "ignore-non-existing")]
+    pub existing: bool,
+
+    /// Skip files larger than SIZE (rsync suffixes: K M G T, KB MB ..., +1/-1).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
+
+    /// Skip files smaller than SIZE.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_size: Option<u64>,
+
+    /// Don't skip files whose size and mtime match.
+    #[arg(short = 'I', long)]
+    pub ignore_times: bool,
+
+    /// Don't cross filesystem boundaries (-xx: leave mount points out entirely).
+    #[arg(short = 'x', long, action = ArgAction::Count)]
+    pub one_file_system: u8,
+
+    /// Same as --delete (for a local-to-NFS copy every rsync delete timing gives the
+    /// same result).
+    #[arg(
+        long,
+        alias = "delete-before",
+        alias = "delete-during",
+        alias = "delete-after",
+        alias = "delete-delay",
+        action = ArgAction::Count
+    )]
+    pub del: u8,
+
+    /// Delete even when a source directory could not be read completely.
+    #[arg(long)]
+    pub ignore_errors: bool,
+
+    /// Show progress: =progress2 (or any progress level) shows the bar, other flags
+    /// are accepted.
+    #[arg(long, value_name = "FLAGS")]
+    pub info: Vec<String>,
+
+    /// Accepted, no effect (rsync's debug output).
+    #[arg(long, value_name = "FLAGS", hide = true)]
+    pub debug: Vec<String>,
+
+    /// Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so).
+    #[arg(short = 'z', long, help_heading = "Accepted for rsync, no effect")]
+    pub compress: bool,
+
+    /// Accepted, no effect: --stats prints sizes in bytes.
+    #[arg(short = 'h', long, action = ArgAction::Count, help_heading = "Accepted for rsync, no effect")]
+    pub human_readable: u8,
+
+    /// --partial --progress.
+    #[arg(short = 'P', help_heading = "Accepted for rsync, no effect")]
+    pub partial_progress: bool,
+
+    /// Accepted, no effect: an update is written beside the old copy and renamed over
+    /// it; an interrupted run is finished by running it again.
+    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    pub partial: bool,
+
+    /// Accepted, no effect: nfsync always sends whole files.
+    #[arg(
+        short = 'W',
+        long,
+        alias = "no-whole-file",
+        alias = "no-W",
+        action = ArgAction::Count,
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub whole_file: u8,
+
+    /// Accepted, no effect: nfsync's walk is incremental already.
+    #[arg(long, alias = "no-i-r", help_heading = "Accepted for rsync, no effect")]
+    pub no_inc_recursive: bool,
+
+    /// Accepted, no effect: nfsync's memory is bounded by its own design.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub max_alloc: Option<String>,
+
+    /// Accepted, no effect.
+    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    pub preallocate: bool,
+
+    /// Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D).
+    #[arg(
+        long = "super",
+        alias = "no-super",
+        action = ArgAction::Count,
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub super_user: u8,
+
+    /// Accepted, no effect: directories in the way are always removed whole.
+    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    pub force: bool,
+
+    /// Accepted, no effect: DEST's missing parents are always created.
+    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    pub mkpath: bool,
+}
+
+impl RsyncOpts {
+    /// Whether the command line chose what to preserve the way rsync does (any of
+    /// -a -r -l -p -t -D): then what it leaves out is left out, as rsync would.
+    pub fn selects(&self) -> bool {
+        self.archive
+            || self.recursive
+            || self.links
+            || self.perms
+            || self.times
+            || self.devices_specials
+    }
+
+    /// What `--info` asks of the progress bar: `Some(true)` for a progress level above
+    /// 0, `Some(false)` for `progress0` or `none`.
+    pub fn info_progress(&self) -> Option<bool> {
+        let mut r = None;
+        for flag in self.info.iter().flat_map(|i| i.split(',')) {
+            match flag.to_ascii_lowercase().as_str() {
+                "none" | "progress0" => r = Some(false),
+                "progress" | "progress1" | "progress2" | "all" => r = Some(true),
+                _ => {}
+            }
+        }
+        r
+    }
+}
+
+/// rsync's `--max-size`/`--min-size` value: a number (fractions allowed) with an
+/// optional unit — K, M, G, T, P (or KiB ...) count 1024s, KB, MB ... 1000s, B bytes —
+/// then an optional `+1` or `-1`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("invalid size {s:?} (e.g. 100K, 1.5M, 2GB, 1G-1)");
+    let (body, adjust) = match s.len().checked_sub(2).map(|i| s.split_at(i)) {
+        Some((b, "+1")) => (b, 1i128),
+        Some((b, "-1")) => (b, -1),
+        _ => (s, 0),
+    };
+    let num_end = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let (num, unit) = body.split_at(num_end);
+    let num: f64 = num.parse().map_err(|_| bad())?;
+    let unit = unit.to_ascii_lowercase();
+    let (letter, rest) = unit.split_at(unit.len().min(1));
+    let power = match letter {
+        "" | "b" => 0,
+        "k" => 1,
+        "m" => 2,
+        "g" => 3,
+        "t" => 4,
+        "p" => 5,
+        _ => return Err(bad()),
+    };
+    let base: f64 = match rest {
+        "" | "ib" => 1024.0,
+        "b" if letter != "b" => 1000.0,
+        _ => return Err(bad()),
+    };
+    let bytes = (num * base.powi(power)) as i128 + adjust;
+    u64::try_from(bytes).map_err(|_| bad())
+}
+
+/// Why argv was refused before clap saw it.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgvError {
+    /// Neither nfsync nor rsync has this option (rsync's wording, which scripts grep).
+    #[error("{0}: unknown option")]
+    Unknown(String),
+    /// rsync has it; nfsync does not do it.
+    #[error("{} is not supported ({})", .0.spelled, .0.why)]
+    Unsupported(Refused),
+}
+
+/// An rsync option nfsync refuses, as it was spelled.
+#[derive(Debug)]
+pub struct Refused {
+    /// `--rsh`, or `-e (--rsh)` for a short option.
+    pub spelled: String,
+    /// Why nfsync does not do it.
+    pub why: &'static str,
+}
+
+/// Checks every option in `args` (argv without the program name): each must be one
+/// nfsync knows. Returns argv as clap should see it: rsync's lone `-h` means --help,
+/// and `--no-X` of a refused `--X` is dropped (nfsync never does X, as asked).
+pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
+    if args.len() == 1 && args[0] == "-h" {
+        return Ok(vec!["--help".into()]);
+    }
+    let cmd = Cli::command();
+    let long = |name: &str| {
+        cmd.get_arguments().find(|a| {
+            a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|al| al.contains(&name))
+        })
+    };
+    let short = |c: char| cmd.get_arguments().find(|a| a.get_short() == Some(c));
+    let takes_value = |a: &clap::Arg| a.get_action().takes_values();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = args[i].to_string_lossy();
+        i += 1;
+        if arg == "--" {
+            break;
+        }
+        if let Some(opt) = arg.strip_prefix("--") {
+            let (name, has_value) = match opt.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (opt, false),
+            };
+            // clap's own --version, and nfsync's hidden --generate.
+            if name == "version" {
+                continue;
+            }
+            match long(name) {
+                Some(a) if takes_value(a) && !has_value => i += 1,
+                Some(_) => {}
+                None if name.starts_with("no-") && unsupported::long(name).is_some() => {
+                    i -= 1;
+                    args.remove(i);
+                }
+                None => return Err(refuse(&format!("--{name}"), unsupported::long(name))),
+            }
+        } else if let Some(bundle) = arg.strip_prefix('-').filter(|b| !b.is_empty()) {
+            for (at, c) in bundle.char_indices() {
+                if c == 'V' {
+                    continue;
+                }
+                match short(c) {
+                    // The rest of the bundle is its value, or the next argument is.
+                    Some(a) if takes_value(a) => {
+                        if at + c.len_utf8() == bundle.len() {
+                            i += 1;
+                        }
+                        break;
+                    }
+                    Some(_) => {}
+                    None => return Err(refuse(&format!("-{c}"), unsupported::short(c))),
+                }
+            }
+        }
+    }
+    Ok(args)
+}
+
+fn refuse(spelled: &str, known: Option<Unsupported>) -> ArgvError {
+    match known {
+        None => ArgvError::Unknown(spelled.to_owned()),
+        Some(u) => ArgvError::Unsupported(Refused {
+            spelled: match u.long {
+                long if spelled.len() == 2 && !long.is_empty() => format!("{spelled} (--{long})"),
+                _ => spelled.to_owned(),
+            },
+            why: u.why,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_use_rsync_units() {
+        assert_eq!(parse_size("100"), Ok(100));
+        assert_eq!(parse_size("1k"), Ok(1024));
+        assert_eq!(parse_size("1KB"), Ok(1000));
+        assert_eq!(parse_size("1KiB"), Ok(1024));
+        assert_eq!(parse_size("1.5M"), Ok(1_572_864));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1M+1"), Ok(1_048_577));
+        assert_eq!(parse_size("1K-1"), Ok(1023));
+        assert_eq!(parse_size("10b"), Ok(10));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        check_argv(args.iter().map(OsString::from).collect())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn argv_is_checked_like_rsync() {
+        assert_eq!(check(&["-avzP", "--exclude", "-x", "a", "b"]), Ok(()));
+        assert_eq!(check(&["-rlptgoD", "-j4", "a", "b"]), Ok(()));
+        assert_eq!(check(&["--", "--foo", "a"]), Ok(()));
+        assert_eq!(check(&["--foo"]), Err("--foo: unknown option".into()));
+        assert_eq!(check(&["-aQ"]), Err("-Q: unknown option".into()));
+        let e = check(&["-ave", "ssh"]).unwrap_err();
+        assert!(e.starts_with("-e (--rsh) is not supported ("), "{e}");
+        assert_eq!(check(&["-a", "--no-xattrs", "--no-A", "a", "b"]), Ok(()));
+        let e = check(&["--link-dest=../x"]).unwrap_err();
+        assert!(e.starts_with("--link-dest is not supported ("), "{e}");
+    }
+}

@@ -1,0 +1,187 @@
+//! rsync's options that nfsync does not implement, each with the reason it gives.
+//!
+//! From rsync(1)'s option list (3.2/3.3). An option here is refused by name, so a
+//! script that relies on it fails loudly instead of getting a different result; one
+//! that is in neither this list nor nfsync's own options is "unknown", as rsync says.
+
+/// One refused rsync option.
+#[derive(Clone, Copy, Debug)]
+pub struct Unsupported {
+    /// Its short letter, if it has one.
+    pub short: Option<char>,
+    /// Its long name, without `--`.
+    pub long: &'static str,
+    /// Why nfsync does not do it (shown in parentheses).
+    pub why: &'static str,
+}
+
+const REMOTE: &str = "nfsync copies to a local path or an nfs:// URL, not to a remote rsync";
+const NOT_YET: &str = "not implemented yet";
+const NO_ATTR: &str = "nfsync copies no ACLs, extended attributes or other times";
+
+macro_rules! refused {
+    ($(($short:expr, $long:literal, $why:expr)),* $(,)?) => {
+        &[$(Unsupported { short: $short, long: $long, why: $why }),*]
+    };
+}
+
+/// The list, in rsync(1)'s order.
+pub const LIST: &[Unsupported] = refused![
+    (None, "old-args", "nfsync splits no remote arguments"),
+    (Some('b'), "backup", NOT_YET),
+    (None, "backup-dir", NOT_YET),
+    (None, "suffix", NOT_YET),
+    (
+        None,
+        "inplace",
+        "an update is always written beside the old copy and renamed over it"
+    ),
+    (None, "append", NOT_YET),
+    (None, "append-verify", NOT_YET),
+    (Some('d'), "dirs", NOT_YET),
+    (None, "old-dirs", NOT_YET),
+    (None, "old-d", NOT_YET),
+    (
+        Some('L'),
+        "copy-links",
+        "symlinks are copied as symlinks (-l) or skipped"
+    ),
+    (None, "copy-unsafe-links", NOT_YET),
+    (None, "safe-links", NOT_YET),
+    (None, "munge-links", NOT_YET),
+    (Some('k'), "copy-dirlinks", NOT_YET),
+    (Some('K'), "keep-dirlinks", NOT_YET),
+    (Some('E'), "executability", NOT_YET),
+    (None, "chmod", NOT_YET),
+    (Some('A'), "acls", NO_ATTR),
+    (Some('X'), "xattrs", NO_ATTR),
+    (None, "copy-devices", NOT_YET),
+    (None, "write-devices", NOT_YET),
+    (None, "fake-super", NO_ATTR),
+    (Some('S'), "sparse", "holes are written as zeros"),
+    (Some('U'), "atimes", NO_ATTR),
+    (
+        None,
+        "open-noatime",
+        "source files are always opened with O_NOATIME where allowed"
+    ),
+    (Some('N'), "crtimes", NO_ATTR),
+    (Some('J'), "omit-link-times", NOT_YET),
+    (None, "chown", NOT_YET),
+    (None, "usermap", NOT_YET),
+    (None, "groupmap", NOT_YET),
+    (Some('B'), "block-size", "nfsync has no delta transfer"),
+    (Some('e'), "rsh", REMOTE),
+    (None, "rsync-path", REMOTE),
+    (None, "remove-source-files", NOT_YET),
+    (None, "remove-sent-files", NOT_YET),
+    (None, "delete-excluded", NOT_YET),
+    (None, "delete-missing-args", NOT_YET),
+    (None, "ignore-missing-args", NOT_YET),
+    (
+        None,
+        "partial-dir",
+        "an update is written beside the old copy and renamed over it"
+    ),
+    (None, "delay-updates", NOT_YET),
+    (Some('m'), "prune-empty-dirs", NOT_YET),
+    (
+        Some('T'),
+        "temp-dir",
+        "temporaries go beside the file they replace"
+    ),
+    (Some('y'), "fuzzy", "nfsync has no delta transfer"),
+    (None, "compare-dest", NOT_YET),
+    (None, "copy-dest", NOT_YET),
+    (None, "link-dest", NOT_YET),
+    (
+        None,
+        "compress-choice",
+        "nothing to compress on a local-to-NFS copy"
+    ),
+    (None, "zc", "nothing to compress on a local-to-NFS copy"),
+    (
+        None,
+        "compress-level",
+        "nothing to compress on a local-to-NFS copy"
+    ),
+    (None, "zl", "nothing to compress on a local-to-NFS copy"),
+    (
+        None,
+        "skip-compress",
+        "nothing to compress on a local-to-NFS copy"
+    ),
+    (None, "checksum-choice", "-c compares the bytes themselves"),
+    (None, "cc", "-c compares the bytes themselves"),
+    (Some('C'), "cvs-exclude", NOT_YET),
+    (Some('f'), "filter", NOT_YET),
+    (Some('F'), "", NOT_YET),
+    (None, "include-from", NOT_YET),
+    (None, "files-from", NOT_YET),
+    (Some('0'), "from0", NOT_YET),
+    (Some('s'), "secluded-args", REMOTE),
+    (None, "protect-args", REMOTE),
+    (None, "trust-sender", REMOTE),
+    (None, "copy-as", NOT_YET),
+    (None, "address", REMOTE),
+    (None, "port", REMOTE),
+    (None, "sockopts", REMOTE),
+    (None, "blocking-io", REMOTE),
+    (None, "outbuf", NOT_YET),
+    (None, "out-format", NOT_YET),
+    (None, "log-format", NOT_YET),
+    (None, "log-file", NOT_YET),
+    (None, "log-file-format", NOT_YET),
+    (Some('8'), "8-bit-output", NOT_YET),
+    (None, "password-file", REMOTE),
+    (None, "early-input", REMOTE),
+    (None, "list-only", NOT_YET),
+    (None, "bwlimit", NOT_YET),
+    (None, "stop-after", NOT_YET),
+    (None, "time-limit", NOT_YET),
+    (None, "stop-at", NOT_YET),
+    (
+        None,
+        "fsync",
+        "new files are written with FILE_SYNC or COMMIT on the NFS path"
+    ),
+    (None, "write-batch", NOT_YET),
+    (None, "only-write-batch", NOT_YET),
+    (None, "read-batch", NOT_YET),
+    (None, "protocol", REMOTE),
+    (None, "iconv", NOT_YET),
+    (None, "checksum-seed", "-c compares the bytes themselves"),
+    (Some('4'), "ipv4", REMOTE),
+    (Some('6'), "ipv6", REMOTE),
+    (None, "contimeout", REMOTE),
+    (Some('M'), "remote-option", REMOTE),
+    (None, "daemon", REMOTE),
+    (None, "config", REMOTE),
+    (None, "dparam", REMOTE),
+    (None, "no-detach", REMOTE),
+    (Some('R'), "relative", NOT_YET),
+    (None, "no-implied-dirs", NOT_YET),
+    (None, "msgs2stderr", NOT_YET),
+    (None, "stderr", NOT_YET),
+    (None, "no-motd", REMOTE),
+];
+
+/// The refused option with this long name, or whose `--no-` form this is (`--no-A`
+/// too).
+pub fn long(name: &str) -> Option<Unsupported> {
+    if let Some(base) = name.strip_prefix("no-") {
+        let mut c = base.chars();
+        if let (Some(letter), None) = (c.next(), c.next()) {
+            return short(letter);
+        }
+    }
+    let base = name.strip_prefix("no-").unwrap_or(name);
+    LIST.iter()
+        .find(|u| !u.long.is_empty() && (u.long == name || u.long == base))
+        .copied()
+}
+
+/// The refused option with this short letter.
+pub fn short(c: char) -> Option<Unsupported> {
+    LIST.iter().find(|u| u.short == Some(c)).copied()
+}
