@@ -44,6 +44,7 @@ _cleanup() {
         wait "$TIMED_PID" 2>/dev/null
     fi
     latfs_stop_now
+    for s in "${_BACK_DIRS[@]}"; do back_done "$s"; done
     proxy_stop
     local s c
     for s in "${_GANESHA_STATES[@]}"; do ganesha_stop "$s" >/dev/null 2>&1; done
@@ -149,11 +150,55 @@ verdict() {
 }
 
 # ------------------------------------------------------------ latency mount
+# The mount's backing dir is a fresh tmpfs per run (when we may mount one),
+# so every run starts from the same state. On /work's ext4, which has no
+# journal, a run on a fresh backing dir right after the previous run's copy
+# was deleted is slower each time: without a journal ext4 does not reuse an
+# inode deleted less than 60 s ago (360 s while its inode-table block is
+# dirty) and checks every such free inode in the group, each a buffer-cache
+# lookup, before every create (recently_deleted() in fs/ext4/ialloc.c); the
+# FUSE daemon does the creates, so its CPU per run grew 1.0 -> 3.7 s over
+# eight runs (benches/README.md, "Consecutive runs on the latency mount").
+_BACK_DIRS=()
+_BACK_WARNED=0
+# back_new BACK: BACK empty, on a fresh tmpfs (after `sync`, so the previous
+# run's dirty pages are written first). Without one (no mount privilege):
+# an empty plain directory after a cache drop, which also forgets the deleted
+# inodes (a warning, once). BACKING=dir in the environment: an empty plain
+# directory and nothing else, as before (to see the slowdown: benches/drift).
+back_new() {
+    local back=$1
+    back_done "$back"
+    mkdir -p "$back"
+    [ "${BACKING:-tmpfs}" = dir ] && return 0
+    sync
+    if mount -t tmpfs -o mode=0755 nfsync-back "$back" 2>/dev/null; then
+        _BACK_DIRS+=("$back")
+        return 0
+    fi
+    if [ "$_BACK_WARNED" = 0 ]; then
+        log "warning: no tmpfs for the backing dir (not root?): $back stays on $(findmnt -n -o FSTYPE -T "$back"), runs may slow one after another (benches/README.md)"
+        _BACK_WARNED=1
+    fi
+    drop_caches
+}
+# back_done BACK: unmount BACK's tmpfs (lazily if busy) and remove BACK.
+back_done() {
+    local back=$1 s kept=()
+    if mountpoint -q "$back" 2>/dev/null; then
+        umount "$back" 2>/dev/null || umount -l "$back"
+    fi
+    rm -rf "$back"
+    for s in "${_BACK_DIRS[@]}"; do [ "$s" = "$back" ] || kept+=("$s"); done
+    _BACK_DIRS=("${kept[@]}")
+}
+
 LATFS_PID=
 LATFS_MNT=
 LATFS_LOG=/dev/null
 # latfs_start BACK MNT DELAY [STATS_FILE]: `rig mount` over BACK at MNT,
 # every FUSE request delayed by DELAY (preset or ms); waits until mounted.
+# BACK should come from back_new (a timed run's backing dir).
 latfs_start() {
     local back=$1 mnt=$2 delay=$3 stats=${4:-}
     mkdir -p "$back" "$mnt"
