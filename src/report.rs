@@ -300,7 +300,7 @@ impl Output {
     }
 
     /// Whether changed names are printed at all (`-i` or `-v`, not `-q`).
-    pub fn names_shown(&self) -> bool {
+    fn names_shown(&self) -> bool {
         !self.quiet && (self.itemize || self.verbose > 0)
     }
 

@@ -543,9 +543,7 @@ struct Listed<'a>(&'a Stats);
 
 impl Drop for Listed<'_> {
     fn drop(&mut self) {
-        self.0
-            .dirs_listed
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.dirs_listed.fetch_add(1, Ordering::SeqCst);
     }
 }
 

@@ -115,7 +115,13 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
-    fn fix_attrs(&self, job: &EntryJob<D>, rel: &Path, what: AttrSet, code: char) {
+    fn fix_attrs(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        what: AttrSet,
+        (code, link): (char, Option<&Path>),
+    ) {
         if !self.cfg.dry_run {
             let dir = job
                 .parent
@@ -150,10 +156,7 @@ impl<D: Destination> Engine<'_, D> {
             },
         );
         // rsync shows a symlink's target on every line about it.
-        let link = (code == 'L' && self.out.names_shown())
-            .then(|| std::fs::read_link(&job.entry.path).ok())
-            .flatten();
-        self.out.change_to(&flags, rel, link.as_deref());
+        self.out.change_to(&flags, rel, link);
     }
 
     /// A regular file. Returns whether the destination now holds the file.
@@ -202,7 +205,7 @@ impl<D: Destination> Engine<'_, D> {
                 Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
-                self.fix_attrs(job, rel, what, 'f');
+                self.fix_attrs(job, rel, what, ('f', None));
                 Attempt::Done(true)
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
@@ -418,7 +421,7 @@ impl<D: Destination> Engine<'_, D> {
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, 'L');
+                    self.fix_attrs(job, rel, what, ('L', Some(Path::new(&target))));
                     Attempt::Done(true)
                 }
                 _ => self.create_link_like(
@@ -514,7 +517,7 @@ impl<D: Destination> Engine<'_, D> {
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, 'S');
+                    self.fix_attrs(job, rel, what, ('S', None));
                     Attempt::Done(true)
                 }
                 _ => {
