@@ -541,7 +541,7 @@ impl Destination for NfsDest {
     }
 
     fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        self.remove_tree_impl(dir, Path::new(name), each)
+        super::tree::remove_tree(self, dir, Path::new(name), each)
     }
 
     fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {

@@ -26,6 +26,7 @@ pub(crate) mod pipeline;
 pub mod rpc;
 pub mod shape;
 pub mod tls;
+pub(crate) mod tree;
 pub mod url;
 pub mod wire;
 mod write;

@@ -11,7 +11,6 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3};
 use nfs3_types::xdr_codec::Opaque;
@@ -19,8 +18,8 @@ use nfs3_types::xdr_codec::Opaque;
 use super::client::{Answer, Nfs, dirop, meta, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
+use super::tree::{Found, TreeOps};
 use crate::dest;
-use crate::dest::Removal;
 use crate::meta::{Kind, Meta};
 
 impl NfsDest {
@@ -202,92 +201,6 @@ impl NfsDest {
         })
     }
 
-    /// Removes a directory and everything in it, deepest first (see
-    /// [`crate::dest::Destination::remove_tree`]).
-    pub(super) fn remove_tree_impl(
-        &self,
-        parent: &NfsDir,
-        rel: &Path,
-        each: &dyn Removal,
-    ) -> dest::Result<bool> {
-        let name = rel.file_name().unwrap_or(rel.as_os_str()).as_bytes();
-        let Some((fh, attrs)) = self.rt.block_on(self.lookup(parent, name))? else {
-            return Ok(true);
-        };
-        if attrs.type_ != ftype3::NF3DIR {
-            // Replaced by something else meanwhile: remove that.
-            let kind = meta(&attrs).kind;
-            if !each.may_remove(rel, kind) {
-                return Ok(false);
-            }
-            self.remove_entry(parent, name, false)?;
-            each.removed(rel, kind);
-            return Ok(true);
-        }
-        let dir = parent.child(fh, name);
-        let entries = ok(self.rt.block_on(self.readdir(&dir.fh))?)?;
-        let mut all_gone = true;
-        let mut files = Vec::new();
-        for e in entries {
-            let child = rel.join(OsStr::from_bytes(e.name.0.as_ref()));
-            let kind = match &e.name_attributes {
-                v3::Nfs3Option::Some(a) => meta(a).kind,
-                // READDIRPLUS without attributes: REMOVE tells a directory (NOTEMPTY or
-                // ISDIR), so try it as a directory only then.
-                v3::Nfs3Option::None => Kind::File,
-            };
-            if kind == Kind::Dir {
-                all_gone &= self.remove_tree_impl(&dir, &child, each)?;
-            } else if each.may_remove(&child, kind) {
-                files.push((child, kind));
-            } else {
-                all_gone = false;
-            }
-        }
-        // A directory's files go all at once.
-        let handles: Vec<_> = files
-            .iter()
-            .map(|(child, _)| {
-                let nfs = self.nfs.clone();
-                let fh = dir.fh.clone();
-                let n = child.file_name().unwrap_or_default().as_bytes().to_vec();
-                self.rt
-                    .spawn(async move { remove_call(&nfs, &fh, &n, false).await })
-            })
-            .collect();
-        let mut first_err = None;
-        for (h, (child, kind)) in handles.into_iter().zip(&files) {
-            match self
-                .rt
-                .block_on(h)
-                .map_err(|e| dest::Error::from(io::Error::other(e)))
-                .and_then(|r| r)
-            {
-                Ok(()) => each.removed(child, *kind),
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EISDIR | libc::ENOTEMPTY | libc::EEXIST)
-                    ) =>
-                {
-                    all_gone &= self.remove_tree_impl(&dir, child, each)?;
-                }
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        if !all_gone || !each.may_remove(rel, Kind::Dir) {
-            return Ok(false);
-        }
-        self.remove_entry(parent, name, true)?;
-        each.removed(rel, Kind::Dir);
-        Ok(true)
-    }
-
     /// RENAME within one directory. After a retry, NOENT for `from` means our first
     /// attempt did it: `to` is then looked up to be sure.
     pub(super) fn rename_impl(&self, dir: &NfsDir, from: &[u8], to: &[u8]) -> dest::Result<()> {
@@ -334,6 +247,61 @@ impl NfsDest {
                 .await;
             a.map(|_| ())
         })
+    }
+}
+
+impl TreeOps for NfsDest {
+    type Dir = NfsDir;
+
+    fn find(&self, parent: &NfsDir, name: &[u8]) -> dest::Result<Option<Found<NfsDir>>> {
+        Ok(self.rt.block_on(self.lookup(parent, name))?.map(|(fh, a)| {
+            if a.type_ == ftype3::NF3DIR {
+                Found::Dir(parent.child(fh, name))
+            } else {
+                Found::Other(meta(&a).kind)
+            }
+        }))
+    }
+
+    fn entries(&self, dir: &NfsDir) -> dest::Result<Vec<(Vec<u8>, Option<Kind>)>> {
+        let entries = ok(self.rt.block_on(self.readdir(&dir.fh))?)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| {
+                let kind = match &e.name_attributes {
+                    v3::Nfs3Option::Some(a) => Some(meta(a).kind),
+                    v3::Nfs3Option::None => None,
+                };
+                (e.name.0.to_vec(), kind)
+            })
+            .collect())
+    }
+
+    fn remove_one(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> dest::Result<()> {
+        self.remove_entry(dir, name, is_dir)
+    }
+
+    fn remove_many(&self, dir: &NfsDir, names: &[&[u8]]) -> Vec<dest::Result<()>> {
+        // All at once: the connections' windows bound what is really in flight.
+        let handles: Vec<_> = names
+            .iter()
+            .map(|n| {
+                let nfs = self.nfs.clone();
+                let fh = dir.fh.clone();
+                let n = n.to_vec();
+                self.rt
+                    .spawn(async move { remove_call(&nfs, &fh, &n, false).await })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                self.rt
+                    .block_on(h)
+                    .map_err(|e| dest::Error::from(io::Error::other(e)))
+                    .and_then(|r| r)
+            })
+            .collect()
     }
 }
 

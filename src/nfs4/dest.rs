@@ -509,7 +509,7 @@ impl Destination for Nfs4Dest {
     }
 
     fn remove_tree(&self, dir: &Nfs4Dir, n: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        self.remove_tree_impl(dir, Path::new(n), each)
+        crate::nfs::tree::remove_tree(self, dir, Path::new(n), each)
     }
 
     fn set_attrs(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {

@@ -6,10 +6,6 @@
 //! connection and a new session) is read as on NFSv3: EXIST from a create is checked
 //! to be what we made, NOENT from REMOVE means removed, from RENAME renamed.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-
 use nfs3_types::xdr_codec::Opaque;
 
 use super::dest::{Nfs4Dest, Nfs4Dir, nth, ok, put};
@@ -18,8 +14,9 @@ use super::proto::{
     AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, RenameArgs, SpecData, attr, name, status,
 };
 use super::reply::Res;
-use crate::dest::{self, Removal};
+use crate::dest;
 use crate::meta::{Kind, Meta};
+use crate::nfs::tree::{Found, TreeOps};
 
 impl Nfs4Dest {
     /// CREATE of a non-file object followed by SETATTR (`finish`) in one compound;
@@ -217,80 +214,43 @@ impl Nfs4Dest {
             st => Err(error::status(st)),
         }
     }
+}
 
-    pub(super) fn remove_tree_impl(
-        &self,
-        parent: &Nfs4Dir,
-        rel: &Path,
-        each: &dyn Removal,
-    ) -> dest::Result<bool> {
-        let n = rel.file_name().unwrap_or(rel.as_os_str()).as_bytes();
-        let Some((fh, m)) = self.rt.block_on(self.lookup(parent, n))? else {
-            return Ok(true);
-        };
-        if m.kind != Kind::Dir {
-            // Replaced by something else meanwhile: remove that.
-            if !each.may_remove(rel, m.kind) {
-                return Ok(false);
-            }
-            self.rt.block_on(self.remove_entry(parent, n))?;
-            each.removed(rel, m.kind);
-            return Ok(true);
-        }
-        let dir = parent.child(fh, n);
-        let entries = self.rt.block_on(self.readdir(&dir))?;
-        let mut all_gone = true;
-        let mut files = Vec::new();
-        for (name, d) in entries {
-            let child = rel.join(OsStr::from_bytes(&name));
-            // Without a type, REMOVE tells a directory (NOTEMPTY): then as one.
-            let kind = d.meta.map_or(Kind::File, |m| m.kind);
-            if kind == Kind::Dir {
-                all_gone &= self.remove_tree_impl(&dir, &child, each)?;
-            } else if each.may_remove(&child, kind) {
-                files.push((child, kind));
+impl TreeOps for Nfs4Dest {
+    type Dir = Nfs4Dir;
+
+    fn find(&self, parent: &Nfs4Dir, n: &[u8]) -> dest::Result<Option<Found<Nfs4Dir>>> {
+        Ok(self.rt.block_on(self.lookup(parent, n))?.map(|(fh, m)| {
+            if m.kind == Kind::Dir {
+                Found::Dir(parent.child(fh, n))
             } else {
-                all_gone = false;
+                Found::Other(m.kind)
             }
+        }))
+    }
+
+    fn entries(&self, dir: &Nfs4Dir) -> dest::Result<Vec<(Vec<u8>, Option<Kind>)>> {
+        let entries = self.rt.block_on(self.readdir(dir))?;
+        Ok(entries
+            .into_iter()
+            .map(|(n, d)| (n, d.meta.map(|m| m.kind)))
+            .collect())
+    }
+
+    fn remove_one(&self, dir: &Nfs4Dir, n: &[u8], _is_dir: bool) -> dest::Result<()> {
+        // NFSv4 REMOVE takes directories too.
+        self.rt.block_on(self.remove_entry(dir, n))
+    }
+
+    fn remove_many(&self, dir: &Nfs4Dir, names: &[&[u8]]) -> Vec<dest::Result<()>> {
+        let mut results = Vec::with_capacity(names.len());
+        for batch in names.chunks(REMOVALS_AT_ONCE) {
+            results.extend(self.rt.block_on(futures_join_all(batch.iter().map(|n| {
+                let dir = dir.clone();
+                async move { self.remove_entry(&dir, n).await }
+            }))));
         }
-        // A directory's files go many at once.
-        let mut first_err = None;
-        let mut results = Vec::with_capacity(files.len());
-        for batch in files.chunks(REMOVALS_AT_ONCE) {
-            results.extend(
-                self.rt
-                    .block_on(futures_join_all(batch.iter().map(|(child, _)| {
-                        let n = child.file_name().unwrap_or_default().as_bytes().to_vec();
-                        let dir = dir.clone();
-                        async move { self.remove_entry(&dir, &n).await }
-                    }))),
-            );
-        }
-        for (r, (child, kind)) in results.into_iter().zip(&files) {
-            match r {
-                Ok(()) => each.removed(child, *kind),
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EISDIR | libc::ENOTEMPTY | libc::EEXIST)
-                    ) =>
-                {
-                    all_gone &= self.remove_tree_impl(&dir, child, each)?;
-                }
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        if !all_gone || !each.may_remove(rel, Kind::Dir) {
-            return Ok(false);
-        }
-        self.rt.block_on(self.remove_entry(parent, n))?;
-        each.removed(rel, Kind::Dir);
-        Ok(true)
+        results
     }
 }
 
