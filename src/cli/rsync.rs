@@ -187,7 +187,8 @@ pub struct RsyncOpts {
     // Filter rules (issue 16, filters).
     /// Add a filter RULE in rsync's syntax (- + H S P R ! merge dir-merge, with
     /// modifiers); rules apply in command-line order with --exclude and --include.
-    #[arg(short = 'f', long, value_name = "RULE", value_parser = clap::value_parser!(OsString))]
+    #[arg(short = 'f', long, value_name = "RULE", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(OsString))]
     pub filter: Vec<OsString>,
 
     /// -F: --filter='dir-merge /.rsync-filter' (a .rsync-filter in each directory);
