@@ -217,9 +217,9 @@ impl Loader<'_> {
                 if l.is_empty() {
                     continue;
                 }
-                if template.word_split {
-                    self.parse_str(list, l, template)?;
-                } else if !l.starts_with(b"#") && !l.starts_with(b";") {
+                // Comments only where lines are rules: a word-split file has none.
+                let comment = l.starts_with(b"#") || l.starts_with(b";");
+                if template.word_split || !comment {
                     self.parse_str(list, l, template)?;
                 }
             }
