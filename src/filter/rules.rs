@@ -180,7 +180,7 @@ pub fn parse_rule<'a>(
                 clear = true;
             }
             _ => {
-                return Err(RuleError(format!("Unknown filter rule: `{}'", show(whole))));
+                return Err(RuleError(format!("Unknown filter rule: {}", show(whole))));
             }
         }
         let merge = matches!(kind, Kind::Merge | Kind::DirMerge);
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn rsyncs_errors() {
-        assert_eq!(err("? a"), "Unknown filter rule: `? a'");
+        assert_eq!(err("? a"), "Unknown filter rule: ? a");
         assert_eq!(
             err("-e a"),
             "invalid modifier 'e' at position 1 in filter rule: -e a"
