@@ -363,3 +363,18 @@ fn delete_excluded_keeps_what_protect_rules_protect() {
         assert!(!d.join("gone/x").exists() && !d.join("gone/inner").exists());
     }
 }
+
+/// `dir-merge /PATH/NAME` with PATH above the transfer: rsync reads NAME in PATH and in
+/// each directory down to the transfer, anchored patterns at the directory they are in.
+#[test]
+fn dir_merge_with_a_path_reads_the_parents_files() {
+    let s = scratch();
+    fs::write(s.join(".f"), "- /src/only_here\n- *.c\n").unwrap();
+    fs::write(s.join("src/.f"), "+ a.c\n").unwrap();
+    let rule = format!(": {}", s.join(".f").display());
+    let flags = [OsString::from("-a"), "-f".into(), rule.into()];
+    same_as_rsync(&s, Via::Mount, &flags, &Run::default());
+    let d = s.join("by_nfsync");
+    assert!(!d.join("only_here").exists() && d.join("sub/only_here").exists());
+    assert!(!d.join("sub/b.c").exists() && d.join("a.c").exists());
+}
