@@ -191,7 +191,7 @@ pub struct RsyncOpts {
           value_parser = clap::value_parser!(OsString))]
     pub filter: Vec<OsString>,
 
-    /// -F: --filter='dir-merge /.rsync-filter' (a .rsync-filter in each directory);
+    /// Same as --filter='dir-merge /.rsync-filter' (a .rsync-filter in each directory);
     /// given twice also --filter='- .rsync-filter'.
     #[arg(short = 'F', action = ArgAction::Count)]
     pub filter_files: u8,
