@@ -378,3 +378,23 @@ fn dir_merge_with_a_path_reads_the_parents_files() {
     assert!(!d.join("only_here").exists() && d.join("sub/only_here").exists());
     assert!(!d.join("sub/b.c").exists() && d.join("a.c").exists());
 }
+
+/// `--delete-excluded` with `-F`: the rules read from each `.rsync-filter` lose their
+/// receiver side too, so what they exclude is deleted; over nfs:// as well.
+#[test]
+fn delete_excluded_with_rsync_filter_files() {
+    for via in [Via::Mount, Via::InProc] {
+        let s = scratch();
+        with_rsync_filters(&s);
+        Tree::new(s.join("start")).file("sub/deep/only_here", "excluded here\n");
+        same_as_rsync(
+            &s,
+            via,
+            &os(&["-a", "--delete-excluded", "-F"]),
+            &Run::default(),
+        );
+        let d = s.join("by_nfsync");
+        assert!(!d.join("sub/deep/only_here").exists() && !d.join("sub/old.tmp").exists());
+        assert!(d.join("sub/keep.tmp").exists() && d.join("only_here").exists());
+    }
+}
