@@ -182,7 +182,8 @@ impl Loader<'_> {
             let mut v = Vec::new();
             io::stdin().lock().read_to_end(&mut v).map(|_| v)
         } else {
-            std::fs::read(path)
+            // A directory deeper than PATH_MAX is listed; its merge file is read too.
+            crate::walk::short_path(path, |p| std::fs::read(p))
         };
         let text = match text {
             Ok(t) => t,
