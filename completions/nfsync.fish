@@ -10,6 +10,8 @@ complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -s f -l filter -d 'Add a filter RULE in rsync\'s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include' -r
+complete -c nfsync -l include-from -d 'Read include patterns from FILE (\'-\' for stdin)' -r -F
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -65,4 +67,7 @@ complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
+complete -c nfsync -s F -d 'Same as --filter=\'dir-merge /.rsync-filter\' (a .rsync-filter in each directory); given twice also --filter=\'- .rsync-filter\''
+complete -c nfsync -s C -l cvs-exclude -d 'Exclude what CVS ignores (rsync\'s list, ~/.cvsignore, $CVSIGNORE, and each directory\'s .cvsignore), after all other rules'
+complete -c nfsync -l delete-excluded -d 'Delete excluded entries from DEST too (implies --delete; protect rules still keep theirs)'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -28,6 +28,9 @@ _nfsync() {
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
 '*--debug=[Accepted, no effect (rsync'\''s debug output)]:FLAGS:_default' \
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
+'*-f+[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
+'*--filter=[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
+'*--include-from=[Read include patterns from FILE ('\''-'\'' for stdin)]:FILE:_files' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -103,6 +106,10 @@ man\:"The man page (roff)"))' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
+'*-F[Same as --filter='\''dir-merge /.rsync-filter'\'' (a .rsync-filter in each directory); given twice also --filter='\''- .rsync-filter'\'']' \
+'-C[Exclude what CVS ignores (rsync'\''s list, ~/.cvsignore, \$CVSIGNORE, and each directory'\''s .cvsignore), after all other rules]' \
+'--cvs-exclude[Exclude what CVS ignores (rsync'\''s list, ~/.cvsignore, \$CVSIGNORE, and each directory'\''s .cvsignore), after all other rules]' \
+'--delete-excluded[Delete excluded entries from DEST too (implies --delete; protect rules still keep theirs)]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use crate::dest::{AttrSet, DestEntry, OwnerPolicy};
-use crate::filter::Filter;
+use crate::filter::{Filter, Scope, Side};
 use crate::meta::{Kind, Meta};
 use crate::temp;
 use crate::walk::SrcEntry;
@@ -129,10 +129,11 @@ pub struct DirPlan {
 
 /// Matches a source directory's children against the destination's listing.
 ///
-/// `rel` is the directory's path below DEST (filters match on it); `source_whole` is
+/// `rel` is the directory's path below DEST (filters match on it, with the directory's
+/// per-directory rules in `scope`); `source_whole` is
 /// false when the source listing failed part-way, and then nothing is deleted: a name
-/// missing from a partial listing says nothing. Excluded names are neither copied nor
-/// deleted. Another run's temporary is removed only once provably abandoned (see
+/// missing from a partial listing says nothing. A name the sender's rules exclude is
+/// not copied; one the receiver's rules exclude (protect) is not deleted. Another run's temporary is removed only once provably abandoned (see
 /// [`temp`]), with or without `--delete`.
 pub fn plan_dir(
     rel: &Path,
@@ -140,9 +141,10 @@ pub fn plan_dir(
     listing: Listing,
     source_whole: bool,
     rules: &Rules<'_>,
+    scope: &Scope,
 ) -> DirPlan {
-    let excluded = |name: &std::ffi::OsStr, is_dir: bool| {
-        !rules.filter.is_empty() && rules.filter.is_excluded(&rel.join(name), is_dir)
+    let excluded = |name: &std::ffi::OsStr, is_dir: bool, side: Side| {
+        !rules.filter.is_empty() && rules.filter.excluded(scope, &rel.join(name), is_dir, side)
     };
     let fresh = matches!(listing, Listing::Fresh);
     let mut listed: Option<HashMap<OsString, DestEntry>> = match listing {
@@ -151,10 +153,12 @@ pub fn plan_dir(
     };
     let mut children = Vec::with_capacity(entries.len());
     for entry in entries {
-        let there = listed.as_mut().and_then(|m| m.remove(&entry.name));
-        if excluded(&entry.name, entry.meta.kind == Kind::Dir) {
+        // An excluded source entry's namesake stays in the listing: --delete decides
+        // on it by the receiver's rules.
+        if excluded(&entry.name, entry.meta.kind == Kind::Dir, Side::Sender) {
             continue;
         }
+        let there = listed.as_mut().and_then(|m| m.remove(&entry.name));
         let known = match (&listed, there) {
             _ if fresh => DestKnown::Missing,
             (None, _) => DestKnown::Unknown(None),
@@ -169,7 +173,7 @@ pub fn plan_dir(
         .flat_map(|m| m.into_values())
         .filter_map(|e| {
             let kind = e.kind.or(e.meta.map(|m| m.kind));
-            if excluded(&e.name, kind == Some(Kind::Dir)) {
+            if excluded(&e.name, kind == Some(Kind::Dir), Side::Receiver) {
                 return None;
             }
             let remove = if kind == Some(Kind::File) && temp::is_temp(&e.name) {

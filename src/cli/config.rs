@@ -1,15 +1,12 @@
 //! From the parsed command line to the engine's [`Config`].
 
-use std::ffi::OsString;
-use std::fs::File;
-use std::io::BufReader;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use super::Cli;
 use crate::config::Config;
 use crate::dest::OwnerPolicy;
-use crate::filter::Filter;
+use crate::filter::{Arg, Filter};
 use crate::plan::{Compare, Skip};
 
 impl Cli {
@@ -25,39 +22,9 @@ impl Cli {
     /// Builds the engine's configuration; `matches` gives the options' positions so
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
+        let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
         let dest = paths.pop().expect("clap requires two paths");
-        let mut filter = Filter::default();
-        // rsync applies rules in command-line order; clap gives each option's values
-        // separately, so interleave them by their original positions.
-        let positions = |id: &str| -> Vec<usize> {
-            matches
-                .indices_of(id)
-                .map(|i| i.collect())
-                .unwrap_or_default()
-        };
-        let (ex_pos, in_pos) = (positions("exclude"), positions("include"));
-        let mut rules: Vec<(usize, bool, OsString)> = Vec::new();
-        for (i, p) in self.exclude.into_iter().enumerate() {
-            rules.push((ex_pos.get(i).copied().unwrap_or(usize::MAX), false, p));
-        }
-        for (i, p) in self.include.into_iter().enumerate() {
-            rules.push((in_pos.get(i).copied().unwrap_or(0), true, p));
-        }
-        rules.sort_by_key(|r| r.0);
-        for (_, include, p) in rules {
-            filter
-                .add(p.as_bytes(), include)
-                .map_err(|e| anyhow::anyhow!("bad pattern {p:?}: {e}"))?;
-        }
-        for f in self.exclude_from {
-            let res = if f.as_os_str() == "-" {
-                filter.add_from_reader(std::io::stdin().lock())
-            } else {
-                File::open(&f).and_then(|r| filter.add_from_reader(BufReader::new(r)))
-            };
-            res.map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-        }
         let r = &self.rsync;
         // Without an rsync selection nfsync works like -a without -D; with one, what
         // it leaves out is left out, as rsync would.
@@ -81,7 +48,7 @@ impl Cli {
             sources: paths,
             dest,
             dry_run: self.dry_run,
-            delete: self.delete || r.del > 0,
+            delete: self.delete || r.del > 0 || r.delete_excluded,
             max_delete: self.max_delete,
             filter,
             compare: if r.ignore_times {
@@ -128,6 +95,87 @@ impl Cli {
                 s => s,
             }),
         })
+    }
+}
+
+impl Cli {
+    /// The filter rules in rsync's order: --exclude, --include, --exclude-from,
+    /// --include-from, --filter and -F as they come on the command line (clap gives
+    /// each option's values apart, so they are put back in order by position), then
+    /// -C's rules last.
+    fn filter_rules<'a>(&'a self, matches: &clap::ArgMatches) -> anyhow::Result<Filter> {
+        enum Item<'a> {
+            Arg(Arg, &'a [u8]),
+            File(&'a std::path::Path, bool),
+            FilterFile(u8),
+        }
+        let positions = |id: &str| -> Vec<usize> {
+            matches
+                .indices_of(id)
+                .map(|i| i.collect())
+                .unwrap_or_default()
+        };
+        let mut items: Vec<(usize, Item<'a>)> = Vec::new();
+        let mut put = |id: &str, list: Vec<Item<'a>>| {
+            let pos = positions(id);
+            for (i, item) in list.into_iter().enumerate() {
+                items.push((pos.get(i).copied().unwrap_or(usize::MAX), item));
+            }
+        };
+        let r = &self.rsync;
+        put(
+            "exclude",
+            self.exclude
+                .iter()
+                .map(|p| Item::Arg(Arg::Exclude, p.as_bytes()))
+                .collect(),
+        );
+        put(
+            "include",
+            self.include
+                .iter()
+                .map(|p| Item::Arg(Arg::Include, p.as_bytes()))
+                .collect(),
+        );
+        put(
+            "filter",
+            r.filter
+                .iter()
+                .map(|p| Item::Arg(Arg::Filter, p.as_bytes()))
+                .collect(),
+        );
+        put(
+            "exclude_from",
+            self.exclude_from
+                .iter()
+                .map(|f| Item::File(f, false))
+                .collect(),
+        );
+        put(
+            "include_from",
+            r.include_from.iter().map(|f| Item::File(f, true)).collect(),
+        );
+        put(
+            "filter_files",
+            (1..=r.filter_files.min(2)).map(Item::FilterFile).collect(),
+        );
+        items.sort_by_key(|i| i.0);
+        let mut filter = Filter::new(r.delete_excluded);
+        for (_, item) in items {
+            let res = match item {
+                Item::Arg(arg, text) => filter.add_arg(arg, text),
+                Item::File(path, include) => filter.add_file(path, include),
+                Item::FilterFile(1) => filter.add_arg(Arg::Filter, b": /.rsync-filter"),
+                Item::FilterFile(_) => filter.add_arg(Arg::Filter, b"- .rsync-filter"),
+            };
+            res.map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        if r.cvs_exclude {
+            filter
+                .add_cvs_exclude()
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        Ok(filter)
     }
 }
 

@@ -183,6 +183,32 @@ pub struct RsyncOpts {
     /// Accepted, no effect: DEST's missing parents are always created.
     #[arg(long, help_heading = "Accepted for rsync, no effect")]
     pub mkpath: bool,
+
+    // Filter rules (issue 16, filters).
+    /// Add a filter RULE in rsync's syntax (- + H S P R ! merge dir-merge, with
+    /// modifiers); rules apply in command-line order with --exclude and --include.
+    #[arg(short = 'f', long, value_name = "RULE", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(OsString))]
+    pub filter: Vec<OsString>,
+
+    /// Same as --filter='dir-merge /.rsync-filter' (a .rsync-filter in each directory);
+    /// given twice also --filter='- .rsync-filter'.
+    #[arg(short = 'F', action = ArgAction::Count)]
+    pub filter_files: u8,
+
+    /// Read include patterns from FILE ('-' for stdin).
+    #[arg(long, value_name = "FILE", value_parser = clap::value_parser!(std::path::PathBuf))]
+    pub include_from: Vec<std::path::PathBuf>,
+
+    /// Exclude what CVS ignores (rsync's list, ~/.cvsignore, $CVSIGNORE, and each
+    /// directory's .cvsignore), after all other rules.
+    #[arg(short = 'C', long)]
+    pub cvs_exclude: bool,
+
+    /// Delete excluded entries from DEST too (implies --delete; protect rules still keep
+    /// theirs).
+    #[arg(long)]
+    pub delete_excluded: bool,
 }
 
 impl RsyncOpts {

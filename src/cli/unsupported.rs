@@ -75,7 +75,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "rsync-path", REMOTE),
     (None, "remove-source-files", NOT_YET),
     (None, "remove-sent-files", NOT_YET),
-    (None, "delete-excluded", NOT_YET),
     (None, "delete-missing-args", NOT_YET),
     (None, "ignore-missing-args", NOT_YET),
     (
@@ -113,10 +112,6 @@ pub const LIST: &[Unsupported] = refused![
     ),
     (None, "checksum-choice", "-c compares the bytes themselves"),
     (None, "cc", "-c compares the bytes themselves"),
-    (Some('C'), "cvs-exclude", NOT_YET),
-    (Some('f'), "filter", NOT_YET),
-    (Some('F'), "", NOT_YET),
-    (None, "include-from", NOT_YET),
     (None, "files-from", NOT_YET),
     (Some('0'), "from0", NOT_YET),
     (Some('s'), "secluded-args", REMOTE),

@@ -27,10 +27,22 @@ struct Deleter<'a, 'e, D: Destination> {
     /// The removed entry's parent, relative to DEST.
     base: &'a Path,
     budget: Budget,
+    /// `--delete`'s per-directory filter rules: what the receiver's rules protect
+    /// inside a removed directory stays (with the directories above it).
+    protect: Option<&'a crate::filter::Scope>,
 }
 
 impl<D: Destination> Removal for Deleter<'_, '_, D> {
-    fn may_remove(&self, _rel: &Path, _kind: Kind) -> bool {
+    fn may_remove(&self, rel: &Path, kind: Kind) -> bool {
+        if let Some(scope) = self.protect
+            && rel.components().nth(1).is_some()
+        {
+            let top = self.base.join(rel.components().next().unwrap());
+            let filter = &self.engine.cfg.filter;
+            if filter.protected_in_deletion(scope, &top, &self.base.join(rel), kind == Kind::Dir) {
+                return false;
+            }
+        }
         self.budget == Budget::Free || self.engine.take_delete()
     }
 
@@ -71,10 +83,39 @@ impl<D: Destination> Engine<'_, D> {
             engine: self,
             base,
             budget,
+            protect: None,
         };
+        self.delete_with(dir, name, kind, &each)
+    }
+
+    /// A `--delete` removal from `node`: as [`Engine::delete`], keeping what the
+    /// receiver's filter rules protect inside a removed directory.
+    pub(super) fn delete_in(
+        &self,
+        node: &super::DirNode<D>,
+        name: &OsStr,
+        kind: Kind,
+        budget: Budget,
+    ) -> dest::Result<bool> {
+        let each = Deleter {
+            engine: self,
+            base: &node.rel,
+            budget,
+            protect: (!self.cfg.filter.is_empty()).then_some(&*node.filters),
+        };
+        self.delete_with(node.dir.as_ref(), name, kind, &each)
+    }
+
+    fn delete_with(
+        &self,
+        dir: Option<&D::Dir>,
+        name: &OsStr,
+        kind: Kind,
+        each: &Deleter<'_, '_, D>,
+    ) -> dest::Result<bool> {
         let rel = Path::new(name);
         match (self.cfg.dry_run, dir) {
-            (false, Some(dir)) if kind == Kind::Dir => self.dest.remove_tree(dir, name, &each),
+            (false, Some(dir)) if kind == Kind::Dir => self.dest.remove_tree(dir, name, each),
             (false, Some(dir)) => {
                 if !each.may_remove(rel, kind) {
                     return Ok(false);
@@ -87,7 +128,7 @@ impl<D: Destination> Engine<'_, D> {
                 each.removed(rel, kind);
                 Ok(true)
             }
-            (_, dir) => self.pretend_delete(dir, name, rel, kind, &each),
+            (_, dir) => self.pretend_delete(dir, name, rel, kind, each),
         }
     }
 

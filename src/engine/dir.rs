@@ -90,7 +90,14 @@ impl<D: Destination> Engine<'_, D> {
         {
             let op = operands.pop().unwrap();
             let (dir, name) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
-            let node = self.new_node(PathBuf::new(), Some(dir), None, Origin::Imagined, None);
+            let node = self.new_node(
+                PathBuf::new(),
+                Some(dir),
+                None,
+                Origin::Imagined,
+                None,
+                Default::default(),
+            );
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
@@ -154,7 +161,8 @@ impl<D: Destination> Engine<'_, D> {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
-        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None);
+        let filters = self.root_filters(&operands);
+        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None, filters);
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
@@ -210,6 +218,7 @@ impl<D: Destination> Engine<'_, D> {
         meta: Option<Meta>,
         origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
+        filters: Arc<crate::filter::Scope>,
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
             rel,
@@ -220,7 +229,37 @@ impl<D: Destination> Engine<'_, D> {
             parent,
             changed: AtomicBool::new(false),
             deletions: Mutex::new(Vec::new()),
+            filters,
         })
+    }
+
+    /// The filter scope of DEST's top: the first source's (rsync reads the parents'
+    /// `dir-merge /NAME` files for its first transfer directory).
+    fn root_filters(&self, operands: &[Operand]) -> Arc<crate::filter::Scope> {
+        let Some(op) = operands.first() else {
+            return Default::default();
+        };
+        let transfer = match op.contents {
+            true => op.path.as_path(),
+            false => op.path.parent().unwrap_or(Path::new(".")),
+        };
+        let transfer = if transfer.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            transfer
+        };
+        let first_dir = (op.meta.kind == Kind::Dir).then_some(op.path.as_path());
+        let (scope, errors) = self.cfg.filter.root_scope(transfer, first_dir, op.contents);
+        self.filter_errors(&op.path, errors);
+        scope
+    }
+
+    /// Reports merge files that could not be read or used (the run goes on).
+    fn filter_errors(&self, dir: &Path, errors: Vec<crate::filter::Error>) {
+        for e in errors {
+            Stats::bump(&self.stats.errors);
+            self.out.error(dir, e);
+        }
     }
 
     /// Lists a source directory, reporting problems; `None` when it could not be read.
@@ -270,7 +309,14 @@ impl<D: Destination> Engine<'_, D> {
                 }
             },
         };
-        let plan = plan::plan_dir(&node.rel, entries, listing, source_whole, &self.rules);
+        let plan = plan::plan_dir(
+            &node.rel,
+            entries,
+            listing,
+            source_whole,
+            &self.rules,
+            &node.filters,
+        );
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
         for (entry, known) in plan.children {
@@ -417,7 +463,15 @@ impl<D: Destination> Engine<'_, D> {
             self.note_written_root(&m);
         }
         let fresh = !matches!(origin, Origin::Found(_));
-        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent));
+        // Its per-directory merge files (-F, dir-merge), read only where it is listed.
+        let filters = if mount_point {
+            parent.filters.clone()
+        } else {
+            let (scope, errors) = self.cfg.filter.enter(&parent.filters, &entry.path, &rel);
+            self.filter_errors(&entry.path, errors);
+            scope
+        };
+        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent), filters);
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
@@ -496,7 +550,7 @@ impl<D: Destination> Engine<'_, D> {
             } else {
                 Budget::Counted
             };
-            match self.delete(node.dir.as_ref(), &name, &node.rel, kind, budget) {
+            match self.delete_in(node, &name, kind, budget) {
                 Ok(_) => node.changed.store(true, Ordering::Relaxed),
                 Err(e) => self.dest_error(&rel, e),
             }

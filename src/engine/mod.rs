@@ -55,6 +55,9 @@ pub struct DirNode<D: Destination> {
     changed: AtomicBool,
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
+    // Filter rules (issue 16, filters).
+    /// The per-directory filter rules in force for its children.
+    filters: Arc<crate::filter::Scope>,
 }
 
 /// Where a destination directory came from.
