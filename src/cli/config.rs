@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::plan::{Compare, Skip};
+use crate::report::format::LogFormat;
 
 impl Cli {
     /// What `-v` says about options that change nothing here.
@@ -127,8 +128,22 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            out_format: r.out_format.clone(),
+            log_file: r.log_file.clone(),
+            log_file_format: r.log_file_format.clone().unwrap_or_else(LogFormat::itemize),
+            human_readable: if r.no_human_readable {
+                0
+            } else {
+                (1 + r.human_readable).min(3)
+            },
         })
     }
+}
+
+/// An `--out-format` or `--log-file-format` value: rsync's escapes, the ones nfsync
+/// cannot give refused here with the reason.
+pub(super) fn parse_format(s: &str) -> Result<LogFormat, String> {
+    LogFormat::parse(s).map_err(|e| e.to_string())
 }
 
 /// The process's umask, read without changing it for good (nfsync clears it later).

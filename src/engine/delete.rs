@@ -38,7 +38,7 @@ impl<D: Destination> Removal for Deleter<'_, '_, D> {
         Stats::bump(&self.engine.stats.files_deleted);
         self.engine
             .out
-            .deletion(&self.base.join(rel), kind == Kind::Dir);
+            .deletion(&self.base.join(rel), kind);
     }
 }
 

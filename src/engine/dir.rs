@@ -101,6 +101,7 @@ impl<D: Destination> Engine<'_, D> {
                 meta: op.meta,
             };
             self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+            self.stats.found(&entry.meta);
             self.sched.push(
                 vec![],
                 VecDeque::from([EntryJob {
@@ -130,7 +131,18 @@ impl<D: Destination> Engine<'_, D> {
         if fresh {
             Stats::bump(&self.stats.dirs_created);
             self.out.created_dest(&self.dest_display);
-            self.out.change("cd+++++++++", Path::new("./"));
+            if let Some(op) = operands.first() {
+                // rsync's line for the transfer's top directory, made from scratch.
+                let meta = Meta {
+                    kind: Kind::Dir,
+                    ..op.meta
+                };
+                let src = crate::report::Source {
+                    meta: &meta,
+                    path: &op.path,
+                };
+                self.out.change("cd+++++++++", Path::new("./"), src);
+            }
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = operands.iter().all(|o| o.contents);
@@ -293,6 +305,7 @@ impl<D: Destination> Engine<'_, D> {
                 });
             } else {
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+                self.stats.found(&entry.meta);
                 if entry.meta.kind == Kind::File {
                     self.stats
                         .bytes_scanned
@@ -401,7 +414,7 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
-                    self.out.change("cd+++++++++", &rel);
+                    self.out.change("cd+++++++++", &rel, (&entry).into());
                 }
                 made
             }
