@@ -60,20 +60,54 @@ impl Cli {
             res.map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         }
         let r = &self.rsync;
-        // Without an rsync selection nfsync works like -a without -D; with one, what
-        // it leaves out is left out, as rsync would.
-        let all = !r.selects() || r.archive;
+        // rsync applies -a, -X and --no-X in command-line order, the last one winning
+        // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection
+        // nfsync works like -a without -D.
         let root = rustix::process::geteuid().is_root();
-        let owners = OwnerPolicy {
-            owner: !self.no_owner && (self.owner || (root && all)),
-            group: !self.no_group && (self.group || (root && all)),
+        let last = |given: &[(&str, bool)]| -> Option<bool> {
+            given
+                .iter()
+                // A flag not given has its default at an index past the last one.
+                .filter(|&&(id, _)| {
+                    matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+                })
+                .filter_map(|&(id, value)| Some((matches.indices_of(id)?.max()?, value)))
+                .max_by_key(|&(at, _)| at)
+                .map(|(_, value)| value)
         };
-        let rsync_d = r.archive || r.devices_specials;
-        let specials = !self.no_specials && !r.no_devices_specials && (self.specials || rsync_d);
+        let default = !r.selects();
+        let owners = OwnerPolicy {
+            owner: last(&[("archive", root), ("owner", true), ("no_owner", false)])
+                .unwrap_or(root && default),
+            group: last(&[("archive", root), ("group", true), ("no_group", false)])
+                .unwrap_or(root && default),
+        };
+        let d_parts = |on: &'static str, off: &'static str| {
+            last(&[
+                ("archive", true),
+                ("devices_specials", true),
+                (on, true),
+                (off, false),
+                ("no_devices_specials", false),
+            ])
+            .unwrap_or(false)
+        };
+        let specials = d_parts("specials", "no_specials");
         // rsync makes devices only as root (its `am_root && preserve_devices`); as
         // another user they are skipped as non-regular files, not failed on.
-        let devices =
-            root && !self.no_devices && !r.no_devices_specials && (self.devices || rsync_d);
+        let devices = root && d_parts("devices", "no_devices");
+        let recursive = last(&[
+            ("archive", true),
+            ("recursive", true),
+            ("no_recursive", false),
+        ])
+        .unwrap_or(default);
+        let links = last(&[("archive", true), ("links", true), ("no_links", false)])
+            .unwrap_or(default);
+        let perms = last(&[("archive", true), ("perms", true), ("no_perms", false)])
+            .unwrap_or(default);
+        let times = last(&[("archive", true), ("times", true), ("no_times", false)])
+            .unwrap_or(default);
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -102,10 +136,10 @@ impl Cli {
                 max_size: r.max_size,
                 min_size: r.min_size,
             },
-            recursive: !r.no_recursive && (all || r.recursive),
-            links: !r.no_links && (all || r.links),
-            perms: !r.no_perms && (all || r.perms),
-            times: !r.no_times && (all || r.times),
+            recursive,
+            links,
+            perms,
+            times,
             omit_dir_times: r.omit_dir_times,
             umask: current_umask(),
             one_file_system: r.one_file_system,

@@ -137,9 +137,10 @@ impl<D: Destination> Engine<'_, D> {
                     kind: Kind::Dir,
                     ..op.meta
                 };
+                let path = op.path.join(".");
                 let src = crate::report::Source {
                     meta: &meta,
-                    path: &op.path,
+                    path: &path,
                 };
                 self.out.change("cd+++++++++", Path::new("./"), src);
             }

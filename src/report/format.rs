@@ -292,8 +292,9 @@ fn long_name(item: &Item<'_>) -> Vec<u8> {
         }
         parts.push(c);
     }
-    if parts.is_empty() {
-        return b".".to_vec();
+    // rsync's clean_fname keeps a final `/.` (the transfer's top directory `SRC/.`).
+    if raw.ends_with(b"/.") || parts.is_empty() {
+        parts.push(b".");
     }
     parts.join(&b'/')
 }
