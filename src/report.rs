@@ -404,13 +404,18 @@ impl Output {
             0
         };
         let item = &Item { bytes, ..*item };
+        // A file's attribute-only change is rsync's to show only when stdout itemizes;
+        // then its log has it too.
+        let shown = self.format.as_ref().is_some_and(|f| f.has_i)
+            || code.first() != Some(&b'.')
+            || item.kind == Kind::Dir;
+        if !shown {
+            return;
+        }
         if let Some(l) = &self.log {
             l.line(&l.format.render(item, &self.context));
         }
-        let Some(f) = self.format.as_ref().filter(|_| !self.quiet) else {
-            return;
-        };
-        if f.has_i || code.first() != Some(&b'.') || item.kind == Kind::Dir {
+        if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {
             self.emit(self.json, &escape_name(&f.render(item, &self.context)));
         }
     }
@@ -422,7 +427,8 @@ impl Output {
         let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
         let name = escape_name(&bytes[..end.max(1)]);
         let line = format!("created directory {name}");
-        let shown = self.itemize || self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
+        let shown =
+            self.itemize || self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
         if self.quiet || !shown {
             return;
         }

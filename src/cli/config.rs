@@ -102,12 +102,12 @@ impl Cli {
             ("no_recursive", false),
         ])
         .unwrap_or(default);
-        let links = last(&[("archive", true), ("links", true), ("no_links", false)])
-            .unwrap_or(default);
-        let perms = last(&[("archive", true), ("perms", true), ("no_perms", false)])
-            .unwrap_or(default);
-        let times = last(&[("archive", true), ("times", true), ("no_times", false)])
-            .unwrap_or(default);
+        let links =
+            last(&[("archive", true), ("links", true), ("no_links", false)]).unwrap_or(default);
+        let perms =
+            last(&[("archive", true), ("perms", true), ("no_perms", false)]).unwrap_or(default);
+        let times =
+            last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,

@@ -58,7 +58,7 @@ fn parse_jobs(s: &str) -> Result<Jobs, String> {
 /// Re-running the same command after an interruption finishes the copy exactly.
 #[derive(Debug, Parser)]
 #[command(name = "nfsync", version, after_help = exit::TABLE, after_long_help = exit::TABLE,
-          disable_help_flag = true)]
+          disable_help_flag = true, args_override_self = true)]
 pub struct Cli {
     /// Print help (-h alone too; with other options -h is rsync's --human-readable).
     #[arg(long, action = ArgAction::HelpLong)]

@@ -387,6 +387,27 @@ mod tests {
     }
 
     #[test]
+    fn repeated_options_count_append_and_the_last_wins() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "nfsync",
+            "-vv",
+            "-rl",
+            "-l",
+            "--exclude",
+            "a",
+            "--exclude",
+            "b",
+            "x",
+            "y",
+        ])
+        .unwrap();
+        assert_eq!(cli.verbose, 2);
+        assert_eq!(cli.exclude.len(), 2);
+        assert!(cli.rsync.links);
+    }
+
+    #[test]
     fn argv_is_checked_like_rsync() {
         assert_eq!(check(&["-avzP", "--exclude", "-x", "a", "b"]), Ok(()));
         assert_eq!(check(&["-rlptgoD", "-j4", "a", "b"]), Ok(()));

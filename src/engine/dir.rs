@@ -167,6 +167,11 @@ impl<D: Destination> Engine<'_, D> {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
+        if let (RootState::Exists(found), Some(meta)) = (&state, &root_meta) {
+            let path = operands[0].path.join(".");
+            let src = crate::report::Source { meta, path: &path };
+            self.itemize_dir(Path::new("./"), src, found);
+        }
         let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None);
 
         let mut entries = Vec::new();
@@ -214,6 +219,29 @@ impl<D: Destination> Engine<'_, D> {
         self.plan_children(&node, entries, fresh, whole && only_contents);
         self.complete(&node);
         Ok(())
+    }
+
+    /// rsync's line for a directory that was there when its attributes differ from the
+    /// source's (`.d..t...... sub/`), decided before its contents change it, as rsync's
+    /// generator does.
+    fn itemize_dir(&self, rel: &Path, src: crate::report::Source<'_>, found: &Meta) {
+        let m = self.as_stored(src.meta);
+        let flag = |differs: bool, c: char| if differs { c } else { '.' };
+        let code = format!(
+            ".d..{}{}{}{}...",
+            flag(
+                self.cfg.times
+                    && !self.cfg.omit_dir_times
+                    && !m.mtime.matches(found.mtime, self.rules.modify_window),
+                't'
+            ),
+            flag(self.cfg.perms && m.mode != found.mode, 'p'),
+            flag(self.cfg.owners.owner && m.uid != found.uid, 'o'),
+            flag(self.cfg.owners.group && m.gid != found.gid, 'g'),
+        );
+        if code != ".d........." {
+            self.out.change(&code, rel, src);
+        }
     }
 
     pub(super) fn new_node(
@@ -365,6 +393,7 @@ impl<D: Destination> Engine<'_, D> {
                 else {
                     return;
                 };
+                self.itemize_dir(&rel, (&entry).into(), &m);
                 origin = Origin::Found(m);
                 Some(d)
             }

@@ -221,14 +221,20 @@ impl LogFormat {
                             pad(uid.to_string().as_bytes(), &mut out, true)
                         }
                         b'G' => match item.meta {
-                            Some(m) if cx.groups => pad(m.gid.to_string().as_bytes(), &mut out, true),
+                            Some(m) if cx.groups => {
+                                pad(m.gid.to_string().as_bytes(), &mut out, true)
+                            }
                             None if cx.groups => pad(b"0", &mut out, true),
                             _ => pad(b"DEFAULT", &mut out, false),
                         },
                         b'p' => pad(cx.pid.to_string().as_bytes(), &mut out, true),
                         b'M' => {
                             let t = item.meta.map_or(Time::default(), |m| m.mtime);
-                            pad(timestring(t.sec).replace(' ', "-").as_bytes(), &mut out, false)
+                            pad(
+                                timestring(t.sec).replace(' ', "-").as_bytes(),
+                                &mut out,
+                                false,
+                            )
                         }
                         b't' => pad(timestring(now()).as_bytes(), &mut out, false),
                         b'B' => {
@@ -237,7 +243,11 @@ impl LogFormat {
                             let mode = if kind == Kind::Symlink { 0o777 } else { mode };
                             pad(permstring(mode).as_bytes(), &mut out, false)
                         }
-                        b'o' => pad(if item.deleted { b"del." } else { b"send" }, &mut out, false),
+                        b'o' => pad(
+                            if item.deleted { b"del." } else { b"send" },
+                            &mut out,
+                            false,
+                        ),
                         b'm' => pad(b"", &mut out, false),
                         b'i' => {
                             let code: &[u8] = if item.deleted {
@@ -395,8 +405,14 @@ mod tests {
             deleted: false,
         };
         assert_eq!(line("%i %n%L", &item), ">f+++++++++ d/a");
-        assert_eq!(line("%o|%f|%l|%'l|%b|%B|%U|%G|%p", &item), "send|src/d/a|12345|12,345|12345|rwsr-xr-x|1000|DEFAULT|42");
-        assert_eq!(line("[%-6n][%8l][%05p][%%]", &item), "[d/a   ][   12345][00042][%]");
+        assert_eq!(
+            line("%o|%f|%l|%'l|%b|%B|%U|%G|%p", &item),
+            "send|src/d/a|12345|12,345|12345|rwsr-xr-x|1000|DEFAULT|42"
+        );
+        assert_eq!(
+            line("[%-6n][%8l][%05p][%%]", &item),
+            "[d/a   ][   12345][00042][%]"
+        );
         assert_eq!(line("%a %h %u %P %m|%z", &item), "%a %h %u %P |%z");
         assert_eq!(line("%''l %'''l", &item), "12.35K 12.06K");
         let del = Item {
@@ -408,7 +424,10 @@ mod tests {
             bytes: 0,
             ..item
         };
-        assert_eq!(line("%i %n|%o|%B|%l", &del), "*deleting   d/a/|del.|---------|0");
+        assert_eq!(
+            line("%i %n|%o|%B|%l", &del),
+            "*deleting   d/a/|del.|---------|0"
+        );
     }
 
     #[test]

@@ -172,8 +172,8 @@ impl RsyncStats {
     pub fn log_exit(&self) -> String {
         format!(
             "sent {} bytes  received 0 bytes  total size {}",
-            big_num(self.sent, 1),
-            big_num(self.total_size, 1)
+            big_num(self.sent, 0),
+            big_num(self.total_size, 0)
         )
     }
 }
