@@ -72,8 +72,8 @@ fn real_main() -> Result<ExitCode, Error> {
     let out = Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json).with_formats(
         cfg.out_format.clone(),
         log,
-        cfg.owners.owner,
-        cfg.owners.group,
+        (cfg.owners.owner, cfg.owners.group),
+        cfg.dry_run,
     );
     let out = Arc::new(out);
     sync(&cfg, &out)

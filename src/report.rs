@@ -221,6 +221,8 @@ pub struct Output {
     /// The per-file lines' format on stdout: `-i`'s, `-v`'s, `--out-format`'s, or none.
     format: Option<LogFormat>,
     log: Option<LogFile>,
+    /// `-n`: rsync's log then has no deletions.
+    dry_run: bool,
     context: Context,
     /// What the per-file lines add up to (rsync's `--stats` counts).
     pub tally: Tally,
@@ -262,6 +264,7 @@ impl Output {
             bar: Mutex::new(None),
             format,
             log: None,
+            dry_run: false,
             context: Context {
                 owners: false,
                 groups: false,
@@ -271,15 +274,16 @@ impl Output {
         }
     }
 
-    /// rsync's `--out-format` (replacing `-i`'s and `-v`'s), `--log-file`, and whether
-    /// owners and groups are kept (what `%U` and `%G` show).
+    /// rsync's `--out-format` (replacing `-i`'s and `-v`'s), `--log-file`, whether
+    /// owners and groups are kept (what `%U` and `%G` show), and `-n`.
     pub fn with_formats(
         mut self,
         out_format: Option<LogFormat>,
         log: Option<LogFile>,
-        owners: bool,
-        groups: bool,
+        (owners, groups): (bool, bool),
+        dry_run: bool,
     ) -> Output {
+        self.dry_run = dry_run;
         if out_format.is_some() {
             self.format = out_format;
         }
@@ -412,7 +416,8 @@ impl Output {
         if !shown {
             return;
         }
-        if let Some(l) = &self.log {
+        // rsync's dry run logs no transfers (its receiver, which logs them, gets none).
+        if let Some(l) = self.log.as_ref().filter(|_| !(self.dry_run && transferred)) {
             l.line(&l.format.render(item, &self.context));
         }
         if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {
@@ -457,7 +462,7 @@ impl Output {
             let f = if f.has_o_or_i { f } else { &deleting };
             f.render(&item, &self.context)
         };
-        if let Some(l) = &self.log {
+        if let Some(l) = self.log.as_ref().filter(|_| !self.dry_run) {
             l.line(&pick(&l.format));
         }
         if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {

@@ -287,6 +287,8 @@ fn log_file_is_rsyncs() {
     // With -i on stdout the log has attribute-only changes too.
     assert_logs_match(&["-ai", "--delete", "--log-file=LOG"]);
     assert_logs_match(&["-av", "--delete", "--log-file=LOG"]);
+    // A dry run logs what it would change, but no deletions (rsync's rule).
+    assert_logs_match(&["-an", "--delete", "--log-file=LOG"]);
     assert_logs_match(&[
         "-a",
         "--delete",
