@@ -10,6 +10,9 @@ complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -l out-format -d 'Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %\'l for commas)' -r
+complete -c nfsync -l log-file -d 'Log what is done to FILE, as rsync\'s --log-file' -r -F
+complete -c nfsync -l log-file-format -d 'The format of --log-file\'s per-file lines (default "%i %n%L")' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -20,9 +23,9 @@ complete -c nfsync -l delete -d 'Delete destination entries the source lacks (in
 complete -c nfsync -s c -l checksum -d 'Compare file contents, not size and mtime, to decide what is up to date'
 complete -c nfsync -l size-only -d 'Skip files whose size matches, whatever their mtime'
 complete -c nfsync -s H -l hard-links -d 'Preserve hard links'
-complete -c nfsync -l specials -d 'Copy fifos and sockets (skipped with a warning otherwise; part of -D and -a)'
+complete -c nfsync -l specials -d 'Copy fifos and sockets (skipped otherwise, as rsync: "skipping non-regular file"; part of -D and -a)'
 complete -c nfsync -l no-specials -d 'Don\'t copy fifos and sockets'
-complete -c nfsync -l devices -d 'Copy device files (root only; skipped with a warning otherwise; part of -D and -a)'
+complete -c nfsync -l devices -d 'Copy device files (root only; skipped otherwise, as rsync; part of -D and -a)'
 complete -c nfsync -l no-devices -d 'Don\'t copy device files'
 complete -c nfsync -s o -l owner -d 'Preserve owners (default when run as root, without an rsync selection of -rlptD)'
 complete -c nfsync -l no-owner -d 'Don\'t preserve owners'
@@ -33,7 +36,7 @@ complete -c nfsync -s v -l verbose -d 'Print each changed path and each change -
 complete -c nfsync -s q -l quiet -d 'Print errors and warnings only'
 complete -c nfsync -l progress -d 'Show a progress bar on a terminal (the default)'
 complete -c nfsync -l no-progress -d 'Don\'t show a progress bar'
-complete -c nfsync -l stats -d 'Print rsync-like totals at the end'
+complete -c nfsync -l stats -d 'Print rsync\'s --stats block at the end (-h: sizes in units)'
 complete -c nfsync -s i -l itemize-changes -d 'Print a change summary per entry, like rsync -i'
 complete -c nfsync -l json -d 'Print one JSON object with the run\'s totals on stdout at the end'
 complete -c nfsync -s a -l archive -d 'Archive mode: -rlptgoD, as rsync (devices and specials included). Without any of -a -r -l -p -t -D nfsync works like -a without -D'
@@ -56,7 +59,7 @@ complete -c nfsync -s x -l one-file-system -d 'Don\'t cross filesystem boundarie
 complete -c nfsync -l del -d 'Same as --delete (for a local-to-NFS copy every rsync delete timing gives the same result)'
 complete -c nfsync -l ignore-errors -d 'Delete even when a source directory could not be read completely'
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
-complete -c nfsync -s h -l human-readable -d 'Accepted, no effect: --stats prints sizes in bytes'
+complete -c nfsync -s h -l human-readable -d 'Numbers in --stats in units (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
 complete -c nfsync -s P -d '--partial --progress'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
@@ -65,4 +68,5 @@ complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
+complete -c nfsync -l no-human-readable -d 'Plain numbers in --stats (no thousands separators)'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -115,7 +115,8 @@ pub struct Cli {
     #[arg(short = 'H', long)]
     pub hard_links: bool,
 
-    /// Copy fifos and sockets (skipped with a warning otherwise; part of -D and -a).
+    /// Copy fifos and sockets (skipped otherwise, as rsync: "skipping non-regular file";
+    /// part of -D and -a).
     #[arg(long, overrides_with = "no_specials")]
     pub specials: bool,
 
@@ -123,7 +124,7 @@ pub struct Cli {
     #[arg(long, hide = true)]
     pub no_specials: bool,
 
-    /// Copy device files (root only; skipped with a warning otherwise; part of -D and -a).
+    /// Copy device files (root only; skipped otherwise, as rsync; part of -D and -a).
     #[arg(long, overrides_with = "no_devices")]
     pub devices: bool,
 
@@ -167,7 +168,7 @@ pub struct Cli {
     #[arg(long)]
     pub no_progress: bool,
 
-    /// Print rsync-like totals at the end.
+    /// Print rsync's --stats block at the end (-h: sizes in units).
     #[arg(long)]
     pub stats: bool,
 
