@@ -89,7 +89,8 @@ impl RsyncStats {
             transferred: t.transferred.load(Relaxed),
             total_size: s.bytes_scanned + link_bytes,
             transferred_size: t.transferred_size.load(Relaxed),
-            sent: s.bytes_copied,
+            // A dry run writes nothing (its summary counts what it would write).
+            sent: if s.dry_run { 0 } else { s.bytes_copied },
             elapsed_s: s.elapsed_s,
             dry_run: s.dry_run,
             human,

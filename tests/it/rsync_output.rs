@@ -149,6 +149,7 @@ fn stats_count_lines_are_rsyncs() {
     assert_stats_match(Via::Mount, &["-a", "--stats", "--delete"]);
     assert_stats_match(Via::Mount, &["-a", "--stats", "--delete", "-h"]);
     assert_stats_match(Via::Mount, &["-a", "--stats", "-hh", "--no-D"]);
+    assert_stats_match(Via::Mount, &["-an", "--stats", "--delete"]);
 }
 
 #[test]
