@@ -215,7 +215,6 @@ impl Summary {
 pub struct Output {
     quiet: bool,
     verbose: u8,
-    itemize: bool,
     json: bool,
     bar: Mutex<Option<indicatif::ProgressBar>>,
     /// The per-file lines' format on stdout: `-i`'s, `-v`'s, `--out-format`'s, or none.
@@ -259,7 +258,6 @@ impl Output {
         Output {
             quiet,
             verbose,
-            itemize,
             json,
             bar: Mutex::new(None),
             format,
@@ -432,8 +430,8 @@ impl Output {
         let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
         let name = escape_name(&bytes[..end.max(1)]);
         let line = format!("created directory {name}");
-        let shown =
-            self.itemize || self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
+        // rsync: with -v, or when the per-file format has %i (-i's has).
+        let shown = self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
         if self.quiet || !shown {
             return;
         }
