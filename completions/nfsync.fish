@@ -12,6 +12,9 @@ complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
 complete -c nfsync -s f -l filter -d 'Add a filter RULE in rsync\'s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include' -r
 complete -c nfsync -l include-from -d 'Read include patterns from FILE (\'-\' for stdin)' -r -F
+complete -c nfsync -l out-format -d 'Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %\'l for commas)' -r
+complete -c nfsync -l log-file -d 'Log what is done to FILE, as rsync\'s --log-file' -r -F
+complete -c nfsync -l log-file-format -d 'The format of --log-file\'s per-file lines (default "%i %n%L")' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -22,9 +25,9 @@ complete -c nfsync -l delete -d 'Delete destination entries the source lacks (in
 complete -c nfsync -s c -l checksum -d 'Compare file contents, not size and mtime, to decide what is up to date'
 complete -c nfsync -l size-only -d 'Skip files whose size matches, whatever their mtime'
 complete -c nfsync -s H -l hard-links -d 'Preserve hard links'
-complete -c nfsync -l specials -d 'Copy fifos and sockets (skipped with a warning otherwise; part of -D and -a)'
+complete -c nfsync -l specials -d 'Copy fifos and sockets (skipped otherwise, as rsync: "skipping non-regular file"; part of -D and -a)'
 complete -c nfsync -l no-specials -d 'Don\'t copy fifos and sockets'
-complete -c nfsync -l devices -d 'Copy device files (root only; skipped with a warning otherwise; part of -D and -a)'
+complete -c nfsync -l devices -d 'Copy device files (root only; skipped otherwise, as rsync; part of -D and -a)'
 complete -c nfsync -l no-devices -d 'Don\'t copy device files'
 complete -c nfsync -s o -l owner -d 'Preserve owners (default when run as root, without an rsync selection of -rlptD)'
 complete -c nfsync -l no-owner -d 'Don\'t preserve owners'
@@ -35,7 +38,7 @@ complete -c nfsync -s v -l verbose -d 'Print each changed path and each change -
 complete -c nfsync -s q -l quiet -d 'Print errors and warnings only'
 complete -c nfsync -l progress -d 'Show a progress bar on a terminal (the default)'
 complete -c nfsync -l no-progress -d 'Don\'t show a progress bar'
-complete -c nfsync -l stats -d 'Print rsync-like totals at the end'
+complete -c nfsync -l stats -d 'Print rsync\'s --stats block at the end (-h: sizes in units)'
 complete -c nfsync -s i -l itemize-changes -d 'Print a change summary per entry, like rsync -i'
 complete -c nfsync -l json -d 'Print one JSON object with the run\'s totals on stdout at the end'
 complete -c nfsync -s a -l archive -d 'Archive mode: -rlptgoD, as rsync (devices and specials included). Without any of -a -r -l -p -t -D nfsync works like -a without -D'
@@ -58,7 +61,7 @@ complete -c nfsync -s x -l one-file-system -d 'Don\'t cross filesystem boundarie
 complete -c nfsync -l del -d 'Same as --delete (for a local-to-NFS copy every rsync delete timing gives the same result)'
 complete -c nfsync -l ignore-errors -d 'Delete even when a source directory could not be read completely'
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
-complete -c nfsync -s h -l human-readable -d 'Accepted, no effect: --stats prints sizes in bytes'
+complete -c nfsync -s h -l human-readable -d 'Numbers in --stats in units (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
 complete -c nfsync -s P -d '--partial --progress'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
@@ -70,4 +73,5 @@ complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents ar
 complete -c nfsync -s F -d 'Same as --filter=\'dir-merge /.rsync-filter\' (a .rsync-filter in each directory); given twice also --filter=\'- .rsync-filter\''
 complete -c nfsync -s C -l cvs-exclude -d 'Exclude what CVS ignores (rsync\'s list, ~/.cvsignore, $CVSIGNORE, and each directory\'s .cvsignore), after all other rules'
 complete -c nfsync -l delete-excluded -d 'Delete excluded entries from DEST too (implies --delete; protect rules still keep theirs)'
+complete -c nfsync -l no-human-readable -d 'Plain numbers in --stats (no thousands separators)'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -31,6 +31,9 @@ _nfsync() {
 '*-f+[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--filter=[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--include-from=[Read include patterns from FILE ('\''-'\'' for stdin)]:FILE:_files' \
+'--out-format=[Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %'\''l for commas)]:FORMAT:_default' \
+'--log-file=[Log what is done to FILE, as rsync'\''s --log-file]:FILE:_files' \
+'--log-file-format=[The format of --log-file'\''s per-file lines (default "%i %n%L")]:FORMAT:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -44,9 +47,9 @@ man\:"The man page (roff)"))' \
 '(-c --checksum)--size-only[Skip files whose size matches, whatever their mtime]' \
 '-H[Preserve hard links]' \
 '--hard-links[Preserve hard links]' \
-'--specials[Copy fifos and sockets (skipped with a warning otherwise; part of -D and -a)]' \
+'--specials[Copy fifos and sockets (skipped otherwise, as rsync\: "skipping non-regular file"; part of -D and -a)]' \
 '--no-specials[Don'\''t copy fifos and sockets]' \
-'--devices[Copy device files (root only; skipped with a warning otherwise; part of -D and -a)]' \
+'--devices[Copy device files (root only; skipped otherwise, as rsync; part of -D and -a)]' \
 '--no-devices[Don'\''t copy device files]' \
 '-o[Preserve owners (default when run as root, without an rsync selection of -rlptD)]' \
 '--owner[Preserve owners (default when run as root, without an rsync selection of -rlptD)]' \
@@ -61,7 +64,7 @@ man\:"The man page (roff)"))' \
 '--quiet[Print errors and warnings only]' \
 '--progress[Show a progress bar on a terminal (the default)]' \
 '--no-progress[Don'\''t show a progress bar]' \
-'--stats[Print rsync-like totals at the end]' \
+'--stats[Print rsync'\''s --stats block at the end (-h\: sizes in units)]' \
 '-i[Print a change summary per entry, like rsync -i]' \
 '--itemize-changes[Print a change summary per entry, like rsync -i]' \
 '--json[Print one JSON object with the run'\''s totals on stdout at the end]' \
@@ -95,8 +98,8 @@ man\:"The man page (roff)"))' \
 '--ignore-errors[Delete even when a source directory could not be read completely]' \
 '-z[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
 '--compress[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
-'*-h[Accepted, no effect\: --stats prints sizes in bytes]' \
-'*--human-readable[Accepted, no effect\: --stats prints sizes in bytes]' \
+'*-h[Numbers in --stats in units (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
+'*--human-readable[Numbers in --stats in units (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
 '-P[--partial --progress]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
@@ -110,6 +113,7 @@ man\:"The man page (roff)"))' \
 '-C[Exclude what CVS ignores (rsync'\''s list, ~/.cvsignore, \$CVSIGNORE, and each directory'\''s .cvsignore), after all other rules]' \
 '--cvs-exclude[Exclude what CVS ignores (rsync'\''s list, ~/.cvsignore, \$CVSIGNORE, and each directory'\''s .cvsignore), after all other rules]' \
 '--delete-excluded[Delete excluded entries from DEST too (implies --delete; protect rules still keep theirs)]' \
+'--no-human-readable[Plain numbers in --stats (no thousands separators)]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

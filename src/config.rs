@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::plan::{Compare, Rules, Skip};
+use crate::report::format::LogFormat;
 use crate::tune::Jobs;
 
 /// Everything the engine needs to know about one run.
@@ -73,6 +74,15 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
+    // Output: rsync's per-file lines, log file and number style.
+    /// `--out-format`: replaces `-i`'s and `-v`'s per-file lines.
+    pub out_format: Option<LogFormat>,
+    /// `--log-file`.
+    pub log_file: Option<PathBuf>,
+    /// `--log-file-format` (rsync's default `%i %n%L`).
+    pub log_file_format: LogFormat,
+    /// rsync's `-h` level for `--stats`: 0 plain, 1 commas (the default), 2 and 3 units.
+    pub human_readable: u8,
 }
 
 impl Config {

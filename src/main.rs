@@ -11,6 +11,8 @@ use nfsync::config::Config;
 use nfsync::dest::{Destination, local};
 use nfsync::exit::{Error, ExitCode};
 use nfsync::progress::Progress;
+use nfsync::report::logfile::LogFile;
+use nfsync::report::stats::RsyncStats;
 use nfsync::report::{Output, Stats, Summary};
 use nfsync::{engine, nfs};
 
@@ -58,7 +60,22 @@ fn real_main() -> Result<ExitCode, Error> {
         .into_config(&matches)
         .map_err(|e| Error::Usage(format!("{e:#}")))?;
     prepare_process();
-    let out = Arc::new(Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json));
+    let log = cfg.log_file.as_ref().and_then(|p| {
+        LogFile::open(p, cfg.log_file_format.clone())
+            .map_err(|e| {
+                // rsync goes on without its log, and says so.
+                eprintln!("nfsync: failed to open log-file {}: {e}", p.display());
+                eprintln!("nfsync: ignoring --log-file");
+            })
+            .ok()
+    });
+    let out = Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json).with_formats(
+        cfg.out_format.clone(),
+        log,
+        (cfg.owners.owner, cfg.owners.group),
+        cfg.dry_run,
+    );
+    let out = Arc::new(out);
     sync(&cfg, &out)
 }
 
@@ -110,7 +127,7 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<ExitCode,
     let stats = Arc::new(Stats::default());
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
-    let result = engine::run(cfg, dest, out, stats, interrupted);
+    let result = engine::run(cfg, dest, out, stats.clone(), interrupted);
     out.set_bar(None);
     drop(progress);
     let summary = result?;
@@ -123,14 +140,10 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<ExitCode,
     if cfg.json {
         print_json(&summary);
     }
-    if cfg.stats && !cfg.quiet {
-        let block = summary.stats_block();
-        if cfg.json {
-            eprintln!("{block}")
-        } else {
-            println!("{block}")
-        }
-    }
+    let found = stats.found_by_kind();
+    let link_bytes = stats.link_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    let rsync = RsyncStats::new(&summary, found, link_bytes, &out.tally, cfg.human_readable);
+    out.rsync_summary(&rsync, cfg.stats);
     if !cfg.quiet && !cfg.json {
         out.note(summary.one_line());
     }

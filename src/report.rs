@@ -14,7 +14,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqC
 use serde::Serialize;
 
 use crate::exit::ExitCode;
+use crate::meta::{Kind, Meta};
 use crate::tune::TuneReport;
+
+pub mod format;
+pub mod logfile;
+pub mod stats;
+
+use format::{Context, Item, LogFormat};
+use logfile::LogFile;
+use stats::{KindCounts, RsyncStats, Tally};
 
 /// Live counters, shared by all workers.
 #[derive(Default, Debug)]
@@ -54,12 +63,32 @@ pub struct Stats {
     pub dirs_listed: AtomicU64,
     /// The operands have been listed and their children queued.
     pub roots_planned: AtomicBool,
+    // rsync's --stats
+    /// Non-directory entries found, by rsync's types (directories: `dirs_scanned`).
+    pub kinds_scanned: KindCounts,
+    /// The target lengths of the symlinks found (rsync counts them in the total size).
+    pub link_bytes: AtomicU64,
 }
 
 impl Stats {
     /// Adds one to a counter.
     pub fn bump(c: &AtomicU64) {
         c.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a non-directory entry found in the source by its type, for `--stats`.
+    pub fn found(&self, m: &Meta) {
+        self.kinds_scanned.add(m.kind);
+        if m.kind == Kind::Symlink {
+            self.link_bytes.fetch_add(m.size, Relaxed);
+        }
+    }
+
+    /// What rsync's `Number of files` counts: each type found, directories included.
+    pub fn found_by_kind(&self) -> [u64; 5] {
+        let mut k = self.kinds_scanned.get();
+        k[1] = self.dirs_scanned.load(Relaxed);
+        k
     }
 
     /// Whether every directory found has been listed: the totals are final.
@@ -178,74 +207,91 @@ impl Summary {
             if self.dry_run { " (DRY RUN)" } else { "" },
         )
     }
-
-    /// rsync-like `--stats` block.
-    pub fn stats_block(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "Number of files: {} (reg/links/specials), {} dirs",
-            self.files_scanned, self.dirs_scanned
-        );
-        let _ = writeln!(
-            s,
-            "Number of regular files transferred: {}",
-            self.files_copied
-        );
-        let _ = writeln!(
-            s,
-            "Number of links and specials created: {}",
-            self.links_created
-        );
-        let _ = writeln!(s, "Number of entries up to date: {}", self.files_skipped);
-        let _ = writeln!(
-            s,
-            "Number of entries with attributes fixed: {}",
-            self.attrs_updated
-        );
-        let _ = writeln!(s, "Number of deleted files: {}", self.files_deleted);
-        let _ = writeln!(s, "Number of created directories: {}", self.dirs_created);
-        let _ = writeln!(s, "Total file size: {} bytes", self.bytes_scanned);
-        let _ = writeln!(
-            s,
-            "Total transferred file size: {} bytes",
-            self.bytes_copied
-        );
-        let _ = writeln!(
-            s,
-            "Errors: {}, vanished: {}, specials skipped: {}, times clamped: {}",
-            self.errors, self.vanished, self.specials_skipped, self.times_clamped
-        );
-        let _ = writeln!(s, "Elapsed: {:.3} s", self.elapsed_s);
-        let _ = write!(
-            s,
-            "Jobs: initial {}, final {}, max {}",
-            self.jobs_initial, self.jobs_final, self.jobs_max
-        );
-        s
-    }
 }
 
 /// Where messages go. Errors and warnings always go to stderr; itemized changes and
-/// `-v` names go to stdout, or to stderr when `--json` owns stdout.
+/// `-v` names go to stdout, or to stderr when `--json` owns stdout. With `--log-file`
+/// rsync's log gets its lines too.
 pub struct Output {
     quiet: bool,
     verbose: u8,
-    itemize: bool,
     json: bool,
     bar: Mutex<Option<indicatif::ProgressBar>>,
+    /// The per-file lines' format on stdout: `-i`'s, `-v`'s, `--out-format`'s, or none.
+    format: Option<LogFormat>,
+    log: Option<LogFile>,
+    /// `-n`: rsync's log then has no deletions.
+    dry_run: bool,
+    context: Context,
+    /// What the per-file lines add up to (rsync's `--stats` counts).
+    pub tally: Tally,
+}
+
+/// The source entry a per-file line is about.
+#[derive(Clone, Copy)]
+pub struct Source<'a> {
+    /// Its attributes as listed.
+    pub meta: &'a Meta,
+    /// Its path as nfsync read it.
+    pub path: &'a Path,
+}
+
+impl<'a> From<&'a crate::walk::SrcEntry> for Source<'a> {
+    fn from(e: &'a crate::walk::SrcEntry) -> Self {
+        Source {
+            meta: &e.meta,
+            path: &e.path,
+        }
+    }
 }
 
 impl Output {
     /// Builds the sink from the verbosity flags.
     pub fn new(quiet: bool, verbose: u8, itemize: bool, json: bool) -> Output {
+        let format = if itemize {
+            Some(LogFormat::itemize())
+        } else if verbose > 0 {
+            Some(LogFormat::names())
+        } else {
+            None
+        };
         Output {
             quiet,
             verbose,
-            itemize,
             json,
             bar: Mutex::new(None),
+            format,
+            log: None,
+            dry_run: false,
+            context: Context {
+                owners: false,
+                groups: false,
+                pid: std::process::id(),
+            },
+            tally: Tally::default(),
         }
+    }
+
+    /// rsync's `--out-format` (replacing `-i`'s and `-v`'s), `--log-file`, whether
+    /// owners and groups are kept (what `%U` and `%G` show), and `-n`.
+    pub fn with_formats(
+        mut self,
+        out_format: Option<LogFormat>,
+        log: Option<LogFile>,
+        (owners, groups): (bool, bool),
+        dry_run: bool,
+    ) -> Output {
+        self.dry_run = dry_run;
+        if out_format.is_some() {
+            self.format = out_format;
+        }
+        if let Some(l) = &log {
+            l.line(b"building file list");
+        }
+        self.log = log;
+        self.context.owners = owners;
+        self.context.groups = groups;
+        self
     }
 
     /// Attaches the progress bar so messages are printed above it.
@@ -269,9 +315,18 @@ impl Output {
         }
     }
 
+    /// A line rsync also writes to its log file (its FINFO, FWARNING and FERROR lines).
+    fn log(&self, line: &str) {
+        if let Some(l) = &self.log {
+            l.line(line.as_bytes());
+        }
+    }
+
     /// A per-file error: one line naming the path and the cause.
     pub fn error(&self, path: &Path, cause: impl std::fmt::Display) {
-        self.emit(true, &format!("nfsync: {}: {cause}", path.display()));
+        let line = format!("nfsync: {}: {cause}", path.display());
+        self.log(&line);
+        self.emit(true, &line);
     }
 
     /// A line about the run as a whole (why it stopped, the closing summary): the
@@ -284,72 +339,160 @@ impl Output {
     /// on stdout (stderr under `--json`), silenced by `-q`.
     pub fn info(&self, msg: impl std::fmt::Display) {
         if !self.quiet {
-            self.emit(self.json, &msg.to_string());
+            let line = msg.to_string();
+            self.log(&line);
+            self.emit(self.json, &line);
         }
     }
 
     /// A warning (never suppressed by `-q`, like rsync's).
     pub fn warn(&self, msg: impl std::fmt::Display) {
-        self.emit(true, &format!("nfsync: warning: {msg}"));
+        let line = format!("nfsync: warning: {msg}");
+        self.log(&line);
+        self.emit(true, &line);
     }
 
     /// An itemized change (`-i`) or, with `-v`, the name of what changed, as rsync
     /// prints them: a directory with its slash, names escaped ([`escape_name`]).
-    pub fn change(&self, code: &str, rel: &Path) {
-        self.change_to(code, rel, None);
-    }
-
-    /// Whether changed names are printed at all (`-i` or `-v`, not `-q`).
-    fn names_shown(&self) -> bool {
-        !self.quiet && (self.itemize || self.verbose > 0)
+    pub fn change(&self, code: &str, rel: &Path, src: Source<'_>) {
+        self.change_to(code, rel, None, src);
     }
 
     /// [`Output::change`] for a symlink: rsync adds ` -> TARGET`.
-    pub fn change_to(&self, code: &str, rel: &Path, link: Option<&Path>) {
-        if !self.names_shown() {
+    pub fn change_to(&self, code: &str, rel: &Path, link: Option<&Path>, src: Source<'_>) {
+        self.item(&Item {
+            code,
+            rel,
+            kind: src.meta.kind,
+            meta: Some(src.meta),
+            src: Some(src.path),
+            link,
+            hard_link: None,
+            bytes: 0,
+            deleted: false,
+        });
+    }
+
+    /// [`Output::change`] for a hard link to `to` (rsync adds ` => TO`).
+    pub fn hard_link(&self, code: &str, rel: &Path, to: &Path, src: Source<'_>) {
+        self.item(&Item {
+            code,
+            rel,
+            kind: src.meta.kind,
+            meta: Some(src.meta),
+            src: Some(src.path),
+            link: None,
+            hard_link: Some(to),
+            bytes: 0,
+            deleted: false,
+        });
+    }
+
+    /// Counts a change and prints its line where one is wanted: with `%i` in the
+    /// format every change, otherwise (`-v`) what was transferred or created and
+    /// directories, as rsync does.
+    fn item(&self, item: &Item<'_>) {
+        let code = item.code.as_bytes();
+        let transferred = code.first() == Some(&b'>');
+        if code.get(2..) == Some(b"+++++++++") {
+            self.tally.created.add(item.kind);
+        }
+        let bytes = if transferred {
+            let size = item.meta.map_or(0, |m| m.size);
+            self.tally.transferred.fetch_add(1, Relaxed);
+            self.tally.transferred_size.fetch_add(size, Relaxed);
+            size
+        } else {
+            0
+        };
+        let item = &Item { bytes, ..*item };
+        // A file's attribute-only change is rsync's to show only when stdout itemizes;
+        // then its log has it too.
+        let shown = self.format.as_ref().is_some_and(|f| f.has_i)
+            || code.first() != Some(&b'.')
+            || item.kind == Kind::Dir;
+        if !shown {
             return;
         }
-        let mut name = escape_name(rel.as_os_str().as_bytes());
-        if code.as_bytes().get(1) == Some(&b'd') && !name.ends_with('/') {
-            name.push('/');
+        // rsync's dry run logs no transfers (its receiver, which logs them, gets none).
+        if let Some(l) = self.log.as_ref().filter(|_| !(self.dry_run && transferred)) {
+            l.line(&l.format.render(item, &self.context));
         }
-        if let Some(t) = link {
-            name.push_str(" -> ");
-            name.push_str(&escape_name(t.as_os_str().as_bytes()));
-        }
-        if self.itemize {
-            self.emit(self.json, &format!("{code} {name}"));
-        } else {
-            self.emit(self.json, &name);
+        if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {
+            self.emit(self.json, &escape_name(&f.render(item, &self.context)));
         }
     }
 
     /// DEST did not exist and was made: rsync's `created directory DEST` (before the
     /// itemized lines, with `-i` or `-v`).
     pub fn created_dest(&self, dest: &Path) {
-        if self.quiet || !(self.itemize || self.verbose > 0) {
-            return;
-        }
         let bytes = dest.as_os_str().as_bytes();
         let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
         let name = escape_name(&bytes[..end.max(1)]);
-        self.emit(self.json, &format!("created directory {name}"));
+        let line = format!("created directory {name}");
+        // rsync: with -v, or when the per-file format has %i (-i's has).
+        let shown = self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
+        if self.quiet || !shown {
+            return;
+        }
+        self.log(&line);
+        self.emit(self.json, &line);
     }
 
     /// A removed entry, as rsync prints it: `*deleting   PATH` with `-i` (a directory
-    /// with its slash), `deleting PATH` with `-v`.
-    pub fn deletion(&self, rel: &Path, is_dir: bool) {
-        if self.quiet || !(self.itemize || self.verbose > 0) {
-            return;
-        }
-        let slash = if is_dir { "/" } else { "" };
-        let name = escape_name(rel.as_os_str().as_bytes());
-        let line = if self.itemize {
-            format!("*deleting   {name}{slash}")
-        } else {
-            format!("deleting {name}{slash}")
+    /// with its slash), `deleting PATH` with `-v`, or in `--out-format` when it has
+    /// `%o` or `%i`.
+    pub fn deletion(&self, rel: &Path, kind: Kind) {
+        self.tally.deleted.add(kind);
+        let item = Item {
+            code: "",
+            rel,
+            kind,
+            meta: None,
+            src: None,
+            link: None,
+            hard_link: None,
+            bytes: 0,
+            deleted: true,
         };
-        self.emit(self.json, &line);
+        let deleting = LogFormat::deleting();
+        let pick = |f: &'_ LogFormat| -> Vec<u8> {
+            let f = if f.has_o_or_i { f } else { &deleting };
+            f.render(&item, &self.context)
+        };
+        if let Some(l) = self.log.as_ref().filter(|_| !self.dry_run) {
+            l.line(&pick(&l.format));
+        }
+        if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {
+            self.emit(self.json, &escape_name(&pick(f)));
+        }
+    }
+
+    /// The closing lines in rsync's layout: with `--stats` its block, with `-v` or
+    /// `--stats` its `sent … bytes` and `total size is …` lines (each after a blank
+    /// line, as rsync prints them); the log file gets them too, or rsync's one-line
+    /// ending when neither was asked for.
+    pub fn rsync_summary(&self, s: &RsyncStats, stats: bool) {
+        let totals = stats || self.verbose > 0;
+        let mut lines = Vec::new();
+        if stats {
+            lines.push(String::new());
+            lines.extend(s.block());
+        }
+        if totals {
+            lines.push(String::new());
+            lines.extend(s.totals());
+        } else {
+            self.log(&s.log_exit());
+        }
+        for line in lines {
+            if !line.is_empty() {
+                self.log(&line);
+            }
+            if !self.quiet {
+                self.emit(self.json, &line);
+            }
+        }
     }
 
     /// A `-v` diagnostic line (e.g. the job controller's decisions), to stderr.

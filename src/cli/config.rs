@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::dest::OwnerPolicy;
 use crate::filter::{Arg, Filter};
 use crate::plan::{Compare, Skip};
+use crate::report::format::LogFormat;
 
 impl Cli {
     /// What `-v` says about options that change nothing here.
@@ -26,20 +27,54 @@ impl Cli {
         let mut paths = self.paths;
         let dest = paths.pop().expect("clap requires two paths");
         let r = &self.rsync;
-        // Without an rsync selection nfsync works like -a without -D; with one, what
-        // it leaves out is left out, as rsync would.
-        let all = !r.selects() || r.archive;
+        // rsync applies -a, -X and --no-X in command-line order, the last one winning
+        // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection
+        // nfsync works like -a without -D.
         let root = rustix::process::geteuid().is_root();
-        let owners = OwnerPolicy {
-            owner: !self.no_owner && (self.owner || (root && all)),
-            group: !self.no_group && (self.group || (root && all)),
+        let last = |given: &[(&str, bool)]| -> Option<bool> {
+            given
+                .iter()
+                // A flag not given has its default at an index past the last one.
+                .filter(|&&(id, _)| {
+                    matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+                })
+                .filter_map(|&(id, value)| Some((matches.indices_of(id)?.max()?, value)))
+                .max_by_key(|&(at, _)| at)
+                .map(|(_, value)| value)
         };
-        let rsync_d = r.archive || r.devices_specials;
-        let specials = !self.no_specials && !r.no_devices_specials && (self.specials || rsync_d);
+        let default = !r.selects();
+        let owners = OwnerPolicy {
+            owner: last(&[("archive", root), ("owner", true), ("no_owner", false)])
+                .unwrap_or(root && default),
+            group: last(&[("archive", root), ("group", true), ("no_group", false)])
+                .unwrap_or(root && default),
+        };
+        let d_parts = |on: &'static str, off: &'static str| {
+            last(&[
+                ("archive", true),
+                ("devices_specials", true),
+                (on, true),
+                (off, false),
+                ("no_devices_specials", false),
+            ])
+            .unwrap_or(false)
+        };
+        let specials = d_parts("specials", "no_specials");
         // rsync makes devices only as root (its `am_root && preserve_devices`); as
         // another user they are skipped as non-regular files, not failed on.
-        let devices =
-            root && !self.no_devices && !r.no_devices_specials && (self.devices || rsync_d);
+        let devices = root && d_parts("devices", "no_devices");
+        let recursive = last(&[
+            ("archive", true),
+            ("recursive", true),
+            ("no_recursive", false),
+        ])
+        .unwrap_or(default);
+        let links =
+            last(&[("archive", true), ("links", true), ("no_links", false)]).unwrap_or(default);
+        let perms =
+            last(&[("archive", true), ("perms", true), ("no_perms", false)]).unwrap_or(default);
+        let times =
+            last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -68,10 +103,10 @@ impl Cli {
                 max_size: r.max_size,
                 min_size: r.min_size,
             },
-            recursive: !r.no_recursive && (all || r.recursive),
-            links: !r.no_links && (all || r.links),
-            perms: !r.no_perms && (all || r.perms),
-            times: !r.no_times && (all || r.times),
+            recursive,
+            links,
+            perms,
+            times,
             omit_dir_times: r.omit_dir_times,
             umask: current_umask(),
             one_file_system: r.one_file_system,
@@ -94,6 +129,14 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            out_format: r.out_format.clone(),
+            log_file: r.log_file.clone(),
+            log_file_format: r.log_file_format.clone().unwrap_or_else(LogFormat::itemize),
+            human_readable: if r.no_human_readable {
+                0
+            } else {
+                (1 + r.human_readable).min(3)
+            },
         })
     }
 }
@@ -177,6 +220,12 @@ impl Cli {
         }
         Ok(filter)
     }
+}
+
+/// An `--out-format` or `--log-file-format` value: rsync's escapes, the ones nfsync
+/// cannot give refused here with the reason.
+pub(super) fn parse_format(s: &str) -> Result<LogFormat, String> {
+    LogFormat::parse(s).map_err(|e| e.to_string())
 }
 
 /// The process's umask, read without changing it for good (nfsync clears it later).

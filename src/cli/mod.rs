@@ -58,7 +58,7 @@ fn parse_jobs(s: &str) -> Result<Jobs, String> {
 /// Re-running the same command after an interruption finishes the copy exactly.
 #[derive(Debug, Parser)]
 #[command(name = "nfsync", version, after_help = exit::TABLE, after_long_help = exit::TABLE,
-          disable_help_flag = true)]
+          disable_help_flag = true, args_override_self = true)]
 pub struct Cli {
     /// Print help (-h alone too; with other options -h is rsync's --human-readable).
     #[arg(long, action = ArgAction::HelpLong)]
@@ -115,7 +115,8 @@ pub struct Cli {
     #[arg(short = 'H', long)]
     pub hard_links: bool,
 
-    /// Copy fifos and sockets (skipped with a warning otherwise; part of -D and -a).
+    /// Copy fifos and sockets (skipped otherwise, as rsync: "skipping non-regular file";
+    /// part of -D and -a).
     #[arg(long, overrides_with = "no_specials")]
     pub specials: bool,
 
@@ -123,7 +124,7 @@ pub struct Cli {
     #[arg(long, hide = true)]
     pub no_specials: bool,
 
-    /// Copy device files (root only; skipped with a warning otherwise; part of -D and -a).
+    /// Copy device files (root only; skipped otherwise, as rsync; part of -D and -a).
     #[arg(long, overrides_with = "no_devices")]
     pub devices: bool,
 
@@ -167,7 +168,7 @@ pub struct Cli {
     #[arg(long)]
     pub no_progress: bool,
 
-    /// Print rsync-like totals at the end.
+    /// Print rsync's --stats block at the end (-h: sizes in units).
     #[arg(long)]
     pub stats: bool,
 

@@ -127,8 +127,9 @@ pub struct RsyncOpts {
     #[arg(short = 'z', long, help_heading = "Accepted for rsync, no effect")]
     pub compress: bool,
 
-    /// Accepted, no effect: --stats prints sizes in bytes.
-    #[arg(short = 'h', long, action = ArgAction::Count, help_heading = "Accepted for rsync, no effect")]
+    /// Numbers in --stats in units (-h: of 1000, -hh: of 1024); with other options
+    /// (-avh) rsync's --human-readable, alone --help.
+    #[arg(short = 'h', long, action = ArgAction::Count)]
     pub human_readable: u8,
 
     /// --partial --progress.
@@ -209,6 +210,23 @@ pub struct RsyncOpts {
     /// theirs).
     #[arg(long)]
     pub delete_excluded: bool,
+    // Output: rsync's per-file line formats, its log file, its number style.
+    /// Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G;
+    /// widths as %-20n; %'l for commas).
+    #[arg(long, value_name = "FORMAT", alias = "log-format", value_parser = super::config::parse_format)]
+    pub out_format: Option<crate::report::format::LogFormat>,
+
+    /// Log what is done to FILE, as rsync's --log-file.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<std::path::PathBuf>,
+
+    /// The format of --log-file's per-file lines (default "%i %n%L").
+    #[arg(long, value_name = "FORMAT", value_parser = super::config::parse_format)]
+    pub log_file_format: Option<crate::report::format::LogFormat>,
+
+    /// Plain numbers in --stats (no thousands separators).
+    #[arg(long, alias = "no-h", hide = true)]
+    pub no_human_readable: bool,
 }
 
 impl RsyncOpts {
@@ -391,6 +409,27 @@ mod tests {
         check_argv(args.iter().map(OsString::from).collect())
             .map(drop)
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn repeated_options_count_append_and_the_last_wins() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "nfsync",
+            "-vv",
+            "-rl",
+            "-l",
+            "--exclude",
+            "a",
+            "--exclude",
+            "b",
+            "x",
+            "y",
+        ])
+        .unwrap();
+        assert_eq!(cli.verbose, 2);
+        assert_eq!(cli.exclude.len(), 2);
+        assert!(cli.rsync.links);
     }
 
     #[test]

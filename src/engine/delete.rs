@@ -48,9 +48,7 @@ impl<D: Destination> Removal for Deleter<'_, '_, D> {
 
     fn removed(&self, rel: &Path, kind: Kind) {
         Stats::bump(&self.engine.stats.files_deleted);
-        self.engine
-            .out
-            .deletion(&self.base.join(rel), kind == Kind::Dir);
+        self.engine.out.deletion(&self.base.join(rel), kind);
     }
 }
 

@@ -108,6 +108,7 @@ impl<D: Destination> Engine<'_, D> {
                 meta: op.meta,
             };
             self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+            self.stats.found(&entry.meta);
             self.sched.push(
                 vec![],
                 VecDeque::from([EntryJob {
@@ -137,7 +138,19 @@ impl<D: Destination> Engine<'_, D> {
         if fresh {
             Stats::bump(&self.stats.dirs_created);
             self.out.created_dest(&self.dest_display);
-            self.out.change("cd+++++++++", Path::new("./"));
+            if let Some(op) = operands.first() {
+                // rsync's line for the transfer's top directory, made from scratch.
+                let meta = Meta {
+                    kind: Kind::Dir,
+                    ..op.meta
+                };
+                let path = op.path.join(".");
+                let src = crate::report::Source {
+                    meta: &meta,
+                    path: &path,
+                };
+                self.out.change("cd+++++++++", Path::new("./"), src);
+            }
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = operands.iter().all(|o| o.contents);
@@ -161,6 +174,11 @@ impl<D: Destination> Engine<'_, D> {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
+        if let (RootState::Exists(found), Some(meta)) = (&state, &root_meta) {
+            let path = operands[0].path.join(".");
+            let src = crate::report::Source { meta, path: &path };
+            self.itemize_dir(Path::new("./"), src, found);
+        }
         let filters = self.root_filters(&operands);
         let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None, filters);
 
@@ -209,6 +227,29 @@ impl<D: Destination> Engine<'_, D> {
         self.plan_children(&node, entries, fresh, whole && only_contents);
         self.complete(&node);
         Ok(())
+    }
+
+    /// rsync's line for a directory that was there when its attributes differ from the
+    /// source's (`.d..t...... sub/`), decided before its contents change it, as rsync's
+    /// generator does.
+    fn itemize_dir(&self, rel: &Path, src: crate::report::Source<'_>, found: &Meta) {
+        let m = self.as_stored(src.meta);
+        let flag = |differs: bool, c: char| if differs { c } else { '.' };
+        let code = format!(
+            ".d..{}{}{}{}...",
+            flag(
+                self.cfg.times
+                    && !self.cfg.omit_dir_times
+                    && !m.mtime.matches(found.mtime, self.rules.modify_window),
+                't'
+            ),
+            flag(self.cfg.perms && m.mode != found.mode, 'p'),
+            flag(self.cfg.owners.owner && m.uid != found.uid, 'o'),
+            flag(self.cfg.owners.group && m.gid != found.gid, 'g'),
+        );
+        if code != ".d........." {
+            self.out.change(&code, rel, src);
+        }
     }
 
     pub(super) fn new_node(
@@ -339,6 +380,7 @@ impl<D: Destination> Engine<'_, D> {
                 });
             } else {
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+                self.stats.found(&entry.meta);
                 if entry.meta.kind == Kind::File {
                     self.stats
                         .bytes_scanned
@@ -397,6 +439,7 @@ impl<D: Destination> Engine<'_, D> {
                 else {
                     return;
                 };
+                self.itemize_dir(&rel, (&entry).into(), &m);
                 origin = Origin::Found(m);
                 Some(d)
             }
@@ -447,7 +490,7 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
-                    self.out.change("cd+++++++++", &rel);
+                    self.out.change("cd+++++++++", &rel, (&entry).into());
                 }
                 made
             }

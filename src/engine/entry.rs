@@ -156,7 +156,7 @@ impl<D: Destination> Engine<'_, D> {
             },
         );
         // rsync shows a symlink's target on every line about it.
-        self.out.change_to(&flags, rel, link);
+        self.out.change_to(&flags, rel, link, (&job.entry).into());
     }
 
     /// A regular file. Returns whether the destination now holds the file.
@@ -257,7 +257,7 @@ impl<D: Destination> Engine<'_, D> {
             self.stats
                 .bytes_copied
                 .fetch_add(job.entry.meta.size, Ordering::Relaxed);
-            self.out.change(code, rel);
+            self.out.change(code, rel, (&job.entry).into());
             return Attempt::Done(true);
         }
         // The source first: a source we cannot read must not cost the old copy.
@@ -339,7 +339,7 @@ impl<D: Destination> Engine<'_, D> {
                 self.note_time(rel, &job.entry.meta);
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
-                self.out.change(code, rel);
+                self.out.change(code, rel, (&job.entry).into());
                 true
             }
             Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
@@ -492,7 +492,7 @@ impl<D: Destination> Engine<'_, D> {
         }
         Stats::bump(&self.stats.links_created);
         self.note_time(rel, &job.entry.meta);
-        self.out.change_to(code, rel, link);
+        self.out.change_to(code, rel, link, (&job.entry).into());
         Attempt::Done(true)
     }
 
@@ -500,9 +500,10 @@ impl<D: Destination> Engine<'_, D> {
         let kind = job.entry.meta.kind;
         if (kind.is_special() && !self.cfg.specials) || (kind.is_device() && !self.cfg.devices) {
             Stats::bump(&self.stats.specials_skipped);
-            self.out.warn(format_args!(
-                "skipping non-regular file \"{}\" (use --specials/--devices)",
-                rel.display()
+            // rsync's own line, on stdout and silenced by -q as rsync's is.
+            self.out.info(format_args!(
+                "skipping non-regular file \"{}\"",
+                crate::report::escape_name(rel.as_os_str().as_encoded_bytes())
             ));
             return;
         }

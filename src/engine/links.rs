@@ -133,7 +133,8 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
             Stats::bump(&self.stats.links_created);
-            self.out.change("hf+++++++++", rel);
+            self.out
+                .hard_link("hf+++++++++", rel, lrel, (&job.entry).into());
             Attempt::Done(true)
         })
     }

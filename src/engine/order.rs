@@ -355,6 +355,10 @@ fn config(src: &Path, delete: bool) -> Config {
         itemize: false,
         json: false,
         timeout: Duration::from_secs(5),
+        out_format: None,
+        log_file: None,
+        log_file_format: crate::report::format::LogFormat::itemize(),
+        human_readable: 1,
     }
 }
 

@@ -14,6 +14,8 @@
 //!   compared; unknown and unsupported options.
 //! - [`rsync_filters`]: rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
 //!   `--delete-excluded`), each compared with rsync the same way.
+//! - [`rsync_output`]: what nfsync prints (`--stats`, `--out-format`, `--log-file`, `-v`)
+//!   beside what rsync prints for the same change.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -34,6 +36,7 @@ mod nfs4;
 mod progress;
 mod rsync_cli;
 mod rsync_filters;
+mod rsync_output;
 mod scenarios;
 mod support;
 mod tls;

@@ -1,0 +1,48 @@
+//! `--log-file=FILE`: rsync's log, line for line. Each line is `YYYY/MM/DD HH:MM:SS
+//! [PID] ` and then what rsync would log: `building file list` at the start, one line
+//! per change in `--log-file-format` (default `%i %n%L`), deletions, the messages
+//! printed on the way, and the totals at the end.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::format::{LogFormat, now, timestring};
+
+/// An open log file and the format of its per-file lines.
+pub struct LogFile {
+    file: Mutex<File>,
+    /// The per-file lines' format.
+    pub format: LogFormat,
+    pid: u32,
+}
+
+impl LogFile {
+    /// Opens `path` for appending (created 0644 less the umask, as rsync does); a
+    /// symlink at `path` is not followed (rsync refuses one owned by another user; nfsync
+    /// refuses them all, which is never less safe).
+    pub fn open(path: &Path, format: LogFormat) -> io::Result<LogFile> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
+        Ok(LogFile {
+            file: Mutex::new(file),
+            format,
+            pid: std::process::id(),
+        })
+    }
+
+    /// Appends one line with rsync's time and pid prefix. A failed write is not worth
+    /// failing the copy for (rsync goes on too).
+    pub fn line(&self, text: &[u8]) {
+        let mut buf = format!("{} [{}] ", timestring(now()), self.pid).into_bytes();
+        buf.extend_from_slice(text);
+        buf.push(b'\n');
+        let _ = self.file.lock().unwrap().write_all(&buf);
+    }
+}

@@ -1,0 +1,371 @@
+//! Issue 16, output: what nfsync prints is what rsync prints for the same change.
+//!
+//! Each test runs rsync and nfsync with the same options from the same source onto two
+//! copies of the same starting destination (the trees of [`crate::rsync_cli`]: files
+//! older, newer and extra there) and compares what they print: `--stats`' count lines,
+//! `--out-format` lines with every escape nfsync gives, the `--log-file` (times and pids
+//! masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by the trees.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::rsync_cli::{Via, diff, source, start};
+use crate::support::dirfs::DirFs;
+use crate::support::inproc::Server;
+use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, slash};
+
+/// One run of each, side by side.
+struct Both {
+    rsync: Output,
+    nfsync: Output,
+    /// `rsync -anciH --delete` from rsync's result to nfsync's: empty when equal.
+    diff: String,
+    s: Scratch,
+}
+
+impl Both {
+    fn log(&self, who: &str) -> String {
+        std::fs::read_to_string(self.s.join(format!("{who}.log"))).unwrap_or_default()
+    }
+}
+
+/// `rsync FLAGS SRC/ DEST` and `nfsync FLAGS SRC/ DEST` onto copies of the start tree;
+/// `LOG` in a flag is replaced by `rsync.log` / `nfsync.log` in the scratch directory.
+fn both(via: Via, flags: &[&str]) -> Both {
+    let s = Scratch::new();
+    let src = source(&s.join("src"));
+    start(&s.join("start"));
+    copy_tree(&s.join("start"), &s.join("by_rsync"));
+    copy_tree(&s.join("start"), &s.join("by_nfsync"));
+    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
+    let dest = match &server {
+        Some(server) => server.url("/by_nfsync").into(),
+        None => slash(&s.join("by_nfsync")),
+    };
+    let with_log = |who: &str| -> Vec<String> {
+        let log = s.join(format!("{who}.log"));
+        flags
+            .iter()
+            .map(|f| f.replace("LOG", &log.to_string_lossy()))
+            .collect()
+    };
+    let rsync = Command::new("rsync")
+        .env("LANG", "C.UTF-8")
+        .args(with_log("rsync"))
+        .arg(slash(src.root()))
+        .arg(slash(&s.join("by_rsync")))
+        .output()
+        .unwrap();
+    assert!(
+        rsync.status.success(),
+        "rsync {flags:?}: {}",
+        describe(&rsync)
+    );
+    let ours = nfsync()
+        .args(with_log("nfsync"))
+        .arg(slash(src.root()))
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        ours.status.success(),
+        "nfsync {flags:?}: {}",
+        describe(&ours)
+    );
+    drop(server);
+    let diff = diff(&s.join("by_rsync"), &s.join("by_nfsync"), &[]);
+    Both {
+        rsync,
+        nfsync: ours,
+        diff,
+        s,
+    }
+}
+
+fn stdout_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The lines of `lines` that `keep` keeps, sorted (nfsync's come as its jobs finish).
+fn sorted(lines: &[String], keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut v: Vec<String> = lines.iter().filter(|l| keep(l)).cloned().collect();
+    v.sort();
+    v
+}
+
+/// `--stats` lines that count entries and bytes of content: the same as rsync's.
+fn count_lines(lines: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = lines
+        .iter()
+        .filter(|l| {
+            l.starts_with("Number of")
+                || l.starts_with("Total file size")
+                || l.starts_with("Total transferred file size")
+                || l.starts_with("Literal data")
+                || l.starts_with("Matched data")
+                || l.starts_with("File list size")
+        })
+        .cloned()
+        .collect();
+    // "total size is N  speedup is X": N is the same, the speedup is about the pipe.
+    v.extend(lines.iter().filter_map(|l| {
+        l.strip_prefix("total size is ")
+            .map(|r| r.split("  ").next().unwrap().to_owned())
+    }));
+    v
+}
+
+fn assert_stats_match(via: Via, flags: &[&str]) {
+    let b = both(via, flags);
+    assert!(b.diff.is_empty(), "{flags:?}: trees differ:\n{}", b.diff);
+    let (want, got) = (
+        count_lines(&stdout_lines(&b.rsync)),
+        count_lines(&stdout_lines(&b.nfsync)),
+    );
+    assert!(want.len() >= 10, "{flags:?}: rsync printed {want:?}");
+    assert_eq!(
+        got, want,
+        "{flags:?}: nfsync's --stats counts differ from rsync's"
+    );
+    // The layout: the same labels in the same order, each line's own.
+    let label = |l: &String| l.split(':').next().unwrap().to_owned();
+    let labels = |o: &Output| -> Vec<String> {
+        stdout_lines(o)
+            .iter()
+            .filter(|l| l.contains(": "))
+            .map(label)
+            .collect()
+    };
+    assert_eq!(labels(&b.nfsync), labels(&b.rsync), "{flags:?}: layout");
+}
+
+#[test]
+fn stats_count_lines_are_rsyncs() {
+    assert_stats_match(Via::Mount, &["-a", "--stats"]);
+    assert_stats_match(Via::Mount, &["-a", "--stats", "--delete"]);
+    assert_stats_match(Via::Mount, &["-a", "--stats", "--delete", "-h"]);
+    assert_stats_match(Via::Mount, &["-a", "--stats", "-hh", "--no-D"]);
+    assert_stats_match(Via::Mount, &["-an", "--stats", "--delete"]);
+}
+
+#[test]
+fn stats_over_nfs_are_rsyncs() {
+    assert_stats_match(Via::InProc, &["-a", "--no-D", "--stats", "--delete"]);
+}
+
+/// Every escape nfsync gives but `%b %t %p` (checked below): the transfer's own
+/// fields, rsync's daemon-only escapes left as written, widths and `%'l`.
+const FORMAT: &str = "%i|%o|%n|%l|%f|%L|%B|%U|%G|%M|%m|%a|%h|%u|%P|%-9n|%6l|%'l|%''l|%%";
+
+fn assert_out_format_matches(via: Via, flags: &[&str]) {
+    let b = both(via, flags);
+    assert!(b.diff.is_empty(), "{flags:?}: trees differ:\n{}", b.diff);
+    let (want, got) = (
+        sorted(&stdout_lines(&b.rsync), |_| true),
+        sorted(&stdout_lines(&b.nfsync), |_| true),
+    );
+    assert!(want.len() > 5, "{flags:?}: rsync printed {want:?}");
+    assert!(
+        want == got,
+        "{flags:?}: --out-format differs\n--- rsync\n{}\n--- nfsync\n{}",
+        want.join("\n"),
+        got.join("\n")
+    );
+}
+
+#[test]
+fn out_format_escapes_match_rsync() {
+    let f = format!("--out-format={FORMAT}");
+    assert_out_format_matches(Via::Mount, &["-a", "--delete", &f]);
+    // Without %i or %o a deletion is `deleting NAME`, as rsync prints it.
+    assert_out_format_matches(Via::Mount, &["-a", "--delete", "--out-format=%n %l"]);
+}
+
+#[test]
+fn out_format_over_nfs_matches_rsync() {
+    let f = format!("--out-format={FORMAT}");
+    assert_out_format_matches(Via::InProc, &["-a", "--no-D", "--delete", &f]);
+}
+
+/// `%b` is the content written (rsync's counts its protocol bytes too), `%p` one pid,
+/// `%t` rsync's `YYYY/MM/DD HH:MM:SS`.
+#[test]
+fn out_format_bytes_pid_and_time() {
+    let b = both(Via::Mount, &["-a", "--out-format=%i|%l|%b|%p|%t"]);
+    let lines = stdout_lines(&b.nfsync);
+    assert!(lines.len() > 5, "{lines:?}");
+    let mut pids = BTreeSet::new();
+    for l in &lines {
+        let f: Vec<&str> = l.split('|').collect();
+        assert_eq!(f.len(), 5, "{l}");
+        let expected = if f[0].starts_with('>') { f[1] } else { "0" };
+        assert_eq!(f[2], expected, "%b: {l}");
+        pids.insert(f[3].to_owned());
+        assert!(is_timestamp(f[4]), "%t: {l}");
+    }
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
+}
+
+/// `%c` and `%C` are about rsync's delta transfer: refused with the reason.
+#[test]
+fn out_format_refuses_what_it_cannot_give() {
+    for (flag, letter) in [("--out-format=%n %c", "%c"), ("--log-file-format=%C", "%C")] {
+        let out = nfsync().args([flag, "a", "b"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{letter} is not supported (")),
+            "{err}"
+        );
+    }
+}
+
+fn is_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 19
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'/',
+            10 => *c == b' ',
+            13 | 16 => *c == b':',
+            _ => c.is_ascii_digit(),
+        })
+}
+
+/// A log line without its `YYYY/MM/DD HH:MM:SS [PID] ` prefix (which must be there).
+fn unprefixed(line: &str) -> String {
+    assert!(is_timestamp(&line[..19]), "no time: {line}");
+    let rest = line[19..].strip_prefix(" [").expect(line);
+    let (pid, text) = rest.split_once("] ").expect(line);
+    assert!(pid.parse::<u32>().is_ok(), "no pid: {line}");
+    text.to_owned()
+}
+
+fn assert_logs_match(flags: &[&str]) {
+    let b = both(Via::Mount, flags);
+    assert!(b.diff.is_empty(), "{flags:?}: trees differ:\n{}", b.diff);
+    let parse = |who: &str| -> Vec<String> { b.log(who).lines().map(unprefixed).collect() };
+    let (want, got) = (parse("rsync"), parse("nfsync"));
+    assert!(want.len() > 5, "{flags:?}: rsync logged {want:?}");
+    // First `building file list`, last the totals (bytes sent and received are
+    // rsync's protocol's; the total size is the same).
+    assert_eq!(got.first(), want.first(), "{flags:?}: first line");
+    let split = |v: &[String]| -> (Vec<String>, Vec<String>) {
+        let ends = v
+            .iter()
+            .rev()
+            .take_while(|l| l.starts_with("sent ") || l.starts_with("total size"))
+            .count();
+        let totals = v[v.len() - ends..]
+            .iter()
+            .map(|l| match l.find("total size") {
+                Some(i) => l[i..].split("  speedup").next().unwrap().to_owned(),
+                None => "sent".to_owned(),
+            })
+            .collect();
+        let mut middle = v[1..v.len() - ends].to_vec();
+        middle.sort();
+        (middle, totals)
+    };
+    let ((want, want_end), (got, got_end)) = (split(&want), split(&got));
+    assert!(!want_end.is_empty(), "{flags:?}: rsync's log has no totals");
+    assert_eq!(got_end, want_end, "{flags:?}: last lines");
+    assert!(
+        want == got,
+        "{flags:?}: --log-file differs\n--- rsync\n{}\n--- nfsync\n{}",
+        want.join("\n"),
+        got.join("\n")
+    );
+}
+
+#[test]
+fn log_file_is_rsyncs() {
+    assert_logs_match(&["-a", "--delete", "--log-file=LOG"]);
+    // With -i on stdout the log has attribute-only changes too.
+    assert_logs_match(&["-ai", "--delete", "--log-file=LOG"]);
+    assert_logs_match(&["-av", "--delete", "--log-file=LOG"]);
+    // A dry run logs what it would change, but no deletions (rsync's rule).
+    assert_logs_match(&["-an", "--delete", "--log-file=LOG"]);
+    assert_logs_match(&[
+        "-a",
+        "--delete",
+        "--log-file=LOG",
+        "--log-file-format=%o %n%L %l",
+    ]);
+}
+
+/// `-v` names what was transferred or created and what was deleted, as rsync does; its
+/// last two lines give the same total size. rsync's `sending incremental file list`
+/// is about its protocol and is not printed.
+#[test]
+fn verbose_names_are_rsyncs() {
+    let b = both(Via::Mount, &["-av", "--delete"]);
+    assert!(b.diff.is_empty(), "trees differ:\n{}", b.diff);
+    let names = |o: &Output| {
+        sorted(&stdout_lines(o), |l| {
+            !l.is_empty()
+                && !l.starts_with("sent ")
+                && !l.starts_with("total size is ")
+                && l != "sending incremental file list"
+        })
+    };
+    let (want, got) = (names(&b.rsync), names(&b.nfsync));
+    assert!(want.len() > 5, "{want:?}");
+    assert_eq!(got, want, "-v names differ");
+    let total = |o: &Output| {
+        stdout_lines(o).into_iter().find_map(|l| {
+            l.strip_prefix("total size is ")
+                .map(|r| r[..r.find(' ').unwrap()].to_owned())
+        })
+    };
+    assert!(total(&b.nfsync).is_some(), "{}", describe(&b.nfsync));
+    assert_eq!(total(&b.nfsync), total(&b.rsync));
+}
+
+/// The last of `-a` and `--no-X` wins, as in rsync: `--no-t -a` keeps times.
+#[test]
+fn last_of_archive_and_no_option_wins() {
+    for flags in [
+        &["--no-t", "-a"][..],
+        &["-a", "--no-t"],
+        &["--no-p", "-a"],
+        &["--no-D", "-a"],
+        &["-a", "--no-D", "--specials"],
+        &["--no-l", "-rlpt"],
+        &["-rlpt", "--no-l", "-l"],
+    ] {
+        let b = both(Via::Mount, flags);
+        assert!(
+            b.diff.is_empty(),
+            "{flags:?} differs from rsync:\n{}",
+            b.diff
+        );
+    }
+}
+
+/// Without -D a fifo is skipped with rsync's own line on stdout.
+#[test]
+fn skipped_special_is_rsyncs_line() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("f", "f\n").fifo("fifo").fifo("sub/pipe");
+    let run = |cmd: &mut Command, dst: &Path| {
+        let out = cmd
+            .arg("-rlpt")
+            .arg(slash(src.root()))
+            .arg(dst)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        sorted(&stdout_lines(&out), |l| l.starts_with("skipping"))
+    };
+    let want = run(&mut Command::new("rsync"), &s.join("r"));
+    let mut ours = std::process::Command::new(crate::support::bin());
+    let got = run(&mut ours, &s.join("n"));
+    assert_eq!(want.len(), 2, "{want:?}");
+    assert_eq!(got, want);
+}
