@@ -4,10 +4,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::chmod::Chmod;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
+use crate::follow::Follow;
 use crate::plan::{Compare, Rules, Skip};
 use crate::tune::Jobs;
+use crate::xattrs::XattrSet;
 
 /// Everything the engine needs to know about one run.
 #[derive(Clone, Debug)]
@@ -73,6 +76,17 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
+    // Links and attributes (rsync's -L -k -K --safe-links --chmod --chown -X -A).
+    /// Which source symlinks are followed or left out.
+    pub follow: Follow,
+    /// `-K`: a destination symlink to a directory stands for that directory.
+    pub keep_dirlinks: bool,
+    /// `--chmod`: mode changes applied to every source entry but symlinks.
+    pub chmod: Chmod,
+    /// `--chown`: the owner and group every entry gets (`None`: its own).
+    pub chown: (Option<u32>, Option<u32>),
+    /// Which extended attributes are copied (`-X`, `-A`).
+    pub xattrs: XattrSet,
 }
 
 impl Config {

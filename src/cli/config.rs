@@ -7,10 +7,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use super::Cli;
+use crate::chmod::Chmod;
 use crate::config::Config;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
+use crate::follow::Follow;
 use crate::plan::{Compare, Skip};
+use crate::xattrs::XattrSet;
 
 impl Cli {
     /// What `-v` says about options that change nothing here.
@@ -50,7 +53,12 @@ impl Cli {
                 .add(p.as_bytes(), include)
                 .map_err(|e| anyhow::anyhow!("bad pattern {p:?}: {e}"))?;
         }
+        let euid = rustix::process::geteuid().as_raw();
         for f in self.exclude_from {
+            if f.as_os_str() != "-" {
+                crate::trust::check(&f, euid)
+                    .map_err(|e| anyhow::anyhow!("--exclude-from: {e}"))?;
+            }
             let res = if f.as_os_str() == "-" {
                 filter.add_from_reader(std::io::stdin().lock())
             } else {
@@ -58,15 +66,29 @@ impl Cli {
             };
             res.map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         }
+        if !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
+            crate::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
+        }
         let r = &self.rsync;
         // Without an rsync selection nfsync works like -a without -D; with one, what
         // it leaves out is left out, as rsync would.
         let all = !r.selects() || r.archive;
         let root = rustix::process::geteuid().is_root();
-        let owners = OwnerPolicy {
-            owner: !self.no_owner && (self.owner || (root && all)),
-            group: !self.no_group && (self.group || (root && all)),
+        let chown = match &r.chown {
+            Some(spec) => super::chown::parse_chown(spec).map_err(anyhow::Error::msg)?,
+            None => (None, None),
         };
+        // --chown implies -o for a user and -g for a group, as rsync's --usermap does.
+        let owners = OwnerPolicy {
+            owner: !self.no_owner && (self.owner || chown.0.is_some() || (root && all)),
+            group: !self.no_group && (self.group || chown.1.is_some() || (root && all)),
+        };
+        let umask = current_umask();
+        let mut chmod = Chmod::default();
+        for spec in &r.chmod {
+            chmod.add(spec, umask).map_err(anyhow::Error::msg)?;
+        }
+        let acls = r.acls && !r.no_acls;
         let rsync_d = r.archive || r.devices_specials;
         let specials = !self.no_specials && !r.no_devices_specials && (self.specials || rsync_d);
         // rsync makes devices only as root (its `am_root && preserve_devices`); as
@@ -103,10 +125,11 @@ impl Cli {
             },
             recursive: !r.no_recursive && (all || r.recursive),
             links: !r.no_links && (all || r.links),
-            perms: !r.no_perms && (all || r.perms),
+            // -A implies -p, as in rsync.
+            perms: !r.no_perms && (all || r.perms || acls),
             times: !r.no_times && (all || r.times),
             omit_dir_times: r.omit_dir_times,
-            umask: current_umask(),
+            umask,
             one_file_system: r.one_file_system,
             ignore_errors: r.ignore_errors,
             jobs: self.jobs,
@@ -127,6 +150,20 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            follow: Follow {
+                all: r.copy_links,
+                unsafe_links: r.copy_unsafe_links,
+                skip_unsafe: r.safe_links,
+                dirlinks: r.copy_dirlinks,
+            },
+            keep_dirlinks: r.keep_dirlinks,
+            chmod,
+            chown,
+            xattrs: XattrSet {
+                xattrs: r.xattrs > 0 && !r.no_xattrs,
+                acls,
+                root,
+            },
         })
     }
 }

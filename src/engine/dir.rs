@@ -90,7 +90,13 @@ impl<D: Destination> Engine<'_, D> {
         {
             let op = operands.pop().unwrap();
             let (dir, name) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
-            let node = self.new_node(PathBuf::new(), Some(dir), None, Origin::Imagined, None);
+            let node = self.new_node(
+                PathBuf::new(),
+                Some(dir),
+                (None, None),
+                Origin::Imagined,
+                None,
+            );
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
@@ -135,7 +141,9 @@ impl<D: Destination> Engine<'_, D> {
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
-        let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
+        let root_src = (operands.len() == 1 && only_contents).then(|| operands[0].path.clone());
+        let root_meta =
+            (operands.len() == 1 && only_contents).then(|| self.shape_meta(operands[0].meta));
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
         let now = match (&state, &dir) {
@@ -154,7 +162,7 @@ impl<D: Destination> Engine<'_, D> {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
-        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None);
+        let node = self.new_node(PathBuf::new(), dir, (root_meta, root_src), origin, None);
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
@@ -207,11 +215,12 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         rel: PathBuf,
         dir: Option<D::Dir>,
-        meta: Option<Meta>,
+        (meta, src): (Option<Meta>, Option<PathBuf>),
         origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
+            src,
             rel,
             dir,
             meta,
@@ -255,10 +264,11 @@ impl<D: Destination> Engine<'_, D> {
     fn plan_children(
         &self,
         node: &Arc<DirNode<D>>,
-        entries: Vec<SrcEntry>,
+        mut entries: Vec<SrcEntry>,
         fresh: bool,
         source_whole: bool,
     ) {
+        let source_whole = self.shape_entries(&node.rel, &mut entries) && source_whole;
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
@@ -342,13 +352,36 @@ impl<D: Destination> Engine<'_, D> {
             self.complete(&parent);
             return;
         }
+        // -K: a symlink to a directory stands for that directory.
+        let mut linked = None;
+        if self.cfg.keep_dirlinks
+            && existing == Some(Kind::Symlink)
+            && let Some(pd) = pdir
+        {
+            match self.open_dest_link(pd, &entry.name) {
+                Ok(found) => linked = found,
+                Err(e) => {
+                    self.dest_error(&rel, e);
+                    self.complete(&parent);
+                    return;
+                }
+            }
+        }
+        let existing = if linked.is_some() {
+            Some(Kind::Dir)
+        } else {
+            existing
+        };
         // -x: a mount point is created, its contents left out.
         let mount_point = self.cfg.one_file_system > 0 && crosses_device(&parent, &entry);
         let mut origin = Origin::Imagined;
         let dir = match existing {
             Some(Kind::Dir) => {
-                let Some((d, m)) = self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent)
-                else {
+                let opened = match linked {
+                    Some(l) => Some(l),
+                    None => self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent),
+                };
+                let Some((d, m)) = opened else {
                     return;
                 };
                 origin = Origin::Found(m);
@@ -417,7 +450,13 @@ impl<D: Destination> Engine<'_, D> {
             self.note_written_root(&m);
         }
         let fresh = !matches!(origin, Origin::Found(_));
-        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent));
+        let node = self.new_node(
+            rel,
+            dir,
+            (Some(entry.meta), Some(entry.path.clone())),
+            origin,
+            Some(parent),
+        );
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
@@ -490,6 +529,12 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 },
             };
+            if kind == Kind::Dir
+                && let Some(dir) = &node.dir
+                && self.is_linked_dir(dir, &name, &rel)
+            {
+                continue;
+            }
             // A killed run's temporary is ours to clear, not the user's data.
             let budget = if kind == Kind::File && temp::is_temp(&name) {
                 Budget::Free
@@ -506,6 +551,13 @@ impl<D: Destination> Engine<'_, D> {
         };
         if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
             return;
+        }
+        // Last, like its mode: a default ACL set earlier would be inherited by the
+        // children created meanwhile.
+        if let Some(src) = &node.src
+            && !matches!(node.origin, Origin::Imagined)
+        {
+            self.sync_xattrs(dir, None, (src, &node.rel), true);
         }
         let mut given = self.give(meta);
         let mut what = match node.origin {

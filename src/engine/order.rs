@@ -355,6 +355,11 @@ fn config(src: &Path, delete: bool) -> Config {
         itemize: false,
         json: false,
         timeout: Duration::from_secs(5),
+        follow: Default::default(),
+        keep_dirlinks: false,
+        chmod: Default::default(),
+        chown: (None, None),
+        xattrs: Default::default(),
     }
 }
 

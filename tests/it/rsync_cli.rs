@@ -84,20 +84,20 @@ fn start(root: &Path) -> Tree {
 /// the source, `""` for `SRC/` itself) onto copies of [`start`], and returns the
 /// difference between the two results (`rsync -anciH --delete` and `compare_extra`:
 /// e.g. `--no-t` where neither keeps times, so the copy's own clock does not count).
-fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> String {
+pub(crate) fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> String {
     against_rsync_via(Via::Mount, flags, operands, compare_extra)
 }
 
 /// Where nfsync writes in [`against_rsync_via`].
 #[derive(Clone, Copy, PartialEq)]
-enum Via {
+pub(crate) enum Via {
     /// A local directory (the mount path).
     Mount,
     /// The in-process NFSv3 server's export (the NFS path; no MKNOD, no LINK there).
     InProc,
 }
 
-fn against_rsync_via(
+pub(crate) fn against_rsync_via(
     via: Via,
     flags: &[&str],
     operands: &[&str],
@@ -141,7 +141,7 @@ fn against_rsync_via(
 }
 
 /// `rsync -anciH --delete EXTRA A/ B/`: what would change to make B like A.
-fn diff(a: &Path, b: &Path, extra: &[&str]) -> String {
+pub(crate) fn diff(a: &Path, b: &Path, extra: &[&str]) -> String {
     let out = Command::new("rsync")
         .args(["-anciH", "--delete"])
         .args(extra)
