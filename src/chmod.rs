@@ -91,7 +91,7 @@ impl Chmod {
                 b'+' => (0o7777, bits | special),
                 b'-' => (0o7777 & !(bits | special), 0),
                 _ => {
-                    let cleared = where_ * 7 | if special != 0 { top } else { 0 };
+                    let cleared = (where_ * 7) | if special != 0 { top } else { 0 };
                     (0o7777 & !cleared, bits | special)
                 }
             };

@@ -122,7 +122,7 @@ mod tests {
         if me == 0 {
             rustix::fs::chownat(
                 rustix::fs::CWD,
-                &t.join("ours"),
+                t.join("ours"),
                 Some(rustix::fs::Uid::from_raw(4321)),
                 None,
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW,

@@ -457,7 +457,7 @@ fn foreign_symlinks_in_exclude_from_or_dest_are_refused() {
     t.symlink("mine", "theirs").symlink("foreign", "theirs");
     rustix::fs::chownat(
         rustix::fs::CWD,
-        &s.join("foreign"),
+        s.join("foreign"),
         Some(rustix::fs::Uid::from_raw(4321)),
         None,
         rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
