@@ -496,3 +496,47 @@ fn foreign_symlinks_in_exclude_from_or_dest_are_refused() {
         );
     }
 }
+
+/// A mounted filesystem answering `ENOTSUP` (ramfs holds no user xattrs): the same
+/// single warning and exit 23 as over nfs://, everything else copied. Root only.
+#[test]
+fn xattrs_on_a_filesystem_without_them_warn_once() {
+    if !root_or_skip("rsync_links::xattrs_on_a_filesystem_without_them_warn_once (mounts ramfs)") {
+        return;
+    }
+    let s = Scratch::new();
+    if xattr_trees(&s).is_none() {
+        return;
+    }
+    let dst = s.join("ramfs");
+    fs::create_dir(&dst).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "ramfs", "nfsync-test"])
+        .arg(&dst)
+        .status()
+        .expect("run mount");
+    assert!(mounted.success(), "mount -t ramfs failed");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&dst);
+    let out = nfsync()
+        .args(["-aXA"])
+        .arg(slash(&s.join("src")))
+        .arg(slash(&dst))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let warnings: Vec<_> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("cannot hold extended attributes or ACLs"),
+        "{err}"
+    );
+    let d = diff(&s.join("src"), &dst, &[]);
+    assert!(d.is_empty(), "not everything copied:\n{d}");
+}
