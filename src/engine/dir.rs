@@ -85,6 +85,7 @@ impl<D: Destination> Engine<'_, D> {
         // new name of that file, as with cp and rsync.
         if operands.len() == 1
             && operands[0].meta.kind != Kind::Dir
+            && !self.follows_to_dir(&operands[0].path, &operands[0].meta)
             && !root_is_dir(&state)
             && !dest_slash
         {
@@ -101,20 +102,24 @@ impl<D: Destination> Engine<'_, D> {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
             };
-            let entry = SrcEntry {
+            let mut entries = vec![SrcEntry {
                 name,
                 path: op.path,
                 meta: op.meta,
-            };
-            self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
-            self.sched.push(
-                vec![],
-                VecDeque::from([EntryJob {
-                    parent: node.clone(),
-                    entry,
-                    known,
-                }]),
-            );
+            }];
+            // -L and friends, --chmod, --chown: as for any other entry.
+            self.shape_entries(Path::new(""), &mut entries);
+            if let Some(entry) = entries.pop() {
+                self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+                self.sched.push(
+                    vec![],
+                    VecDeque::from([EntryJob {
+                        parent: node.clone(),
+                        entry,
+                        known,
+                    }]),
+                );
+            }
             self.complete(&node);
             return Ok(());
         }

@@ -73,6 +73,24 @@ impl<D: Destination> Engine<'_, D> {
         whole
     }
 
+    /// Whether a source named on the command line is a symlink that `-L` or `-k`
+    /// turns into a directory (then it is copied as one, never onto DEST's name).
+    pub(super) fn follows_to_dir(&self, path: &Path, meta: &Meta) -> bool {
+        if meta.kind != Kind::Symlink || !self.cfg.follow.is_active() {
+            return false;
+        }
+        let name = path.file_name().unwrap_or_default();
+        let entry = SrcEntry {
+            name: name.to_owned(),
+            path: path.to_path_buf(),
+            meta: *meta,
+        };
+        matches!(
+            self.cfg.follow.decide(&entry, Path::new(name)),
+            Verdict::Followed(f, _) if f.meta.kind == Kind::Dir
+        )
+    }
+
     /// The mode `--chmod` and the owners `--chown` give an entry (symlinks keep
     /// their mode, as in rsync).
     pub(super) fn shape_meta(&self, mut m: Meta) -> Meta {

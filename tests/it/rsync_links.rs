@@ -540,3 +540,50 @@ fn xattrs_on_a_filesystem_without_them_warn_once() {
     let d = diff(&s.join("src"), &dst, &[]);
     assert!(d.is_empty(), "not everything copied:\n{d}");
 }
+
+/// A symlink named as SRC: `-L` copies its referent (a file onto DEST's new name, a
+/// directory as a directory), `-k` a directory's, and a dangling one is rsync's
+/// error (exit 23).
+#[test]
+fn linked_sources_on_the_command_line_follow_rsync() {
+    let s = Scratch::new();
+    link_source(&s, true);
+    for (flags, operand, dest) in [
+        (&["-aL"][..], "src/int", "renamed"),
+        (&["-aL"], "src/int", "into/"),
+        (&["-a"], "src/int", "renamed"),
+        (&["-aL"], "src/dirl", "newdir"),
+        (&["-ak"], "src/dirl", "newdir"),
+        (&["-a", "--copy-unsafe-links"], "src/ext", "renamed"),
+        (&["-aL"], "src/dang", "renamed"),
+    ] {
+        let mut codes = Vec::new();
+        for side in ["by_rsync", "by_nfsync"] {
+            let _ = fs::remove_dir_all(s.join(side));
+            fs::create_dir(s.join(side)).unwrap();
+            let mut to = s.join(side).join(dest).into_os_string();
+            if dest.ends_with('/') {
+                to = slash(&s.join(side).join(dest.trim_end_matches('/')));
+            }
+            let mut cmd = Command::new(if side == "by_rsync" {
+                "rsync".into()
+            } else {
+                crate::support::bin()
+            });
+            let out = cmd
+                .args(flags)
+                .arg(s.join(operand))
+                .arg(&to)
+                .output()
+                .unwrap();
+            codes.push(out.status.code());
+            // DEST's own time is the time of the run: the same for both.
+            filetime::set_file_mtime(s.join(side), filetime::FileTime::from_unix_time(1, 0))
+                .unwrap();
+        }
+        let what = format!("{flags:?} {operand} {dest}");
+        assert_eq!(codes[0], codes[1], "{what}: exit codes");
+        let d = diff(&s.join("by_rsync"), &s.join("by_nfsync"), &[]);
+        assert!(d.is_empty(), "{what}:\n{d}");
+    }
+}
