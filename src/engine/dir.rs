@@ -358,25 +358,11 @@ impl<D: Destination> Engine<'_, D> {
             return;
         }
         // -K: a symlink to a directory stands for that directory.
-        let mut linked = None;
-        if self.cfg.keep_dirlinks
-            && existing == Some(Kind::Symlink)
-            && let Some(pd) = pdir
-        {
-            match self.open_dest_link(pd, &entry.name) {
-                Ok(found) => linked = found,
-                Err(e) => {
-                    self.dest_error(&rel, e);
-                    self.complete(&parent);
-                    return;
-                }
-            }
-        }
-        let existing = if linked.is_some() {
-            Some(Kind::Dir)
-        } else {
-            existing
+        let Ok(linked) = self.keep_dirlink(pdir, existing, &entry.name, &rel) else {
+            self.complete(&parent);
+            return;
         };
+        let existing = linked.as_ref().map_or(existing, |_| Some(Kind::Dir));
         // -x: a mount point is created, its contents left out.
         let mount_point = self.cfg.one_file_system > 0 && crosses_device(&parent, &entry);
         let mut origin = Origin::Imagined;
@@ -534,10 +520,7 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 },
             };
-            if kind == Kind::Dir
-                && let Some(dir) = &node.dir
-                && self.is_linked_dir(dir, &name, &rel)
-            {
+            if kind == Kind::Dir && self.is_linked_dir(node.dir.as_ref(), &name, &rel) {
                 continue;
             }
             // A killed run's temporary is ours to clear, not the user's data.

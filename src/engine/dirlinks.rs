@@ -10,16 +10,29 @@ use std::path::Path;
 
 use super::Engine;
 use crate::dest::{self, Destination};
-use crate::meta::Meta;
+use crate::meta::{Kind, Meta};
 
 impl<D: Destination> Engine<'_, D> {
+    /// With `-K`, when what `pdir` holds as `name` is a symlink (`existing`): the
+    /// directory it points to, opened. `Err(())`: an error, already reported.
+    pub(super) fn keep_dirlink(
+        &self,
+        pdir: Option<&D::Dir>,
+        existing: Option<Kind>,
+        name: &OsStr,
+        rel: &Path,
+    ) -> Result<Option<(D::Dir, Meta)>, ()> {
+        match pdir {
+            Some(pd) if self.cfg.keep_dirlinks && existing == Some(Kind::Symlink) => self
+                .open_dest_link(pd, name)
+                .map_err(|e| self.dest_error(rel, e)),
+            _ => Ok(None),
+        }
+    }
+
     /// Opens the directory the symlink `name` in `pdir` points to (`None`: it points
     /// to no directory) and remembers it for [`Engine::is_linked_dir`].
-    pub(super) fn open_dest_link(
-        &self,
-        pdir: &D::Dir,
-        name: &OsStr,
-    ) -> dest::Result<Option<(D::Dir, Meta)>> {
+    fn open_dest_link(&self, pdir: &D::Dir, name: &OsStr) -> dest::Result<Option<(D::Dir, Meta)>> {
         let found = self.dest.open_dir_link(pdir, name)?;
         if let Some((_, m)) = &found {
             self.linked_dirs.lock().unwrap().push((m.dev, m.ino));
@@ -29,7 +42,10 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Whether the directory `name` in `dir` was written through a `-K` link this run
     /// (then `--delete` keeps it).
-    pub(super) fn is_linked_dir(&self, dir: &D::Dir, name: &OsStr, rel: &Path) -> bool {
+    pub(super) fn is_linked_dir(&self, dir: Option<&D::Dir>, name: &OsStr, rel: &Path) -> bool {
+        let Some(dir) = dir else {
+            return false;
+        };
         if self.linked_dirs.lock().unwrap().is_empty() {
             return false;
         }
