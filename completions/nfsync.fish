@@ -10,6 +10,8 @@ complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -l chmod -d 'Change modes as chmod(1) would: D755,F644 / u+w,Dg+s,a-x (D: directories, F: the rest)' -r
+complete -c nfsync -l chown -d 'Give every entry this owner and group (names or numbers; U, U:G or :G). Implies -o and/or -g' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -65,4 +67,13 @@ complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
+complete -c nfsync -s L -l copy-links -d 'Copy what symlinks point to instead of the links (a dangling one is an error)'
+complete -c nfsync -l copy-unsafe-links -d 'Copy what symlinks pointing outside the transfer point to (absolute ones too)'
+complete -c nfsync -l safe-links -d 'Leave out symlinks pointing outside the transfer (absolute ones too)'
+complete -c nfsync -s k -l copy-dirlinks -d 'Copy what symlinks to directories point to, as directories'
+complete -c nfsync -s K -l keep-dirlinks -d 'Treat a symlink to a directory at the destination as that directory'
+complete -c nfsync -s X -l xattrs -d 'Copy extended attributes (user.*; as root trusted.* and security.* too)'
+complete -c nfsync -l no-xattrs -d 'Don\'t copy extended attributes'
+complete -c nfsync -s A -l acls -d 'Copy POSIX ACLs (implies -p)'
+complete -c nfsync -l no-acls -d 'Don\'t copy ACLs'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -28,6 +28,8 @@ _nfsync() {
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
 '*--debug=[Accepted, no effect (rsync'\''s debug output)]:FLAGS:_default' \
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
+'*--chmod=[Change modes as chmod(1) would\: D755,F644 / u+w,Dg+s,a-x (D\: directories, F\: the rest)]:CHMOD:_default' \
+'--chown=[Give every entry this owner and group (names or numbers; U, U\:G or \:G). Implies -o and/or -g]:USER:GROUP:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -103,6 +105,20 @@ man\:"The man page (roff)"))' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
+'-L[Copy what symlinks point to instead of the links (a dangling one is an error)]' \
+'--copy-links[Copy what symlinks point to instead of the links (a dangling one is an error)]' \
+'--copy-unsafe-links[Copy what symlinks pointing outside the transfer point to (absolute ones too)]' \
+'--safe-links[Leave out symlinks pointing outside the transfer (absolute ones too)]' \
+'-k[Copy what symlinks to directories point to, as directories]' \
+'--copy-dirlinks[Copy what symlinks to directories point to, as directories]' \
+'-K[Treat a symlink to a directory at the destination as that directory]' \
+'--keep-dirlinks[Treat a symlink to a directory at the destination as that directory]' \
+'*-X[Copy extended attributes (user.*; as root trusted.* and security.* too)]' \
+'*--xattrs[Copy extended attributes (user.*; as root trusted.* and security.* too)]' \
+'--no-xattrs[Don'\''t copy extended attributes]' \
+'-A[Copy POSIX ACLs (implies -p)]' \
+'--acls[Copy POSIX ACLs (implies -p)]' \
+'--no-acls[Don'\''t copy ACLs]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \
