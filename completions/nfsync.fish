@@ -12,6 +12,8 @@ complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
 complete -c nfsync -l chmod -d 'Change modes as chmod(1) would: D755,F644 / u+w,Dg+s,a-x (D: directories, F: the rest)' -r
 complete -c nfsync -l chown -d 'Give every entry this owner and group (names or numbers; U, U:G or :G). Implies -o and/or -g' -r
+complete -c nfsync -l usermap -d 'Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o' -r
+complete -c nfsync -l groupmap -d 'Map groups FROM:TO,..., as --usermap. Implies -g' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'

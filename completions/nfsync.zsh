@@ -30,6 +30,8 @@ _nfsync() {
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
 '*--chmod=[Change modes as chmod(1) would\: D755,F644 / u+w,Dg+s,a-x (D\: directories, F\: the rest)]:CHMOD:_default' \
 '--chown=[Give every entry this owner and group (names or numbers; U, U\:G or \:G). Implies -o and/or -g]:USER:GROUP:_default' \
+'--usermap=[Map owners FROM\:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o]:STRING:_default' \
+'--groupmap=[Map groups FROM\:TO,..., as --usermap. Implies -g]:STRING:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"

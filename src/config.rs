@@ -8,6 +8,7 @@ use crate::chmod::Chmod;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::follow::Follow;
+use crate::idmap::IdMap;
 use crate::plan::{Compare, Rules, Skip};
 use crate::tune::Jobs;
 use crate::xattrs::XattrSet;
@@ -83,8 +84,10 @@ pub struct Config {
     pub keep_dirlinks: bool,
     /// `--chmod`: mode changes applied to every source entry but symlinks.
     pub chmod: Chmod,
-    /// `--chown`: the owner and group every entry gets (`None`: its own).
-    pub chown: (Option<u32>, Option<u32>),
+    /// `--usermap` (or `--chown USER`): the owner each entry gets (`None`: its own).
+    pub usermap: Option<IdMap>,
+    /// `--groupmap` (or `--chown :GROUP`): the group each entry gets.
+    pub groupmap: Option<IdMap>,
     /// Which extended attributes are copied (`-X`, `-A`).
     pub xattrs: XattrSet,
 }

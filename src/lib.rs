@@ -23,6 +23,7 @@ pub mod engine;
 pub mod exit;
 pub mod filter;
 pub mod follow;
+pub mod idmap;
 pub mod meta;
 pub mod nfs;
 pub mod nfs4;

@@ -74,14 +74,16 @@ impl Cli {
         // it leaves out is left out, as rsync would.
         let all = !r.selects() || r.archive;
         let root = rustix::process::geteuid().is_root();
-        let chown = match &r.chown {
-            Some(spec) => super::chown::parse_chown(spec).map_err(anyhow::Error::msg)?,
-            None => (None, None),
-        };
-        // --chown implies -o for a user and -g for a group, as rsync's --usermap does.
+        let (usermap, groupmap) = super::chown::id_maps(
+            r.chown.as_deref(),
+            r.usermap.as_deref(),
+            r.groupmap.as_deref(),
+        )
+        .map_err(anyhow::Error::msg)?;
+        // A user map implies -o, a group map -g, as in rsync.
         let owners = OwnerPolicy {
-            owner: !self.no_owner && (self.owner || chown.0.is_some() || (root && all)),
-            group: !self.no_group && (self.group || chown.1.is_some() || (root && all)),
+            owner: !self.no_owner && (self.owner || usermap.is_some() || (root && all)),
+            group: !self.no_group && (self.group || groupmap.is_some() || (root && all)),
         };
         let umask = current_umask();
         let mut chmod = Chmod::default();
@@ -158,7 +160,8 @@ impl Cli {
             },
             keep_dirlinks: r.keep_dirlinks,
             chmod,
-            chown,
+            usermap,
+            groupmap,
             xattrs: XattrSet {
                 xattrs: r.xattrs > 0 && !r.no_xattrs,
                 acls,

@@ -215,6 +215,15 @@ pub struct RsyncOpts {
     #[arg(long, value_name = "USER:GROUP")]
     pub chown: Option<String>,
 
+    /// Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first
+    /// match wins). Implies -o.
+    #[arg(long, value_name = "STRING")]
+    pub usermap: Option<String>,
+
+    /// Map groups FROM:TO,..., as --usermap. Implies -g.
+    #[arg(long, value_name = "STRING")]
+    pub groupmap: Option<String>,
+
     /// Copy extended attributes (user.*; as root trusted.* and security.* too).
     #[arg(short = 'X', long, action = ArgAction::Count)]
     pub xattrs: u8,

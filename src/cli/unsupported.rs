@@ -55,8 +55,6 @@ pub const LIST: &[Unsupported] = refused![
     ),
     (Some('N'), "crtimes", NO_ATTR),
     (Some('J'), "omit-link-times", NOT_YET),
-    (None, "usermap", "not implemented yet (--chown is)"),
-    (None, "groupmap", "not implemented yet (--chown is)"),
     (Some('B'), "block-size", "nfsync has no delta transfer"),
     (Some('e'), "rsh", REMOTE),
     (None, "rsync-path", REMOTE),

@@ -358,7 +358,8 @@ fn config(src: &Path, delete: bool) -> Config {
         follow: Default::default(),
         keep_dirlinks: false,
         chmod: Default::default(),
-        chown: (None, None),
+        usermap: None,
+        groupmap: None,
         xattrs: Default::default(),
     }
 }

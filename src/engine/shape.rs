@@ -91,15 +91,19 @@ impl<D: Destination> Engine<'_, D> {
         )
     }
 
-    /// The mode `--chmod` and the owners `--chown` give an entry (symlinks keep
-    /// their mode, as in rsync).
+    /// The mode `--chmod` and the owners `--chown`/`--usermap`/`--groupmap` give an
+    /// entry (symlinks keep their mode, as in rsync).
     pub(super) fn shape_meta(&self, mut m: Meta) -> Meta {
         if !self.cfg.chmod.is_empty() && m.kind != Kind::Symlink {
             m.mode = self.cfg.chmod.apply(m.mode, m.kind == Kind::Dir);
         }
-        let (uid, gid) = self.cfg.chown;
-        m.uid = uid.unwrap_or(m.uid);
-        m.gid = gid.unwrap_or(m.gid);
+        let numeric = self.cfg.numeric_ids;
+        if let Some(map) = &self.cfg.usermap {
+            m.uid = map.map(m.uid, numeric);
+        }
+        if let Some(map) = &self.cfg.groupmap {
+            m.gid = map.map(m.gid, numeric);
+        }
         m
     }
 }

@@ -248,8 +248,9 @@ fn chmod_over_nfs_same_as_rsync() {
     assert!(d.is_empty(), "{d}");
 }
 
-/// `--chown` with numbers, names and either half alone (root only: owners), with and
-/// without -o/-g (it implies them).
+/// `--chown` with numbers, names and either half alone, `--usermap`/`--groupmap`
+/// with ranges, wildcards and nameless ids (root only: owners), with and without
+/// -o/-g (they imply them).
 #[test]
 fn chown_same_as_rsync() {
     if !root_or_skip("rsync_links::chown_same_as_rsync (sets owners)") {
@@ -261,6 +262,20 @@ fn chown_same_as_rsync() {
             let d = against_rsync(flags, &[""], &[]);
             assert!(d.is_empty(), "nfsync {flags:?} differs from rsync:\n{d}");
         }
+    }
+    for flags in [
+        &["-a", "--usermap=0-99:nobody,*:4321"][..],
+        &[
+            "-a",
+            "--usermap=ro?t:77,1234:nobody",
+            "--groupmap=*:nogroup",
+        ],
+        &["-rlpt", "--groupmap=0:2345,2345:0"],
+        &["-a", "--numeric-ids", "--usermap=root:5,:6"],
+        &["-a", "--usermap=:6,*:7"],
+    ] {
+        let d = against_rsync(flags, &[""], &[]);
+        assert!(d.is_empty(), "nfsync {flags:?} differs from rsync:\n{d}");
     }
     let out = nfsync()
         .args(["--chown=no-such-user-x:", "a", "b"])
