@@ -15,6 +15,10 @@ complete -c nfsync -l include-from -d 'Read include patterns from FILE (\'-\' fo
 complete -c nfsync -l out-format -d 'Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %\'l for commas)' -r
 complete -c nfsync -l log-file -d 'Log what is done to FILE, as rsync\'s --log-file' -r -F
 complete -c nfsync -l log-file-format -d 'The format of --log-file\'s per-file lines (default "%i %n%L")' -r
+complete -c nfsync -l chmod -d 'Change modes as chmod(1) would: D755,F644 / u+w,Dg+s,a-x (D: directories, F: the rest)' -r
+complete -c nfsync -l chown -d 'Give every entry this owner and group (names or numbers; U, U:G or :G). Implies -o and/or -g' -r
+complete -c nfsync -l usermap -d 'Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o' -r
+complete -c nfsync -l groupmap -d 'Map groups FROM:TO,..., as --usermap. Implies -g' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -74,4 +78,13 @@ complete -c nfsync -s F -d 'Same as --filter=\'dir-merge /.rsync-filter\' (a .rs
 complete -c nfsync -s C -l cvs-exclude -d 'Exclude what CVS ignores (rsync\'s list, ~/.cvsignore, $CVSIGNORE, and each directory\'s .cvsignore), after all other rules'
 complete -c nfsync -l delete-excluded -d 'Delete excluded entries from DEST too (implies --delete; protect rules still keep theirs)'
 complete -c nfsync -l no-human-readable -d 'Plain numbers in --stats (no thousands separators)'
+complete -c nfsync -s L -l copy-links -d 'Copy what symlinks point to instead of the links (a dangling one is an error)'
+complete -c nfsync -l copy-unsafe-links -d 'Copy what symlinks pointing outside the transfer point to (absolute ones too)'
+complete -c nfsync -l safe-links -d 'Leave out symlinks pointing outside the transfer (absolute ones too)'
+complete -c nfsync -s k -l copy-dirlinks -d 'Copy what symlinks to directories point to, as directories'
+complete -c nfsync -s K -l keep-dirlinks -d 'Treat a symlink to a directory at the destination as that directory'
+complete -c nfsync -s X -l xattrs -d 'Copy extended attributes (user.*; as root trusted.* and security.* too)'
+complete -c nfsync -l no-xattrs -d 'Don\'t copy extended attributes'
+complete -c nfsync -s A -l acls -d 'Copy POSIX ACLs (implies -p)'
+complete -c nfsync -l no-acls -d 'Don\'t copy ACLs'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -34,6 +34,10 @@ _nfsync() {
 '--out-format=[Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %'\''l for commas)]:FORMAT:_default' \
 '--log-file=[Log what is done to FILE, as rsync'\''s --log-file]:FILE:_files' \
 '--log-file-format=[The format of --log-file'\''s per-file lines (default "%i %n%L")]:FORMAT:_default' \
+'*--chmod=[Change modes as chmod(1) would\: D755,F644 / u+w,Dg+s,a-x (D\: directories, F\: the rest)]:CHMOD:_default' \
+'--chown=[Give every entry this owner and group (names or numbers; U, U\:G or \:G). Implies -o and/or -g]:USER:GROUP:_default' \
+'--usermap=[Map owners FROM\:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o]:STRING:_default' \
+'--groupmap=[Map groups FROM\:TO,..., as --usermap. Implies -g]:STRING:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -114,6 +118,20 @@ man\:"The man page (roff)"))' \
 '--cvs-exclude[Exclude what CVS ignores (rsync'\''s list, ~/.cvsignore, \$CVSIGNORE, and each directory'\''s .cvsignore), after all other rules]' \
 '--delete-excluded[Delete excluded entries from DEST too (implies --delete; protect rules still keep theirs)]' \
 '--no-human-readable[Plain numbers in --stats (no thousands separators)]' \
+'-L[Copy what symlinks point to instead of the links (a dangling one is an error)]' \
+'--copy-links[Copy what symlinks point to instead of the links (a dangling one is an error)]' \
+'--copy-unsafe-links[Copy what symlinks pointing outside the transfer point to (absolute ones too)]' \
+'--safe-links[Leave out symlinks pointing outside the transfer (absolute ones too)]' \
+'-k[Copy what symlinks to directories point to, as directories]' \
+'--copy-dirlinks[Copy what symlinks to directories point to, as directories]' \
+'-K[Treat a symlink to a directory at the destination as that directory]' \
+'--keep-dirlinks[Treat a symlink to a directory at the destination as that directory]' \
+'*-X[Copy extended attributes (user.*; as root trusted.* and security.* too)]' \
+'*--xattrs[Copy extended attributes (user.*; as root trusted.* and security.* too)]' \
+'--no-xattrs[Don'\''t copy extended attributes]' \
+'-A[Copy POSIX ACLs (implies -p)]' \
+'--acls[Copy POSIX ACLs (implies -p)]' \
+'--no-acls[Don'\''t copy ACLs]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

@@ -4,11 +4,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::chmod::Chmod;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
+use crate::follow::Follow;
+use crate::idmap::IdMap;
 use crate::plan::{Compare, Rules, Skip};
 use crate::report::format::LogFormat;
 use crate::tune::Jobs;
+use crate::xattrs::XattrSet;
 
 /// Everything the engine needs to know about one run.
 #[derive(Clone, Debug)]
@@ -83,6 +87,19 @@ pub struct Config {
     pub log_file_format: LogFormat,
     /// rsync's `-h` level for `--stats`: 0 plain, 1 commas (the default), 2 and 3 units.
     pub human_readable: u8,
+    // Links and attributes (rsync's -L -k -K --safe-links --chmod --chown -X -A).
+    /// Which source symlinks are followed or left out.
+    pub follow: Follow,
+    /// `-K`: a destination symlink to a directory stands for that directory.
+    pub keep_dirlinks: bool,
+    /// `--chmod`: mode changes applied to every source entry but symlinks.
+    pub chmod: Chmod,
+    /// `--usermap` (or `--chown USER`): the owner each entry gets (`None`: its own).
+    pub usermap: Option<IdMap>,
+    /// `--groupmap` (or `--chown :GROUP`): the group each entry gets.
+    pub groupmap: Option<IdMap>,
+    /// Which extended attributes are copied (`-X`, `-A`).
+    pub xattrs: XattrSet,
 }
 
 impl Config {

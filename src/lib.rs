@@ -15,12 +15,15 @@
 //! entry's or the destination's, and [`exit::Error::exit_code`] is the one place a
 //! run-ending error becomes an exit code.
 
+pub mod chmod;
 pub mod cli;
 pub mod config;
 pub mod dest;
 pub mod engine;
 pub mod exit;
 pub mod filter;
+pub mod follow;
+pub mod idmap;
 pub mod meta;
 pub mod nfs;
 pub mod nfs4;
@@ -28,5 +31,7 @@ pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod temp;
+pub mod trust;
 pub mod tune;
 pub mod walk;
+pub mod xattrs;

@@ -4,11 +4,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use super::Cli;
+use crate::chmod::Chmod;
 use crate::config::Config;
 use crate::dest::OwnerPolicy;
 use crate::filter::{Arg, Filter};
+use crate::follow::Follow;
 use crate::plan::{Compare, Skip};
 use crate::report::format::LogFormat;
+use crate::xattrs::XattrSet;
 
 impl Cli {
     /// What `-v` says about options that change nothing here.
@@ -26,6 +29,10 @@ impl Cli {
         let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
         let dest = paths.pop().expect("clap requires two paths");
+        let euid = rustix::process::geteuid().as_raw();
+        if !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
+            crate::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
+        }
         let r = &self.rsync;
         // rsync applies -a, -X and --no-X in command-line order, the last one winning
         // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection
@@ -43,12 +50,28 @@ impl Cli {
                 .map(|(_, value)| value)
         };
         let default = !r.selects();
+        let (usermap, groupmap) = super::chown::id_maps(
+            r.chown.as_deref(),
+            r.usermap.as_deref(),
+            r.groupmap.as_deref(),
+        )
+        .map_err(anyhow::Error::msg)?;
+        // A user map implies -o, a group map -g, as in rsync.
         let owners = OwnerPolicy {
             owner: last(&[("archive", root), ("owner", true), ("no_owner", false)])
-                .unwrap_or(root && default),
+                .unwrap_or(root && default)
+                || usermap.is_some(),
             group: last(&[("archive", root), ("group", true), ("no_group", false)])
-                .unwrap_or(root && default),
+                .unwrap_or(root && default)
+                || groupmap.is_some(),
         };
+        let umask = current_umask();
+        let mut chmod = Chmod::default();
+        for spec in &r.chmod {
+            chmod.add(spec, umask).map_err(anyhow::Error::msg)?;
+        }
+        let acls = last(&[("acls", true), ("no_acls", false)]).unwrap_or(false);
+        let xattrs = last(&[("xattrs", true), ("no_xattrs", false)]).unwrap_or(false);
         let d_parts = |on: &'static str, off: &'static str| {
             last(&[
                 ("archive", true),
@@ -105,10 +128,11 @@ impl Cli {
             },
             recursive,
             links,
-            perms,
+            // -A implies -p, as in rsync.
+            perms: perms || acls,
             times,
             omit_dir_times: r.omit_dir_times,
-            umask: current_umask(),
+            umask,
             one_file_system: r.one_file_system,
             ignore_errors: r.ignore_errors,
             jobs: self.jobs,
@@ -137,6 +161,17 @@ impl Cli {
             } else {
                 (1 + r.human_readable).min(3)
             },
+            follow: Follow {
+                all: r.copy_links,
+                unsafe_links: r.copy_unsafe_links,
+                skip_unsafe: r.safe_links,
+                dirlinks: r.copy_dirlinks,
+            },
+            keep_dirlinks: r.keep_dirlinks,
+            chmod,
+            usermap,
+            groupmap,
+            xattrs: XattrSet { xattrs, acls, root },
         })
     }
 }
@@ -207,7 +242,21 @@ impl Cli {
         for (_, item) in items {
             let res = match item {
                 Item::Arg(arg, text) => filter.add_arg(arg, text),
-                Item::File(path, include) => filter.add_file(path, include),
+                Item::File(path, include) => {
+                    // A symlink owned by another user on the way to FILE is not
+                    // followed (see `trust`).
+                    if path.as_os_str() != "-" {
+                        let euid = rustix::process::geteuid().as_raw();
+                        let opt = if include {
+                            "--include-from"
+                        } else {
+                            "--exclude-from"
+                        };
+                        crate::trust::check(path, euid)
+                            .map_err(|e| anyhow::anyhow!("{opt}: {e}"))?;
+                    }
+                    filter.add_file(path, include)
+                }
                 Item::FilterFile(1) => filter.add_arg(Arg::Filter, b": /.rsync-filter"),
                 Item::FilterFile(_) => filter.add_arg(Arg::Filter, b"- .rsync-filter"),
             };

@@ -16,6 +16,7 @@ use clap::{ArgAction, Parser, ValueEnum};
 use crate::exit;
 use crate::tune::Jobs;
 
+mod chown;
 mod config;
 pub mod rsync;
 mod unsupported;

@@ -227,6 +227,61 @@ pub struct RsyncOpts {
     /// Plain numbers in --stats (no thousands separators).
     #[arg(long, alias = "no-h", hide = true)]
     pub no_human_readable: bool,
+    // Links and attributes.
+    /// Copy what symlinks point to instead of the links (a dangling one is an error).
+    #[arg(short = 'L', long)]
+    pub copy_links: bool,
+
+    /// Copy what symlinks pointing outside the transfer point to (absolute ones too).
+    #[arg(long)]
+    pub copy_unsafe_links: bool,
+
+    /// Leave out symlinks pointing outside the transfer (absolute ones too).
+    #[arg(long)]
+    pub safe_links: bool,
+
+    /// Copy what symlinks to directories point to, as directories.
+    #[arg(short = 'k', long)]
+    pub copy_dirlinks: bool,
+
+    /// Treat a symlink to a directory at the destination as that directory.
+    #[arg(short = 'K', long)]
+    pub keep_dirlinks: bool,
+
+    /// Change modes as chmod(1) would: D755,F644 / u+w,Dg+s,a-x (D: directories, F:
+    /// the rest).
+    #[arg(long, value_name = "CHMOD")]
+    pub chmod: Vec<String>,
+
+    /// Give every entry this owner and group (names or numbers; U, U:G or :G). Implies
+    /// -o and/or -g.
+    #[arg(long, value_name = "USER:GROUP")]
+    pub chown: Option<String>,
+
+    /// Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first
+    /// match wins). Implies -o.
+    #[arg(long, value_name = "STRING")]
+    pub usermap: Option<String>,
+
+    /// Map groups FROM:TO,..., as --usermap. Implies -g.
+    #[arg(long, value_name = "STRING")]
+    pub groupmap: Option<String>,
+
+    /// Copy extended attributes (user.*; as root trusted.* and security.* too).
+    #[arg(short = 'X', long, action = ArgAction::Count)]
+    pub xattrs: u8,
+
+    /// Don't copy extended attributes.
+    #[arg(long, alias = "no-X", hide = true)]
+    pub no_xattrs: bool,
+
+    /// Copy POSIX ACLs (implies -p).
+    #[arg(short = 'A', long)]
+    pub acls: bool,
+
+    /// Don't copy ACLs.
+    #[arg(long, alias = "no-A", hide = true)]
+    pub no_acls: bool,
 }
 
 impl RsyncOpts {

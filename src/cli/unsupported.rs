@@ -17,7 +17,7 @@ pub struct Unsupported {
 
 const REMOTE: &str = "nfsync copies to a local path or an nfs:// URL, not to a remote rsync";
 const NOT_YET: &str = "not implemented yet";
-const NO_ATTR: &str = "nfsync copies no ACLs, extended attributes or other times";
+const NO_ATTR: &str = "nfsync copies no other times, and no attributes beyond -X and -A";
 
 macro_rules! refused {
     ($(($short:expr, $long:literal, $why:expr)),* $(,)?) => {
@@ -41,20 +41,8 @@ pub const LIST: &[Unsupported] = refused![
     (Some('d'), "dirs", NOT_YET),
     (None, "old-dirs", NOT_YET),
     (None, "old-d", NOT_YET),
-    (
-        Some('L'),
-        "copy-links",
-        "symlinks are copied as symlinks (-l) or skipped"
-    ),
-    (None, "copy-unsafe-links", NOT_YET),
-    (None, "safe-links", NOT_YET),
     (None, "munge-links", NOT_YET),
-    (Some('k'), "copy-dirlinks", NOT_YET),
-    (Some('K'), "keep-dirlinks", NOT_YET),
     (Some('E'), "executability", NOT_YET),
-    (None, "chmod", NOT_YET),
-    (Some('A'), "acls", NO_ATTR),
-    (Some('X'), "xattrs", NO_ATTR),
     (None, "copy-devices", NOT_YET),
     (None, "write-devices", NOT_YET),
     (None, "fake-super", NO_ATTR),
@@ -67,9 +55,6 @@ pub const LIST: &[Unsupported] = refused![
     ),
     (Some('N'), "crtimes", NO_ATTR),
     (Some('J'), "omit-link-times", NOT_YET),
-    (None, "chown", NOT_YET),
-    (None, "usermap", NOT_YET),
-    (None, "groupmap", NOT_YET),
     (Some('B'), "block-size", "nfsync has no delta transfer"),
     (Some('e'), "rsh", REMOTE),
     (None, "rsync-path", REMOTE),

@@ -31,6 +31,7 @@ use crate::dest;
 use crate::meta::{Kind, Meta};
 
 mod sys;
+mod xattr;
 
 use sys::{chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
@@ -402,6 +403,33 @@ impl Destination for LocalDest {
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
         let mut src = crate::walk::short_path(src, |p| File::open(p))?;
         Ok(same_bytes(&mut src, &mut File::from(dst))?)
+    }
+
+    fn xattrs(
+        &self,
+        dir: &LocalDir,
+        name: Option<&OsStr>,
+        set: crate::xattrs::XattrSet,
+    ) -> dest::Result<crate::xattrs::Xattrs> {
+        self.read_xattrs(dir, name, set)
+    }
+
+    fn set_xattrs(
+        &self,
+        dir: &LocalDir,
+        name: Option<&OsStr>,
+        have: &crate::xattrs::Xattrs,
+        want: &crate::xattrs::Xattrs,
+    ) -> dest::Result<()> {
+        self.write_xattrs(dir, name, have, want)
+    }
+
+    fn open_dir_link(
+        &self,
+        dir: &LocalDir,
+        name: &OsStr,
+    ) -> dest::Result<Option<(LocalDir, Meta)>> {
+        self.follow_dir_link(dir, name)
     }
 }
 

@@ -22,6 +22,7 @@ use std::io;
 use std::path::Path;
 
 use crate::meta::{Kind, Meta, Time};
+use crate::xattrs::{XattrSet, Xattrs};
 
 /// One entry of a destination directory listing.
 #[derive(Clone, Debug)]
@@ -280,4 +281,44 @@ pub trait Destination: Send + Sync {
 
     /// `--checksum`: whether the destination file's bytes equal the source's.
     fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> Result<bool>;
+
+    /// `-X`/`-A`: the kept extended attributes of `name` in `dir` (of `dir` itself for
+    /// `None`). A destination that cannot hold them answers `Unsupported` (the engine
+    /// warns once and copies on without them).
+    fn xattrs(&self, dir: &Self::Dir, name: Option<&OsStr>, set: XattrSet) -> Result<Xattrs> {
+        let _ = (dir, name, set);
+        Err(unsupported(
+            "extended attributes and ACLs are not supported by this destination",
+        ))
+    }
+
+    /// Makes the kept extended attributes equal `want`, `have` being what
+    /// [`Destination::xattrs`] returned.
+    fn set_xattrs(
+        &self,
+        dir: &Self::Dir,
+        name: Option<&OsStr>,
+        have: &Xattrs,
+        want: &Xattrs,
+    ) -> Result<()> {
+        let _ = (dir, name, have, want);
+        Err(unsupported(
+            "extended attributes and ACLs are not supported by this destination",
+        ))
+    }
+
+    /// `-K`: the directory a destination symlink points to, with its attributes;
+    /// `None` when it points to something else or nowhere (then it is replaced).
+    fn open_dir_link(&self, dir: &Self::Dir, name: &OsStr) -> Result<Option<(Self::Dir, Meta)>> {
+        let _ = (dir, name);
+        Err(unsupported(
+            "-K (--keep-dirlinks) is not supported by this destination (its symlinks are not followed)",
+        ))
+    }
+}
+
+/// What a destination cannot do, said in `why`: one entry's error of kind
+/// `ErrorKind::Unsupported`.
+pub fn unsupported(why: &'static str) -> Error {
+    Error::Entry(io::Error::new(io::ErrorKind::Unsupported, why))
 }

@@ -85,6 +85,7 @@ impl<D: Destination> Engine<'_, D> {
         // new name of that file, as with cp and rsync.
         if operands.len() == 1
             && operands[0].meta.kind != Kind::Dir
+            && !self.follows_to_dir(&operands[0].path, &operands[0].meta)
             && !root_is_dir(&state)
             && !dest_slash
         {
@@ -93,7 +94,7 @@ impl<D: Destination> Engine<'_, D> {
             let node = self.new_node(
                 PathBuf::new(),
                 Some(dir),
-                None,
+                (None, None),
                 Origin::Imagined,
                 None,
                 Default::default(),
@@ -102,21 +103,25 @@ impl<D: Destination> Engine<'_, D> {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
             };
-            let entry = SrcEntry {
+            let mut entries = vec![SrcEntry {
                 name,
                 path: op.path,
                 meta: op.meta,
-            };
-            self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
-            self.stats.found(&entry.meta);
-            self.sched.push(
-                vec![],
-                VecDeque::from([EntryJob {
-                    parent: node.clone(),
-                    entry,
-                    known,
-                }]),
-            );
+            }];
+            // -L and friends, --chmod, --chown: as for any other entry.
+            self.shape_entries(Path::new(""), &mut entries);
+            if let Some(entry) = entries.pop() {
+                self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+                self.stats.found(&entry.meta);
+                self.sched.push(
+                    vec![],
+                    VecDeque::from([EntryJob {
+                        parent: node.clone(),
+                        entry,
+                        known,
+                    }]),
+                );
+            }
             self.complete(&node);
             return Ok(());
         }
@@ -155,7 +160,9 @@ impl<D: Destination> Engine<'_, D> {
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
-        let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
+        let root_src = (operands.len() == 1 && only_contents).then(|| operands[0].path.clone());
+        let root_meta =
+            (operands.len() == 1 && only_contents).then(|| self.shape_meta(operands[0].meta));
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
         let now = match (&state, &dir) {
@@ -180,7 +187,14 @@ impl<D: Destination> Engine<'_, D> {
             self.itemize_dir(Path::new("./"), src, found);
         }
         let filters = self.root_filters(&operands);
-        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None, filters);
+        let node = self.new_node(
+            PathBuf::new(),
+            dir,
+            (root_meta, root_src),
+            origin,
+            None,
+            filters,
+        );
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
@@ -256,12 +270,13 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         rel: PathBuf,
         dir: Option<D::Dir>,
-        meta: Option<Meta>,
+        (meta, src): (Option<Meta>, Option<PathBuf>),
         origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
         filters: Arc<crate::filter::Scope>,
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
+            src,
             rel,
             dir,
             meta,
@@ -335,10 +350,11 @@ impl<D: Destination> Engine<'_, D> {
     fn plan_children(
         &self,
         node: &Arc<DirNode<D>>,
-        entries: Vec<SrcEntry>,
+        mut entries: Vec<SrcEntry>,
         fresh: bool,
         source_whole: bool,
     ) {
+        let source_whole = self.shape_entries(&node.rel, &mut entries) && source_whole;
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
@@ -430,13 +446,22 @@ impl<D: Destination> Engine<'_, D> {
             self.complete(&parent);
             return;
         }
+        // -K: a symlink to a directory stands for that directory.
+        let Ok(linked) = self.keep_dirlink(pdir, existing, &entry.name, &rel) else {
+            self.complete(&parent);
+            return;
+        };
+        let existing = linked.as_ref().map_or(existing, |_| Some(Kind::Dir));
         // -x: a mount point is created, its contents left out.
         let mount_point = self.cfg.one_file_system > 0 && crosses_device(&parent, &entry);
         let mut origin = Origin::Imagined;
         let dir = match existing {
             Some(Kind::Dir) => {
-                let Some((d, m)) = self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent)
-                else {
+                let opened = match linked {
+                    Some(l) => Some(l),
+                    None => self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent),
+                };
+                let Some((d, m)) = opened else {
                     return;
                 };
                 self.itemize_dir(&rel, (&entry).into(), &m);
@@ -514,7 +539,14 @@ impl<D: Destination> Engine<'_, D> {
             self.filter_errors(&entry.path, errors);
             scope
         };
-        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent), filters);
+        let node = self.new_node(
+            rel,
+            dir,
+            (Some(entry.meta), Some(entry.path.clone())),
+            origin,
+            Some(parent),
+            filters,
+        );
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
@@ -587,6 +619,9 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 },
             };
+            if kind == Kind::Dir && self.is_linked_dir(node.dir.as_ref(), &name, &rel) {
+                continue;
+            }
             // A killed run's temporary is ours to clear, not the user's data.
             let budget = if kind == Kind::File && temp::is_temp(&name) {
                 Budget::Free
@@ -603,6 +638,13 @@ impl<D: Destination> Engine<'_, D> {
         };
         if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
             return;
+        }
+        // Last, like its mode: a default ACL set earlier would be inherited by the
+        // children created meanwhile.
+        if let Some(src) = &node.src
+            && !matches!(node.origin, Origin::Imagined)
+        {
+            self.sync_xattrs(dir, None, (src, &node.rel), true);
         }
         let mut given = self.give(meta);
         let mut what = match node.origin {

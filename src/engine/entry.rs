@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
+use super::xattr::XattrChange;
 use super::{Engine, EntryJob};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
@@ -121,6 +122,7 @@ impl<D: Destination> Engine<'_, D> {
         rel: &Path,
         what: AttrSet,
         (code, link): (char, Option<&Path>),
+        xattrs_done: Option<XattrChange>,
     ) {
         if !self.cfg.dry_run {
             let dir = job
@@ -140,8 +142,15 @@ impl<D: Destination> Engine<'_, D> {
         if what.mtime {
             self.note_time(rel, &job.entry.meta);
         }
+        // A regular file's extended attributes: after its mode (a chmod rewrites the
+        // ACL's mask), unless the caller has just seen to them.
+        let x = match (code, xattrs_done) {
+            (_, Some(x)) => x,
+            ('f', None) => self.entry_xattrs(job, rel),
+            _ => XattrChange::default(),
+        };
         let flags = format!(
-            ".{code}..{}{}{}{}...",
+            ".{code}..{}{}{}{}.{}",
             if what.mtime { 't' } else { '.' },
             if what.mode { 'p' } else { '.' },
             if what.owner && self.cfg.owners.owner {
@@ -154,6 +163,7 @@ impl<D: Destination> Engine<'_, D> {
             } else {
                 '.'
             },
+            xattr_columns(x),
         );
         // rsync shows a symlink's target on every line about it.
         self.out.change_to(&flags, rel, link, (&job.entry).into());
@@ -200,19 +210,29 @@ impl<D: Destination> Engine<'_, D> {
             };
         }
         match decision {
-            Decision::UpToDate | Decision::Skip => {
+            Decision::UpToDate => {
+                // The quick check also brings extended attributes and ACLs in line.
+                let x = self.entry_xattrs(job, rel);
+                if x.any() {
+                    self.fix_attrs(job, rel, AttrSet::default(), ('f', None), Some(x));
+                } else {
+                    Stats::bump(&self.stats.files_skipped);
+                }
+                Attempt::Done(true)
+            }
+            Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
                 Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
-                self.fix_attrs(job, rel, what, ('f', None));
+                self.fix_attrs(job, rel, what, ('f', None), None);
                 Attempt::Done(true)
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
                 let code = match &dst {
                     // rsync's columns: YXcstpoguax.
                     Some(d) if d.kind == Kind::File => format!(
-                        ">f.{}{}{}{}{}...",
+                        ">f.{}{}{}{}{}.{}",
                         if d.size != src.size { 's' } else { '.' },
                         self.time_flag(src, d),
                         if self.cfg.perms && d.mode != src.mode {
@@ -230,6 +250,7 @@ impl<D: Destination> Engine<'_, D> {
                         } else {
                             '.'
                         },
+                        xattr_columns(self.entry_xattrs_diff(job, rel, false)),
                     ),
                     _ => ">f+++++++++".to_string(),
                 };
@@ -238,8 +259,29 @@ impl<D: Destination> Engine<'_, D> {
                     Some(d) if d.kind == Kind::File => Put::Replace(d),
                     Some(d) => Put::MakeWay(d),
                 };
-                self.copy_content(job, rel, &code, put, last)
+                let done = self.copy_content(job, rel, &code, put, last);
+                if let Attempt::Done(true) = done
+                    && !self.cfg.dry_run
+                {
+                    self.entry_xattrs(job, rel);
+                }
+                done
             }
+        }
+    }
+
+    /// [`Engine::sync_xattrs`] for a job's entry.
+    fn entry_xattrs(&self, job: &EntryJob<D>, rel: &Path) -> XattrChange {
+        self.entry_xattrs_diff(job, rel, true)
+    }
+
+    /// What [`Engine::entry_xattrs`] would change, fixing it only if `apply`.
+    fn entry_xattrs_diff(&self, job: &EntryJob<D>, rel: &Path, apply: bool) -> XattrChange {
+        match &job.parent.dir {
+            Some(dir) => {
+                self.sync_xattrs(dir, Some(&job.entry.name), (&job.entry.path, rel), apply)
+            }
+            None => XattrChange::default(),
         }
     }
 
@@ -421,7 +463,7 @@ impl<D: Destination> Engine<'_, D> {
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, ('L', Some(Path::new(&target))));
+                    self.fix_attrs(job, rel, what, ('L', Some(Path::new(&target))), None);
                     Attempt::Done(true)
                 }
                 _ => self.create_link_like(
@@ -518,7 +560,7 @@ impl<D: Destination> Engine<'_, D> {
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, ('S', None));
+                    self.fix_attrs(job, rel, what, ('S', None), None);
                     Attempt::Done(true)
                 }
                 _ => {
@@ -535,6 +577,15 @@ impl<D: Destination> Engine<'_, D> {
             }
         })
     }
+}
+
+/// rsync's last two `-i` columns: `a` for an ACL, `x` for another extended attribute.
+fn xattr_columns(x: XattrChange) -> String {
+    format!(
+        "{}{}",
+        if x.acl { 'a' } else { '.' },
+        if x.xattr { 'x' } else { '.' }
+    )
 }
 
 /// A symlink's itemized code as rsync prints it: new (`cL+++++++++`), or an existing

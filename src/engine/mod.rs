@@ -13,11 +13,14 @@
 
 mod delete;
 mod dir;
+mod dirlinks;
 mod entry;
 mod links;
 #[cfg(test)]
 mod order;
 pub mod sched;
+mod shape;
+mod xattr;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -58,6 +61,8 @@ pub struct DirNode<D: Destination> {
     // Filter rules (issue 16, filters).
     /// The per-directory filter rules in force for its children.
     filters: Arc<crate::filter::Scope>,
+    /// The source directory (for `-X`/`-A`); `None` where `meta` is.
+    src: Option<PathBuf>,
 }
 
 /// Where a destination directory came from.
@@ -112,6 +117,10 @@ pub struct Engine<'a, D: Destination> {
     written_roots: Mutex<Vec<(u64, u64)>>,
     /// Deletions `--max-delete` still allows.
     delete_budget: AtomicU64,
+    /// `-X`/`-A`: the destination said it cannot hold them (said once; no more tries).
+    xattrs_off: AtomicBool,
+    /// `-K`: (dev, ino) of the directories written through destination symlinks.
+    linked_dirs: Mutex<Vec<(u64, u64)>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -140,6 +149,8 @@ pub fn run<D: Destination>(
         dest_display: display_dest(&cfg.dest),
         written_roots: Mutex::new(Vec::new()),
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
+        xattrs_off: AtomicBool::new(false),
+        linked_dirs: Mutex::new(Vec::new()),
     };
     engine.plan_roots()?;
     engine.stats.roots_planned.store(true, Ordering::SeqCst);

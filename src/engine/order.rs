@@ -359,6 +359,12 @@ fn config(src: &Path, delete: bool) -> Config {
         log_file: None,
         log_file_format: crate::report::format::LogFormat::itemize(),
         human_readable: 1,
+        follow: Default::default(),
+        keep_dirlinks: false,
+        chmod: Default::default(),
+        usermap: None,
+        groupmap: None,
+        xattrs: Default::default(),
     }
 }
 

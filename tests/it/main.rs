@@ -16,6 +16,8 @@
 //!   `--delete-excluded`), each compared with rsync the same way.
 //! - [`rsync_output`]: what nfsync prints (`--stats`, `--out-format`, `--log-file`, `-v`)
 //!   beside what rsync prints for the same change.
+//!   compared; unknown and unsupported options. [`rsync_links`]: the link options
+//!   (-L, -k, -K, --safe-links, --copy-unsafe-links), --chmod, --chown, -X, -A.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -36,6 +38,7 @@ mod nfs4;
 mod progress;
 mod rsync_cli;
 mod rsync_filters;
+mod rsync_links;
 mod rsync_output;
 mod scenarios;
 mod support;

@@ -84,7 +84,7 @@ pub(crate) fn start(root: &Path) -> Tree {
 /// the source, `""` for `SRC/` itself) onto copies of [`start`], and returns the
 /// difference between the two results (`rsync -anciH --delete` and `compare_extra`:
 /// e.g. `--no-t` where neither keeps times, so the copy's own clock does not count).
-fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> String {
+pub(crate) fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> String {
     against_rsync_via(Via::Mount, flags, operands, compare_extra)
 }
 
@@ -97,7 +97,7 @@ pub(crate) enum Via {
     InProc,
 }
 
-fn against_rsync_via(
+pub(crate) fn against_rsync_via(
     via: Via,
     flags: &[&str],
     operands: &[&str],

@@ -1,0 +1,109 @@
+//! What the command line makes of source entries before they are planned: symlinks
+//! followed or left out (`-L`, `--copy-unsafe-links`, `--safe-links`, `-k`), and the
+//! mode and owners `--chmod` and `--chown` give. Done where rsync's sender builds its
+//! file list, so everything after (the quick check, `-i`, what is set) sees the
+//! entry as rsync's receiver would.
+
+use std::path::Path;
+
+use super::Engine;
+use crate::dest::Destination;
+use crate::follow::Verdict;
+use crate::meta::{Kind, Meta};
+use crate::report::Stats;
+use crate::walk::SrcEntry;
+
+impl<D: Destination> Engine<'_, D> {
+    /// Shapes one directory's source entries; `rel` is the directory's path below
+    /// DEST. Returns false when a followed link pointed nowhere: as with rsync, the
+    /// listing then counts as incomplete and nothing is deleted in the directory.
+    pub(super) fn shape_entries(&self, rel: &Path, entries: &mut Vec<SrcEntry>) -> bool {
+        let follow = self.cfg.follow;
+        let mut whole = true;
+        if follow.is_active() {
+            entries.retain_mut(|e| {
+                if e.meta.kind != Kind::Symlink {
+                    return true;
+                }
+                match follow.decide(e, &rel.join(&e.name)) {
+                    Verdict::Keep => true,
+                    Verdict::Followed(f, unsafe_target) => {
+                        if let Some(t) = unsafe_target
+                            && self.cfg.verbose > 0
+                        {
+                            self.out.info(format_args!(
+                                "copying unsafe symlink \"{}\" -> \"{}\"",
+                                rel.join(&e.name).display(),
+                                t.display()
+                            ));
+                        }
+                        *e = f;
+                        true
+                    }
+                    Verdict::Unsafe(t) => {
+                        if self.cfg.verbose > 0 {
+                            self.out.info(format_args!(
+                                "ignoring unsafe symlink \"{}\" -> \"{}\"",
+                                rel.join(&e.name).display(),
+                                t.display()
+                            ));
+                        }
+                        false
+                    }
+                    Verdict::NoReferent => {
+                        Stats::bump(&self.stats.errors);
+                        self.out.note(format_args!(
+                            "symlink has no referent: \"{}\"",
+                            e.path.display()
+                        ));
+                        whole = false;
+                        false
+                    }
+                    Verdict::Failed(err) => {
+                        self.source_error(&e.path, &err);
+                        whole = false;
+                        false
+                    }
+                }
+            });
+        }
+        for e in entries.iter_mut() {
+            e.meta = self.shape_meta(e.meta);
+        }
+        whole
+    }
+
+    /// Whether a source named on the command line is a symlink that `-L` or `-k`
+    /// turns into a directory (then it is copied as one, never onto DEST's name).
+    pub(super) fn follows_to_dir(&self, path: &Path, meta: &Meta) -> bool {
+        if meta.kind != Kind::Symlink || !self.cfg.follow.is_active() {
+            return false;
+        }
+        let name = path.file_name().unwrap_or_default();
+        let entry = SrcEntry {
+            name: name.to_owned(),
+            path: path.to_path_buf(),
+            meta: *meta,
+        };
+        matches!(
+            self.cfg.follow.decide(&entry, Path::new(name)),
+            Verdict::Followed(f, _) if f.meta.kind == Kind::Dir
+        )
+    }
+
+    /// The mode `--chmod` and the owners `--chown`/`--usermap`/`--groupmap` give an
+    /// entry (symlinks keep their mode, as in rsync).
+    pub(super) fn shape_meta(&self, mut m: Meta) -> Meta {
+        if !self.cfg.chmod.is_empty() && m.kind != Kind::Symlink {
+            m.mode = self.cfg.chmod.apply(m.mode, m.kind == Kind::Dir);
+        }
+        let numeric = self.cfg.numeric_ids;
+        if let Some(map) = &self.cfg.usermap {
+            m.uid = map.map(m.uid, numeric);
+        }
+        if let Some(map) = &self.cfg.groupmap {
+            m.gid = map.map(m.gid, numeric);
+        }
+        m
+    }
+}

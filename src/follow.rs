@@ -1,0 +1,137 @@
+//! Which source symlinks are copied as links, followed, or left out: rsync's `-L`,
+//! `--copy-unsafe-links`, `--safe-links` and `-k`.
+//!
+//! Decided where a directory's listing meets the plan, so a followed link is from then
+//! on exactly what it points to (a file copied, a directory entered) and nothing
+//! downstream needs to know it was a link.
+
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::meta::{Kind, Meta};
+use crate::walk::{self, SrcEntry};
+
+/// The link options of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Follow {
+    /// `-L`: every symlink is followed.
+    pub all: bool,
+    /// `--copy-unsafe-links`: links pointing outside the transfer are followed.
+    pub unsafe_links: bool,
+    /// `--safe-links`: links pointing outside the transfer are left out.
+    pub skip_unsafe: bool,
+    /// `-k`: links to directories are followed.
+    pub dirlinks: bool,
+}
+
+/// What becomes of one source symlink.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Copied as a symlink.
+    Keep,
+    /// Copied as what it points to (the entry now describes the referent); with the
+    /// target when it was followed for being unsafe (`--copy-unsafe-links`).
+    Followed(SrcEntry, Option<PathBuf>),
+    /// Left out as unsafe (`--safe-links`), with its target for the message.
+    Unsafe(PathBuf),
+    /// Followed, but it points nowhere: rsync's "symlink has no referent" (an error,
+    /// and the directory's listing counts as incomplete).
+    NoReferent,
+    /// Followed, but its referent could not be looked at.
+    Failed(io::Error),
+}
+
+impl Follow {
+    /// Whether any option changes what happens to symlinks.
+    pub fn is_active(self) -> bool {
+        self.all || self.unsafe_links || self.skip_unsafe || self.dirlinks
+    }
+
+    /// Decides for `entry`, a symlink whose path below DEST is `rel` (what rsync's
+    /// unsafe test counts from: `SRC` without its slash puts its own name first).
+    pub fn decide(self, entry: &SrcEntry, rel: &Path) -> Verdict {
+        // rsync's order: -L, then an unsafe link under --copy-unsafe-links, then a
+        // link to a directory under -k are followed; only a link left as a link is
+        // judged by --safe-links.
+        let mut unsafe_target = None;
+        if !self.all && (self.unsafe_links || self.skip_unsafe) {
+            match walk::short_path(&entry.path, |p| fs::read_link(p)) {
+                Ok(t) if is_unsafe(t.as_os_str().as_bytes(), rel) => unsafe_target = Some(t),
+                Ok(_) => {}
+                Err(e) => return Verdict::Failed(e),
+            }
+        }
+        let follow = self.all || (self.unsafe_links && unsafe_target.is_some());
+        if follow || self.dirlinks {
+            let meta = match walk::short_path(&entry.path, |p| fs::metadata(p)) {
+                Ok(m) => Some(Meta::from_std(&m)),
+                // -k alone: a link that cannot be followed stays a link.
+                Err(_) if !follow => None,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Verdict::NoReferent,
+                Err(e) => return Verdict::Failed(e),
+            };
+            if let Some(meta) = meta.filter(|m| follow || m.kind == Kind::Dir) {
+                // The referent's own path: the copy opens it without following links.
+                return match walk::short_path(&entry.path, |p| fs::canonicalize(p)) {
+                    Ok(path) => Verdict::Followed(
+                        SrcEntry {
+                            name: entry.name.clone(),
+                            path,
+                            meta,
+                        },
+                        unsafe_target.filter(|_| self.unsafe_links && !self.all),
+                    ),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Verdict::NoReferent,
+                    Err(e) => Verdict::Failed(e),
+                };
+            }
+        }
+        match unsafe_target {
+            Some(t) if self.skip_unsafe => Verdict::Unsafe(t),
+            _ => Verdict::Keep,
+        }
+    }
+}
+
+/// rsync's `unsafe_symlink`: a target is unsafe when it is absolute (or empty), or
+/// when its `..` components climb above the top of the transfer from where the link
+/// sits (`rel`, the link's own path in the transfer).
+pub fn is_unsafe(target: &[u8], rel: &Path) -> bool {
+    if target.is_empty() || target[0] == b'/' {
+        return true;
+    }
+    let mut depth = rel.components().count().saturating_sub(1);
+    for part in target.split(|&b| b == b'/') {
+        match part {
+            b".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return true,
+            },
+            b"" | b"." => {}
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_links_are_those_that_leave_the_transfer() {
+        let u = |t: &str, at: &str| is_unsafe(t.as_bytes(), Path::new(at));
+        assert!(u("/etc/hostname", "a"));
+        assert!(u("../x", "a"));
+        assert!(!u("../x", "src/a"));
+        assert!(!u("../a", "sub/up"));
+        assert!(u("../../a", "sub/up"));
+        assert!(!u("b/../c", "a"));
+        assert!(u("b/../../c", "a"));
+        assert!(u("..", "a"));
+        assert!(!u("./x", "a"));
+        assert!(u("", "a"));
+    }
+}
