@@ -7,7 +7,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use super::Cli;
-use crate::config::Config;
+use super::rsync::RsyncOpts;
+use crate::config::{Append, Config, DataConfig};
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::plan::{Compare, Skip};
@@ -73,6 +74,7 @@ impl Cli {
         // another user they are skipped as non-regular files, not failed on.
         let devices =
             root && !self.no_devices && !r.no_devices_specials && (self.devices || rsync_d);
+        let data = data_config(r)?;
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -127,6 +129,7 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            data,
         })
     }
 }
@@ -137,4 +140,31 @@ fn current_umask() -> u32 {
     let old = rustix::process::umask(Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
     old.bits()
+}
+
+/// The data options, refused together where rsync refuses them.
+fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
+    let append = if r.append_verify {
+        Append::Verify
+    } else if r.append {
+        Append::Append
+    } else {
+        Append::Off
+    };
+    if r.delay_updates {
+        if append != Append::Off {
+            anyhow::bail!("--append cannot be used with --delay-updates");
+        }
+        if r.inplace {
+            anyhow::bail!("--inplace cannot be used with --delay-updates");
+        }
+    }
+    Ok(DataConfig {
+        sparse: r.sparse,
+        inplace: r.inplace || append != Append::Off,
+        append,
+        temp_dir: r.temp_dir.clone(),
+        delay_updates: r.delay_updates,
+        bwlimit: r.bwlimit.unwrap_or(0),
+    })
 }

@@ -18,6 +18,7 @@ mod links;
 #[cfg(test)]
 mod order;
 pub mod sched;
+mod update;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::bwlimit::RateLimit;
 use crate::config::Config;
 use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
@@ -109,6 +111,13 @@ pub struct Engine<'a, D: Destination> {
     written_roots: Mutex<Vec<(u64, u64)>>,
     /// Deletions `--max-delete` still allows.
     delete_budget: AtomicU64,
+    // Data: how file data is written.
+    /// `--bwlimit`, shared by all workers.
+    limit: Option<RateLimit>,
+    /// `--temp-dir`, opened.
+    temp_dir: Option<D::Dir>,
+    /// `--delay-updates`: files waiting for the end of the run.
+    delayed: Mutex<Vec<update::Delayed<D>>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -137,6 +146,9 @@ pub fn run<D: Destination>(
         dest_display: display_dest(&cfg.dest),
         written_roots: Mutex::new(Vec::new()),
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
+        limit: RateLimit::new(cfg.data.bwlimit),
+        temp_dir: open_temp_dir(cfg, dest)?,
+        delayed: Mutex::new(Vec::new()),
     };
     engine.plan_roots()?;
     engine.stats.roots_planned.store(true, Ordering::SeqCst);
@@ -216,6 +228,7 @@ pub fn run<D: Destination>(
         Ok(())
     });
     started?;
+    engine.finish_delayed();
 
     let mut summary = Summary::new(
         &engine.stats,
@@ -418,5 +431,16 @@ mod tests {
         assert_eq!(err.unwrap().raw_os_error(), Some(libc::EAGAIN));
         let (started, err) = spawn_up_to(4, || Ok(()));
         assert_eq!((started, err.is_none()), (4, true));
+    }
+}
+
+/// `--temp-dir`, opened once; it must exist (rsync: "The temp-dir does not exist").
+fn open_temp_dir<D: Destination>(cfg: &Config, dest: &D) -> Result<Option<D::Dir>, Error> {
+    match &cfg.data.temp_dir {
+        Some(p) if !cfg.dry_run => match dest.temp_dir(p) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) => Err(Error::Usage(format!("--temp-dir {}: {e}", p.display()))),
+        },
+        _ => Ok(None),
     }
 }

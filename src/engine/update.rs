@@ -1,0 +1,208 @@
+//! How a file's new content is put in place: beside the old copy and renamed over it
+//! (the default, as rsync), into the old copy (`--inplace`, `--append[-verify]`), via
+//! a temporary in `--temp-dir`, or held back until the end of the run
+//! (`--delay-updates`).
+//!
+//! Every way keeps the crash rule: the mtime is set last, on the file at its final
+//! name or on a temporary that is renamed whole, so a file with the source's size and
+//! mtime is complete. `--delay-updates` keeps rsync's promise that no file is replaced
+//! before all are transferred: the renames run once the workers are done, and then
+//! the directories they changed get their mtimes again.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::entry::{Attempt, Put};
+use super::{DirNode, Engine, EntryJob, Origin};
+use crate::config::Append;
+use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
+use crate::meta::{Kind, Meta};
+use crate::temp;
+
+/// A transferred file waiting under its temporary name for the end of the run.
+pub(super) struct Delayed<D: Destination> {
+    parent: Arc<DirNode<D>>,
+    /// Whether the temporary is in `--temp-dir` rather than beside its final name.
+    in_temp_dir: bool,
+    temp: OsString,
+    name: OsString,
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// `--append`: a file as long or longer at the destination is left alone (rsync
+    /// skips it, attributes included).
+    pub(super) fn append_leaves(&self, dst: Option<&Meta>, src: &Meta) -> bool {
+        self.cfg.data.append != Append::Off
+            && dst.is_some_and(|d| d.kind == Kind::File && d.size >= src.size)
+    }
+
+    /// Writes the content and puts it in place. `Err` asks for another look (another
+    /// writer changed the name meanwhile).
+    pub(super) fn put_file(
+        &self,
+        job: &EntryJob<D>,
+        src: &SourceFile<'_>,
+        put: Put,
+        last: bool,
+    ) -> Result<Result<u64, CopyError>, Attempt> {
+        let dir = job
+            .parent
+            .dir
+            .as_ref()
+            .expect("non-dry runs have directories");
+        let name = &job.entry.name;
+        let data = &self.cfg.data;
+        if let (true, Put::Replace(d)) = (data.inplace, put) {
+            return Ok(self.write_in_place(job, src, d));
+        }
+        // A hard-linked file is linked to by name as soon as it is written (-H).
+        let delay = data.delay_updates && !(self.cfg.hard_links && job.entry.meta.nlink > 1);
+        // An update is written under a temporary name and renamed over the old copy
+        // (as rsync does), so a failure part-way leaves the old copy whole; the rename
+        // costs what removing the old file first would.
+        if !matches!(put, Put::Replace(_)) && !delay {
+            return Ok(self.dest.write_file(dir, name, src));
+        }
+        let temp = temp::name(name);
+        let tdir = self.temp_dir.as_ref().unwrap_or(dir);
+        // A failed write removes its own partial file (see `Destination::write_file`).
+        let written = self.dest.write_file(tdir, &temp, src);
+        // A copy that changed under us is put in place too, without the source's
+        // mtime, so the next run copies it again (a new file is left the same way).
+        if !matches!(written, Ok(_) | Err(CopyError::SourceChanged)) {
+            return Ok(written);
+        }
+        if delay {
+            self.delayed.lock().unwrap().push(Delayed {
+                parent: job.parent.clone(),
+                in_temp_dir: self.temp_dir.is_some(),
+                temp,
+                name: name.clone(),
+            });
+            return Ok(written);
+        }
+        match self.move_into_place(dir, &temp, name, self.temp_dir.is_some()) {
+            Ok(()) => Ok(written),
+            Err(e) => {
+                // The temporary's name is ours alone: removing it by name is safe.
+                if !e.is_fatal() && !self.stop.load(Ordering::Relaxed) {
+                    let _ = self.dest.remove(tdir, &temp, Kind::File);
+                }
+                if !last && e.kind() == io::ErrorKind::NotFound {
+                    return Err(Attempt::Raced);
+                }
+                Ok(Err(CopyError::Dest(e)))
+            }
+        }
+    }
+
+    /// `--inplace` / `--append[-verify]` onto the existing file `d`.
+    fn write_in_place(
+        &self,
+        job: &EntryJob<D>,
+        src: &SourceFile<'_>,
+        d: Meta,
+    ) -> Result<u64, CopyError> {
+        let dir = job.parent.dir.as_ref().expect("existing entries have one");
+        let name = &job.entry.name;
+        let append = self.cfg.data.append;
+        // `append_leaves` let through only files shorter here than at the source.
+        let from = if append == Append::Off { 0 } else { d.size };
+        let written = self.dest.write_into(dir, name, src, from)?;
+        if append != Append::Verify {
+            return Ok(written);
+        }
+        match self.dest.same_content(dir, name, src.path) {
+            Ok(true) => Ok(written),
+            Ok(false) => {
+                let rel = job.parent.rel.join(name);
+                self.out.warn(format_args!(
+                    "{} failed verification -- update retained (will try again).",
+                    rel.display()
+                ));
+                self.dest.write_into(dir, name, src, 0)
+            }
+            Err(e) => Err(CopyError::Dest(e)),
+        }
+    }
+
+    /// Renames a temporary (beside `name`, or in `--temp-dir`) over `name`.
+    fn move_into_place(
+        &self,
+        dir: &D::Dir,
+        temp: &OsString,
+        name: &OsString,
+        in_temp_dir: bool,
+    ) -> dest::Result<()> {
+        match (&self.temp_dir, in_temp_dir) {
+            (Some(tdir), true) => self.dest.rename_between(tdir, temp, dir, name),
+            _ => self.dest.rename(dir, temp, name),
+        }
+    }
+
+    /// `--delay-updates`, at the end of the run: every held-back file renamed into
+    /// place, then the mtimes of the directories that changed set again. After a stop
+    /// (interrupt, fatal error) the temporaries are removed instead.
+    pub(super) fn finish_delayed(&self) {
+        let delayed = std::mem::take(&mut *self.delayed.lock().unwrap());
+        let mut touched: Vec<Arc<DirNode<D>>> = Vec::new();
+        let mut seen = HashSet::new();
+        for d in delayed {
+            let Some(dir) = d.parent.dir.as_ref() else {
+                continue;
+            };
+            let rel: PathBuf = d.parent.rel.join(&d.name);
+            if self.stop.load(Ordering::Relaxed) {
+                if self.fatal.lock().unwrap().is_none() {
+                    let tdir = if d.in_temp_dir {
+                        self.temp_dir.as_ref()
+                    } else {
+                        Some(dir)
+                    };
+                    if let Some(tdir) = tdir {
+                        let _ = self.dest.remove(tdir, &d.temp, Kind::File);
+                    }
+                }
+                continue;
+            }
+            match self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir) {
+                Ok(()) => {
+                    if seen.insert(Arc::as_ptr(&d.parent)) {
+                        touched.push(d.parent.clone());
+                    }
+                }
+                Err(e) => self.dest_error(&rel, e),
+            }
+        }
+        if !self.cfg.times || self.cfg.omit_dir_times {
+            return;
+        }
+        for node in touched {
+            self.reset_dir_mtime(&node);
+        }
+    }
+
+    /// A directory's mtime once more, after renames moved it.
+    fn reset_dir_mtime(&self, node: &DirNode<D>) {
+        let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
+            return;
+        };
+        let mut given = self.give(meta);
+        match node.origin {
+            Origin::Found(found) if !self.cfg.perms => given.mode = found.mode,
+            Origin::Imagined => return,
+            _ => {}
+        }
+        let what = AttrSet {
+            mtime: true,
+            ..AttrSet::default()
+        };
+        if let Err(e) = self.dest.set_dir_attrs(dir, &given, what) {
+            self.dest_error(Path::new(&node.rel), e);
+        }
+    }
+}
