@@ -10,6 +10,8 @@ complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -s T -l temp-dir -d 'Write updates\' temporaries in DIR (relative to DEST), then move them in place' -r -F
+complete -c nfsync -l bwlimit -d 'Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0: no limit)' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -65,4 +67,9 @@ complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
+complete -c nfsync -s S -l sparse -d 'Keep holes: only the source\'s data extents are written to new files'
+complete -c nfsync -l inplace -d 'Update files in place (hard links to them see the change) instead of writing beside them and renaming'
+complete -c nfsync -l append -d 'Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone'
+complete -c nfsync -l append-verify -d '--append, then compare the whole file and rewrite it if it differs'
+complete -c nfsync -l delay-updates -d 'Put all updated files in place at the end of the run'
 complete -c nfsync -s V -l version -d 'Print version'

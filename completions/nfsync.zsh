@@ -28,6 +28,9 @@ _nfsync() {
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
 '*--debug=[Accepted, no effect (rsync'\''s debug output)]:FLAGS:_default' \
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
+'-T+[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
+'--temp-dir=[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
+'--bwlimit=[Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0\: no limit)]:RATE:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -103,6 +106,12 @@ man\:"The man page (roff)"))' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
+'-S[Keep holes\: only the source'\''s data extents are written to new files]' \
+'--sparse[Keep holes\: only the source'\''s data extents are written to new files]' \
+'--inplace[Update files in place (hard links to them see the change) instead of writing beside them and renaming]' \
+'--append[Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone]' \
+'--append-verify[--append, then compare the whole file and rewrite it if it differs]' \
+'--delay-updates[Put all updated files in place at the end of the run]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

@@ -147,7 +147,7 @@ pub fn run<D: Destination>(
         written_roots: Mutex::new(Vec::new()),
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
         limit: RateLimit::new(cfg.data.bwlimit),
-        temp_dir: open_temp_dir(cfg, dest)?,
+        temp_dir: update::open_temp_dir(cfg, dest)?,
         delayed: Mutex::new(Vec::new()),
     };
     engine.plan_roots()?;
@@ -431,16 +431,5 @@ mod tests {
         assert_eq!(err.unwrap().raw_os_error(), Some(libc::EAGAIN));
         let (started, err) = spawn_up_to(4, || Ok(()));
         assert_eq!((started, err.is_none()), (4, true));
-    }
-}
-
-/// `--temp-dir`, opened once; it must exist (rsync: "The temp-dir does not exist").
-fn open_temp_dir<D: Destination>(cfg: &Config, dest: &D) -> Result<Option<D::Dir>, Error> {
-    match &cfg.data.temp_dir {
-        Some(p) if !cfg.dry_run => match dest.temp_dir(p) {
-            Ok(d) => Ok(Some(d)),
-            Err(e) => Err(Error::Usage(format!("--temp-dir {}: {e}", p.display()))),
-        },
-        _ => Ok(None),
     }
 }

@@ -18,8 +18,9 @@ use std::sync::atomic::Ordering;
 
 use super::entry::{Attempt, Put};
 use super::{DirNode, Engine, EntryJob, Origin};
-use crate::config::Append;
+use crate::config::{Append, Config};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
+use crate::exit::Error;
 use crate::meta::{Kind, Meta};
 use crate::temp;
 
@@ -204,5 +205,19 @@ impl<D: Destination> Engine<'_, D> {
         if let Err(e) = self.dest.set_dir_attrs(dir, &given, what) {
             self.dest_error(Path::new(&node.rel), e);
         }
+    }
+}
+
+/// `--temp-dir`, opened once; it must exist (rsync: "The temp-dir does not exist").
+pub(super) fn open_temp_dir<D: Destination>(
+    cfg: &Config,
+    dest: &D,
+) -> Result<Option<D::Dir>, Error> {
+    match &cfg.data.temp_dir {
+        Some(p) if !cfg.dry_run => match dest.temp_dir(p) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) => Err(Error::Usage(format!("--temp-dir {}: {e}", p.display()))),
+        },
+        _ => Ok(None),
     }
 }

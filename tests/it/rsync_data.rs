@@ -36,6 +36,14 @@ impl Both {
     fn nfsync(&self, rel: &str) -> std::path::PathBuf {
         self.s.join("by_nfsync").join(rel)
     }
+    /// [`Both::assert_same`] with more options to the comparison.
+    fn assert_same_but(&self, what: &str, extra: &[&str]) {
+        let mut with = vec!["-c"];
+        with.extend_from_slice(extra);
+        let d = diff(&self.s.join("by_rsync"), &self.s.join("by_nfsync"), &with);
+        assert!(d.is_empty(), "{what}: nfsync differs from rsync:\n{d}");
+    }
+
     fn assert_same(&self, what: &str) {
         assert!(
             self.diff.is_empty(),
@@ -45,25 +53,61 @@ impl Both {
     }
 }
 
+/// Where nfsync writes.
+#[derive(Clone, Copy)]
+enum To {
+    /// [`rsync_cli`]'s: a local directory, or the in-process NFSv3 server.
+    ///
+    /// [`rsync_cli`]: crate::rsync_cli
+    Via(Via),
+    /// nfs-ganesha over NFSv4.1 (the shared server of [`crate::nfs4`]).
+    Nfs4,
+}
+
 /// rsync and nfsync with `flags`, `SRC/` onto copies of the starting destination;
 /// `extra` adds to the source and to the start before they are copied.
 fn both(via: Via, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Both {
+    both_to(To::Via(via), flags, extra).expect("no server needed")
+}
+
+/// [`both`] onto any destination; `None` when its server cannot run here.
+fn both_to(to: To, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Option<Both> {
     // The in-process server has no MKNOD: the source's fifo stays out of both.
     let mut flags = flags.to_vec();
-    if via == Via::InProc {
+    if !matches!(to, To::Via(Via::Mount)) {
         flags.push("--no-D");
     }
+    // nfs-ganesha does not keep a symlink's own mtime over NFSv4.1.
+    if matches!(to, To::Nfs4) {
+        flags.push("--no-l");
+    }
     let flags = &flags[..];
-    let s = Scratch::new();
+    let nfs4 = match to {
+        To::Nfs4 => Some(crate::nfs4::shared()?),
+        To::Via(_) => None,
+    };
+    let s = match &nfs4 {
+        Some((export, _)) => Scratch::new_in(export),
+        None => Scratch::new(),
+    };
+    let via = match to {
+        To::Via(v) => v,
+        To::Nfs4 => Via::Mount,
+    };
     let src = source(&s.join("src"));
     let st = start(&s.join("start"));
     extra(&src, &st);
     copy_tree(&s.join("start"), &s.join("by_rsync"));
     copy_tree(&s.join("start"), &s.join("by_nfsync"));
     let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
-    let dest = match &server {
-        Some(server) => server.url("/by_nfsync").into(),
-        None => slash(&s.join("by_nfsync")),
+    let dest = match (&server, &nfs4) {
+        (Some(server), _) => server.url("/by_nfsync").into(),
+        (None, Some((export, port))) => {
+            let rel = s.join("by_nfsync");
+            let rel = rel.strip_prefix(export).unwrap().to_str().unwrap();
+            crate::nfs4::url41(*port, export, rel, "").into()
+        }
+        (None, None) => slash(&s.join("by_nfsync")),
     };
     let out = Command::new("rsync")
         .args(flags)
@@ -85,11 +129,11 @@ fn both(via: Via, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Both {
     let changed = diff(&s.join("start"), &s.join("by_rsync"), &[]);
     assert!(!changed.is_empty(), "rsync {flags:?} changed nothing");
     let diff = diff(&s.join("by_rsync"), &s.join("by_nfsync"), &["-c"]);
-    Both {
+    Some(Both {
         s,
         diff,
         nfsync_took,
-    }
+    })
 }
 
 const MB: u64 = 1 << 20;
@@ -106,7 +150,8 @@ fn holes(src: &Tree, st: &Tree) {
     f.set_len(3 * MB).unwrap();
     src.mtime("holey", 1_600_000_000, 0)
         .mtime("tail_hole", 1_600_000_000, 0);
-    st.file("tail_hole", "old\n").mtime("tail_hole", 1_500_000_000, 0);
+    st.file("tail_hole", "old\n")
+        .mtime("tail_hole", 1_500_000_000, 0);
 }
 
 fn allocated(p: &Path) -> u64 {
@@ -124,8 +169,14 @@ fn check_sparse(via: Via) {
             "{f}: bytes"
         );
         let (r, n) = (allocated(&b.rsync(f)), allocated(&b.nfsync(f)));
-        assert!(r < MB, "{f}: rsync -S allocated {r} bytes: no holes on this filesystem?");
-        assert!(n <= r + 128 * 1024, "{f}: nfsync -S allocated {n} bytes, rsync {r}");
+        assert!(
+            r < MB,
+            "{f}: rsync -S allocated {r} bytes: no holes on this filesystem?"
+        );
+        assert!(
+            n <= r + 128 * 1024,
+            "{f}: nfsync -S allocated {n} bytes, rsync {r}"
+        );
     }
 }
 
@@ -139,12 +190,33 @@ fn sparse_keeps_holes_over_nfs() {
     check_sparse(Via::InProc);
 }
 
+/// `-S`, `--inplace` and `--append[-verify]` over NFSv4.1 (nfs-ganesha; root only).
+#[test]
+fn sparse_inplace_append_over_nfs4() {
+    let Some(b) = both_to(To::Nfs4, &["-aS"], holes) else {
+        eprintln!("skipping sparse_inplace_append_over_nfs4: no nfs-ganesha here (not root)");
+        return;
+    };
+    b.assert_same("-S over NFSv4.1");
+    for f in ["holey", "tail_hole"] {
+        let (r, n) = (allocated(&b.rsync(f)), allocated(&b.nfsync(f)));
+        assert!(
+            n <= r + 128 * 1024,
+            "{f}: nfsync -S allocated {n} bytes, rsync {r}"
+        );
+    }
+    check_inplace(To::Nfs4);
+    check_append(To::Nfs4);
+}
+
 /// `--inplace`: the destination file is written into, so a hard link to it (here
 /// `older_link`, which the source lacks) sees the new content, as with rsync.
-fn check_inplace(via: Via) {
-    let b = both(via, &["-a", "--inplace"], |_, st| {
+fn check_inplace(to: To) {
+    let Some(b) = both_to(to, &["-a", "--inplace"], |_, st| {
         st.hardlink("older_link", "older");
-    });
+    }) else {
+        return;
+    };
     b.assert_same("--inplace");
     assert_eq!(fs::read(b.rsync("older_link")).unwrap(), b"new content\n");
     assert_eq!(fs::read(b.nfsync("older_link")).unwrap(), b"new content\n");
@@ -153,12 +225,12 @@ fn check_inplace(via: Via) {
 
 #[test]
 fn inplace_updates_the_file_hard_links_see() {
-    check_inplace(Via::Mount);
+    check_inplace(To::Via(Via::Mount));
 }
 
 #[test]
 fn inplace_over_nfs() {
-    check_inplace(Via::InProc);
+    check_inplace(To::Via(Via::InProc));
 }
 
 /// Files longer, the same size and shorter at the destination, one whose start
@@ -181,15 +253,17 @@ fn appendable(src: &Tree, st: &Tree) {
 /// `--append`: only files longer at the source grow, from the destination's length
 /// (a wrong start stays wrong, as with rsync); the others are left alone, times
 /// included. `--append-verify` rewrites the file whose start differed.
-fn check_append(via: Via) {
-    let b = both(via, &["-a", "--append"], appendable);
+fn check_append(to: To) {
+    let Some(b) = both_to(to, &["-a", "--append"], appendable) else {
+        return;
+    };
     b.assert_same("--append");
     let read = |p: std::path::PathBuf| String::from_utf8(fs::read(p).unwrap()).unwrap();
     assert_eq!(read(b.nfsync("grow")), "0123456789abcdef\n");
     assert_eq!(read(b.nfsync("wrong_start")), "hello world\n");
     assert_eq!(read(b.nfsync("same_len")), "BBBB\n");
     assert_eq!(read(b.nfsync("shrunk")), "abcdef\n");
-    let b = both(via, &["-a", "--append-verify"], appendable);
+    let b = both_to(to, &["-a", "--append-verify"], appendable).expect("ran before");
     b.assert_same("--append-verify");
     assert_eq!(read(b.nfsync("wrong_start")), "HELLO world\n");
     assert_eq!(read(b.nfsync("shrunk")), "abcdef\n");
@@ -197,12 +271,12 @@ fn check_append(via: Via) {
 
 #[test]
 fn append_and_append_verify() {
-    check_append(Via::Mount);
+    check_append(To::Via(Via::Mount));
 }
 
 #[test]
 fn append_over_nfs() {
-    check_append(Via::InProc);
+    check_append(To::Via(Via::InProc));
 }
 
 /// `--temp-dir`: relative to DEST, and on another filesystem (moved by copying);
@@ -212,12 +286,18 @@ fn temp_dir() {
     let b = both(Via::Mount, &["-a", "--temp-dir=tmpd"], |_, st| {
         st.dir("tmpd");
     });
-    b.assert_same("--temp-dir=tmpd");
+    // tmpd is not in the source: its mtime is when the last temporary left it.
+    b.assert_same_but("--temp-dir=tmpd", &["--exclude=/tmpd"]);
+    assert_eq!(fs::read_dir(b.nfsync("tmpd")).unwrap().count(), 0);
     let shm = Scratch::new_in(Path::new("/dev/shm"));
     let flag = format!("--temp-dir={}", shm.path().display());
     let b = both(Via::Mount, &["-a", &flag], |_, _| {});
     b.assert_same(&flag);
-    assert_eq!(fs::read_dir(shm.path()).unwrap().count(), 0, "left in {flag}");
+    assert_eq!(
+        fs::read_dir(shm.path()).unwrap().count(),
+        0,
+        "left in {flag}"
+    );
     let s = Scratch::new();
     Tree::new(s.join("src")).file("f", "f\n");
     fs::create_dir(s.join("dst")).unwrap();
@@ -271,7 +351,8 @@ fn temp_dir_over_nfs() {
     let b = both(Via::InProc, &["-a", "--temp-dir=tmpd"], |_, st| {
         st.dir("tmpd");
     });
-    b.assert_same("--temp-dir over nfs://");
+    b.assert_same_but("--temp-dir over nfs://", &["--exclude=/tmpd"]);
+    assert_eq!(fs::read_dir(b.nfsync("tmpd")).unwrap().count(), 0);
 }
 
 #[test]
