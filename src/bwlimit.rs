@@ -58,6 +58,13 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         crate::cli::rsync::parse_size(s)
     }
     .map_err(|_| format!("invalid rate {s:?} (KiB/s, or with a suffix: 500K, 1.5M, 2MB)"))
+    .and_then(|r| match r {
+        // rsync's floor: below it its pacing would not mean anything.
+        1..512 => Err(format!(
+            "--bwlimit={s} is too small (min: 512 or 0 for unlimited)"
+        )),
+        r => Ok(r),
+    })
 }
 
 #[cfg(test)]
@@ -71,6 +78,8 @@ mod tests {
         assert_eq!(parse_rate("100KB"), Ok(100_000));
         assert_eq!(parse_rate("0"), Ok(0));
         assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("100b").is_err());
+        assert_eq!(parse_rate("512b"), Ok(512));
         assert!(RateLimit::new(0).is_none());
     }
 

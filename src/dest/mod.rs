@@ -119,6 +119,9 @@ pub struct SourceFile<'a> {
     pub path: &'a Path,
     // Data (rsync -S, --bwlimit).
     /// `-S`: a new file gets only the source's data extents, its holes stay holes.
+    /// With `--inplace` the mount path punches the source's holes into the old copy,
+    /// as rsync does; over NFS, which has no call for that before 4.2, they are
+    /// written as zeros.
     pub sparse: bool,
     /// `--bwlimit`: the run's shared rate, taken before each piece is written.
     pub limit: Option<&'a RateLimit>,

@@ -49,6 +49,23 @@ pub fn whole(from: u64, size: u64) -> Vec<(u64, u64)> {
     }
 }
 
+/// The gaps between `ranges` (sorted, disjoint) within `[from, size)`: where a file
+/// written in place must be made a hole (or zeros) under `-S`.
+pub fn gaps(from: u64, size: u64, ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut at = from;
+    for &(off, len) in ranges {
+        if off > at {
+            out.push((at, off - at));
+        }
+        at = at.max(off + len);
+    }
+    if at < size {
+        out.push((at, size - at));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +90,8 @@ mod tests {
         );
         assert_eq!(ext[0].0, 0);
         assert_eq!(whole(3, 3), vec![]);
+        assert_eq!(gaps(0, 10, &[(2, 3), (7, 1)]), vec![(0, 2), (5, 2), (8, 2)]);
+        assert_eq!(gaps(4, 10, &[(4, 6)]), vec![]);
         assert_eq!(whole(1, 3), vec![(1, 2)]);
     }
 }

@@ -272,7 +272,7 @@ impl NfsDest {
     ) -> Result<u64, CopyError> {
         let m = src.meta;
         let lost_before = self.nfs.rpc().lost();
-        let (fh, have) = self
+        let (fh, mut have) = self
             .rt
             .block_on(self.lookup(dir, name))
             .map_err(CopyError::dest)?
@@ -281,6 +281,19 @@ impl NfsDest {
             return Err(CopyError::Dest(
                 io::Error::from_raw_os_error(libc::EISDIR).into(),
             ));
+        }
+        if have.mode & 0o200 == 0 {
+            // Writable for the update (as rsync makes it); the final SETATTR then
+            // sees a mode that differs and gives the file its own.
+            have.mode |= 0o200;
+            let s = v3::sattr3 {
+                mode: v3::Nfs3Option::Some(have.mode & 0o7777),
+                ..Default::default()
+            };
+            self.rt
+                .block_on(self.apply(&fh, s))
+                .and_then(ok)
+                .map_err(CopyError::dest)?;
         }
         let ranges = crate::dest::sparse::whole(from, m.size);
         self.send_data(&fh, src, &ranges)?;

@@ -21,13 +21,28 @@ impl Nfs4Dest {
         from: u64,
     ) -> Result<u64, CopyError> {
         let m = src.meta;
-        let (fh, have) = self
+        let (fh, mut have) = self
             .rt
             .block_on(self.lookup(dir, n))
             .map_err(CopyError::dest)?
             .ok_or_else(|| CopyError::Dest(errno_err(libc::ENOENT)))?;
         if have.kind != Kind::File {
             return Err(CopyError::Dest(errno_err(libc::EISDIR)));
+        }
+        if have.mode & 0o200 == 0 {
+            // Writable for the update (as rsync makes it); the final SETATTR then
+            // sees a mode that differs and gives the file its own.
+            have.mode |= 0o200;
+            self.rt
+                .block_on(self.client.compound(vec![
+                    put(&fh),
+                    Op::SetAttr(SetAttrArgs {
+                        stateid: StateId::ANONYMOUS,
+                        attrs: AttrsBuilder::default().mode(have.mode).build(),
+                    }),
+                ]))
+                .and_then(ok)
+                .map_err(CopyError::dest)?;
         }
         let ranges = sparse::whole(from, m.size);
         self.send_data(&fh, StateId::ANONYMOUS, src, &ranges)?;

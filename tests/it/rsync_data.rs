@@ -209,6 +209,33 @@ fn sparse_inplace_append_over_nfs4() {
     check_append(To::Nfs4);
 }
 
+/// `-S --inplace`: the old copy's blocks where the source has holes are punched out,
+/// as rsync does (the mount path; NFS before 4.2 cannot).
+#[test]
+fn sparse_inplace_punches_holes() {
+    let b = both(Via::Mount, &["-aS", "--inplace"], |src, st| {
+        let f = File::create(src.path("punched")).unwrap();
+        f.write_all_at(b"data", MB + 5).unwrap();
+        f.set_len(4 * MB).unwrap();
+        src.mtime("punched", 1_600_000_000, 0);
+        st.random_file("punched", 3 * MB + 17, 9)
+            .mtime("punched", 1_500_000_000, 0);
+    });
+    b.assert_same("-S --inplace");
+    let (r, n) = (
+        allocated(&b.rsync("punched")),
+        allocated(&b.nfsync("punched")),
+    );
+    assert!(
+        r < MB,
+        "rsync -S --inplace allocated {r} bytes: no hole punching here?"
+    );
+    assert!(
+        n <= r + 128 * 1024,
+        "nfsync -S --inplace allocated {n} bytes, rsync {r}"
+    );
+}
+
 /// `--inplace`: the destination file is written into, so a hard link to it (here
 /// `older_link`, which the source lacks) sees the new content, as with rsync.
 fn check_inplace(to: To) {
@@ -450,4 +477,31 @@ fn bwlimit_over_nfs() {
         "2 MB at 1000 KiB/s took {:?}",
         b.nfsync_took
     );
+}
+
+/// `--inplace` into a read-only file of ours, not as root: made writable for the
+/// update and given its mode back, as rsync does (rsync exits 0 with the new content).
+#[test]
+fn inplace_into_a_read_only_file_not_as_root() {
+    use crate::support::nobody;
+    use std::os::unix::fs::PermissionsExt;
+    let s = nobody::scratch();
+    let src = Tree::new(s.join("src"));
+    src.file("f", "new content\n")
+        .chmod("f", 0o444)
+        .mtime("f", 1_600_000_000, 0);
+    let dst = Tree::new(s.join("dst"));
+    dst.file("f", "old\n").chmod("f", 0o444);
+    nobody::hand_over(s.path());
+    let out = nobody::run(&[
+        "-a".as_ref(),
+        "--inplace".as_ref(),
+        &slash(src.root()),
+        &slash(dst.root()),
+    ]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(fs::read(dst.path("f")).unwrap(), b"new content\n");
+    let m = fs::metadata(dst.path("f")).unwrap();
+    assert_eq!(m.permissions().mode() & 0o7777, 0o444);
+    assert_eq!(m.mtime(), 1_600_000_000);
 }

@@ -57,6 +57,27 @@ pub(super) fn fill_by_ranges(src: &SourceFile<'_>, f: &File) -> Result<u64, Copy
     Ok(src.meta.size)
 }
 
+/// Makes `[off, off + len)` of `f` a hole; where the filesystem cannot, zeros up to
+/// `old_end` (past it the file reads as zeros already).
+fn punch_hole(f: &File, off: u64, len: u64, old_end: u64) -> Result<(), CopyError> {
+    use rustix::fs::FallocateFlags as F;
+    match rustix::fs::fallocate(f, F::PUNCH_HOLE | F::KEEP_SIZE, off, len) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {
+            let end = (off + len).min(old_end);
+            let zeros = vec![0u8; PIECE.min(end - off) as usize];
+            let mut at = off;
+            while at < end {
+                let n = (end - at).min(PIECE) as usize;
+                f.write_all_at(&zeros[..n], at).map_err(CopyError::dest)?;
+                at += n as u64;
+            }
+            Ok(())
+        }
+        Err(e) => Err(CopyError::Dest(e.into())),
+    }
+}
+
 impl LocalDest {
     pub(super) fn write_into_impl(
         &self,
@@ -68,7 +89,22 @@ impl LocalDest {
         let meta = src.meta;
         let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
         let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(dir.fd(), name, flags, Mode::empty()).map_err(dest)?;
+        let open = || rustix::fs::openat(dir.fd(), name, flags, Mode::empty());
+        // A read-only file of ours is made writable for the update (rsync does the
+        // same); the mode it ends with is set below either way.
+        let mut made_writable = false;
+        let fd = match open() {
+            Err(rustix::io::Errno::ACCESS) if self.euid != 0 => {
+                let st = rustix::fs::statat(dir.fd(), name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(dest)?;
+                super::sys::chmod_nofollow(dir.fd(), name, (st.st_mode | 0o200) & 0o7777)
+                    .map_err(CopyError::dest)?;
+                made_writable = true;
+                open()
+            }
+            r => r,
+        }
+        .map_err(dest)?;
         let st = rustix::fs::fstat(&fd).map_err(dest)?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
             return Err(CopyError::Dest(
@@ -76,12 +112,28 @@ impl LocalDest {
             ));
         }
         let f = File::from(fd);
-        let bytes = write_ranges(src, &f, &sparse::whole(from, meta.size))?;
+        let bytes = if src.sparse {
+            // rsync -S --inplace: the source's holes become holes here too.
+            let data =
+                sparse::data_extents(&src.file, from, meta.size).map_err(CopyError::Source)?;
+            // Past the old end there is nothing to punch, but the block it falls in
+            // goes too: the punch runs to the gap's end (the size stays).
+            let old_end = (st.st_size as u64).min(meta.size);
+            for (off, len) in sparse::gaps(from, meta.size, &data) {
+                if off < old_end {
+                    punch_hole(&f, off, len, old_end)?;
+                }
+            }
+            write_ranges(src, &f, &data)?
+        } else {
+            write_ranges(src, &f, &sparse::whole(from, meta.size))?
+        };
         if st.st_size as u64 != meta.size {
             f.set_len(meta.size).map_err(CopyError::dest)?;
         }
         src.verify_unchanged()?;
-        let mut chmod = st.st_mode & 0o7777 != meta.mode || meta.mode & 0o6000 != 0;
+        let mut chmod =
+            made_writable || st.st_mode & 0o7777 != meta.mode || meta.mode & 0o6000 != 0;
         if let Some((uid, gid)) = self.owner_ids(meta)
             && (uid.is_some_and(|u| u.as_raw() != st.st_uid)
                 || gid.is_some_and(|g| g.as_raw() != st.st_gid))
