@@ -85,9 +85,11 @@ impl Nfs4Dest {
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
         let sessions = self.client.sessions();
+        // With -S a file with holes sends only its data extents, which the one
+        // compound does not do.
+        let holes = src.sparse && src.new_file_ranges()? != dest::sparse::whole(0, src.meta.size);
         let write = || {
-            // With -S only the data extents are sent, which one compound does not do.
-            if src.meta.size <= u64::from(self.io_size) && !src.sparse {
+            if src.meta.size <= u64::from(self.io_size) && !holes {
                 self.write_small(dir, n, src)
             } else {
                 self.write_large(dir, n, src)
