@@ -150,7 +150,8 @@ impl<D: Destination> Engine<'_, D> {
     /// (interrupt, fatal error) the temporaries are removed instead.
     pub(super) fn finish_delayed(&self) {
         let delayed = std::mem::take(&mut *self.delayed.lock().unwrap());
-        let mut touched: Vec<Arc<DirNode<D>>> = Vec::new();
+        // The directories renamed into, and whether one had to be made writable.
+        let mut touched: Vec<(Arc<DirNode<D>>, bool)> = Vec::new();
         let mut seen = HashSet::new();
         for d in delayed {
             let Some(dir) = d.parent.dir.as_ref() else {
@@ -170,41 +171,62 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 continue;
             }
-            match self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir) {
-                Ok(()) => {
-                    if seen.insert(Arc::as_ptr(&d.parent)) {
-                        touched.push(d.parent.clone());
+            if seen.insert(Arc::as_ptr(&d.parent)) {
+                touched.push((d.parent.clone(), false));
+            }
+            let mut r = self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir);
+            // The directory got its final mode when its transfers were done; a
+            // read-only one is opened up for the renames (and closed again below).
+            if let Err(e) = &r
+                && e.kind() == io::ErrorKind::PermissionDenied
+                && let Some(given) = self.dir_given(&d.parent)
+            {
+                let open = Meta {
+                    mode: given.mode | 0o700,
+                    ..given
+                };
+                let mode = AttrSet {
+                    mode: true,
+                    ..AttrSet::default()
+                };
+                if self.dest.set_dir_attrs(dir, &open, mode).is_ok() {
+                    if let Some(t) = touched.iter_mut().find(|t| Arc::ptr_eq(&t.0, &d.parent)) {
+                        t.1 = true;
                     }
+                    r = self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir);
                 }
-                Err(e) => self.dest_error(&rel, e),
+            }
+            if let Err(e) = r {
+                self.dest_error(&rel, e);
             }
         }
-        if !self.cfg.times || self.cfg.omit_dir_times {
-            return;
-        }
-        for node in touched {
-            self.reset_dir_mtime(&node);
+        let times = self.cfg.times && !self.cfg.omit_dir_times;
+        for (node, opened) in touched {
+            let what = AttrSet {
+                mode: opened,
+                mtime: times,
+                ..AttrSet::default()
+            };
+            if let (false, Some(dir), Some(given)) =
+                (what.is_empty(), &node.dir, self.dir_given(&node))
+                && let Err(e) = self.dest.set_dir_attrs(dir, &given, what)
+            {
+                self.dest_error(Path::new(&node.rel), e);
+            }
         }
     }
 
-    /// A directory's mtime once more, after renames moved it.
-    fn reset_dir_mtime(&self, node: &DirNode<D>) {
-        let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
-            return;
-        };
+    /// What a directory was given when it was finalized (see `Engine::finalize`):
+    /// `None` when it was not.
+    fn dir_given(&self, node: &DirNode<D>) -> Option<Meta> {
+        let meta = node.meta.as_ref()?;
         let mut given = self.give(meta);
         match node.origin {
             Origin::Found(found) if !self.cfg.perms => given.mode = found.mode,
-            Origin::Imagined => return,
+            Origin::Imagined => return None,
             _ => {}
         }
-        let what = AttrSet {
-            mtime: true,
-            ..AttrSet::default()
-        };
-        if let Err(e) = self.dest.set_dir_attrs(dir, &given, what) {
-            self.dest_error(Path::new(&node.rel), e);
-        }
+        Some(given)
     }
 }
 

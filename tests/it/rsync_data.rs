@@ -505,3 +505,29 @@ fn inplace_into_a_read_only_file_not_as_root() {
     assert_eq!(m.permissions().mode() & 0o7777, 0o444);
     assert_eq!(m.mtime(), 1_600_000_000);
 }
+
+/// `--delay-updates` into a read-only directory, not as root: the directory has its
+/// final mode by the end of the run, so it is opened for the renames and closed again
+/// (rsync, setting directory modes last, succeeds too).
+#[test]
+fn delay_updates_into_a_read_only_directory_not_as_root() {
+    use crate::support::nobody;
+    use std::os::unix::fs::PermissionsExt;
+    let s = nobody::scratch();
+    let src = Tree::new(s.join("src"));
+    src.file("sub/f", "f\n")
+        .chmod("sub", 0o555)
+        .mtime("sub", 1_600_000_000, 0);
+    nobody::hand_over(s.path());
+    let out = nobody::run(&[
+        "-a".as_ref(),
+        "--delay-updates".as_ref(),
+        &slash(src.root()),
+        &slash(&s.join("dst")),
+    ]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(fs::read(s.join("dst/sub/f")).unwrap(), b"f\n");
+    let m = fs::metadata(s.join("dst/sub")).unwrap();
+    assert_eq!(m.permissions().mode() & 0o7777, 0o555);
+    assert_eq!(m.mtime(), 1_600_000_000);
+}
