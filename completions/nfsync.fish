@@ -19,6 +19,8 @@ complete -c nfsync -l chmod -d 'Change modes as chmod(1) would: D755,F644 / u+w,
 complete -c nfsync -l chown -d 'Give every entry this owner and group (names or numbers; U, U:G or :G). Implies -o and/or -g' -r
 complete -c nfsync -l usermap -d 'Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o' -r
 complete -c nfsync -l groupmap -d 'Map groups FROM:TO,..., as --usermap. Implies -g' -r
+complete -c nfsync -s T -l temp-dir -d 'Write updates\' temporaries in DIR (relative to DEST), then move them in place' -r -F
+complete -c nfsync -l bwlimit -d 'Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0: no limit)' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -87,4 +89,9 @@ complete -c nfsync -s X -l xattrs -d 'Copy extended attributes (user.*; as root 
 complete -c nfsync -l no-xattrs -d 'Don\'t copy extended attributes'
 complete -c nfsync -s A -l acls -d 'Copy POSIX ACLs (implies -p)'
 complete -c nfsync -l no-acls -d 'Don\'t copy ACLs'
+complete -c nfsync -s S -l sparse -d 'Keep holes: only the source\'s data extents are written to new files'
+complete -c nfsync -l inplace -d 'Update files in place (hard links to them see the change) instead of writing beside them and renaming'
+complete -c nfsync -l append -d 'Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone'
+complete -c nfsync -l append-verify -d '--append, then compare the whole file and rewrite it if it differs'
+complete -c nfsync -l delay-updates -d 'Put all updated files in place at the end of the run'
 complete -c nfsync -s V -l version -d 'Print version'

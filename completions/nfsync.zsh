@@ -38,6 +38,9 @@ _nfsync() {
 '--chown=[Give every entry this owner and group (names or numbers; U, U\:G or \:G). Implies -o and/or -g]:USER:GROUP:_default' \
 '--usermap=[Map owners FROM\:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o]:STRING:_default' \
 '--groupmap=[Map groups FROM\:TO,..., as --usermap. Implies -g]:STRING:_default' \
+'-T+[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
+'--temp-dir=[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
+'--bwlimit=[Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0\: no limit)]:RATE:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -132,6 +135,12 @@ man\:"The man page (roff)"))' \
 '-A[Copy POSIX ACLs (implies -p)]' \
 '--acls[Copy POSIX ACLs (implies -p)]' \
 '--no-acls[Don'\''t copy ACLs]' \
+'-S[Keep holes\: only the source'\''s data extents are written to new files]' \
+'--sparse[Keep holes\: only the source'\''s data extents are written to new files]' \
+'--inplace[Update files in place (hard links to them see the change) instead of writing beside them and renaming]' \
+'--append[Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone]' \
+'--append-verify[--append, then compare the whole file and rewrite it if it differs]' \
+'--delay-updates[Put all updated files in place at the end of the run]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

@@ -100,6 +100,41 @@ pub struct Config {
     pub groupmap: Option<IdMap>,
     /// Which extended attributes are copied (`-X`, `-A`).
     pub xattrs: XattrSet,
+    // Data: how file data is written (-S, --inplace, --append, --temp-dir, ...).
+    /// How file data is written.
+    pub data: DataConfig,
+}
+
+/// How file data is written (rsync's `-S`, `--inplace`, `--append[-verify]`,
+/// `--temp-dir`, `--delay-updates`, `--bwlimit`).
+#[derive(Clone, Debug, Default)]
+pub struct DataConfig {
+    /// `-S`: holes in a new file stay holes.
+    pub sparse: bool,
+    /// `--inplace` (implied by `--append`): an update is written into the existing
+    /// file instead of beside it.
+    pub inplace: bool,
+    /// `--append` / `--append-verify`.
+    pub append: Append,
+    /// `--temp-dir`: where an update's temporary is written (relative to DEST).
+    pub temp_dir: Option<PathBuf>,
+    /// `--delay-updates`: every transferred file is put in place at the end.
+    pub delay_updates: bool,
+    /// `--bwlimit` in bytes per second (0: no limit).
+    pub bwlimit: u64,
+}
+
+/// rsync's `--append` modes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Append {
+    /// Updates rewrite the whole file.
+    #[default]
+    Off,
+    /// A file longer at the source gets the rest appended; one the same size or
+    /// longer at the destination is left alone.
+    Append,
+    /// As `Append`, then the whole file is compared, and rewritten if it differs.
+    Verify,
 }
 
 impl Config {

@@ -4,8 +4,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
 use super::Cli;
+use super::rsync::RsyncOpts;
 use crate::chmod::Chmod;
-use crate::config::Config;
+use crate::config::{Append, Config, DataConfig};
 use crate::dest::OwnerPolicy;
 use crate::filter::{Arg, Filter};
 use crate::follow::Follow;
@@ -98,6 +99,7 @@ impl Cli {
             last(&[("archive", true), ("perms", true), ("no_perms", false)]).unwrap_or(default);
         let times =
             last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
+        let data = data_config(r)?;
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -172,6 +174,7 @@ impl Cli {
             usermap,
             groupmap,
             xattrs: XattrSet { xattrs, acls, root },
+            data,
         })
     }
 }
@@ -283,4 +286,31 @@ fn current_umask() -> u32 {
     let old = rustix::process::umask(Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
     old.bits()
+}
+
+/// The data options, refused together where rsync refuses them.
+fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
+    let append = if r.append_verify {
+        Append::Verify
+    } else if r.append {
+        Append::Append
+    } else {
+        Append::Off
+    };
+    if r.delay_updates {
+        if append != Append::Off {
+            anyhow::bail!("--append cannot be used with --delay-updates");
+        }
+        if r.inplace {
+            anyhow::bail!("--inplace cannot be used with --delay-updates");
+        }
+    }
+    Ok(DataConfig {
+        sparse: r.sparse,
+        inplace: r.inplace || append != Append::Off,
+        append,
+        temp_dir: r.temp_dir.clone(),
+        delay_updates: r.delay_updates,
+        bwlimit: r.bwlimit.unwrap_or(0),
+    })
 }

@@ -282,6 +282,37 @@ pub struct RsyncOpts {
     /// Don't copy ACLs.
     #[arg(long, alias = "no-A", hide = true)]
     pub no_acls: bool,
+    // Data: how file data is written.
+    /// Keep holes: only the source's data extents are written to new files.
+    #[arg(short = 'S', long)]
+    pub sparse: bool,
+
+    /// Update files in place (hard links to them see the change) instead of writing
+    /// beside them and renaming.
+    #[arg(long)]
+    pub inplace: bool,
+
+    /// Append to files that are shorter at the destination (implies --inplace); files
+    /// the same size or longer there are left alone.
+    #[arg(long)]
+    pub append: bool,
+
+    /// --append, then compare the whole file and rewrite it if it differs.
+    #[arg(long)]
+    pub append_verify: bool,
+
+    /// Write updates' temporaries in DIR (relative to DEST), then move them in place.
+    #[arg(short = 'T', long, value_name = "DIR")]
+    pub temp_dir: Option<std::path::PathBuf>,
+
+    /// Put all updated files in place at the end of the run.
+    #[arg(long)]
+    pub delay_updates: bool,
+
+    /// Limit the rate data is written at, all files together (KiB/s unless a suffix
+    /// says otherwise; 0: no limit).
+    #[arg(long, value_name = "RATE", value_parser = crate::bwlimit::parse_rate)]
+    pub bwlimit: Option<u64>,
 }
 
 impl RsyncOpts {

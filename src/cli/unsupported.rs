@@ -31,13 +31,6 @@ pub const LIST: &[Unsupported] = refused![
     (Some('b'), "backup", NOT_YET),
     (None, "backup-dir", NOT_YET),
     (None, "suffix", NOT_YET),
-    (
-        None,
-        "inplace",
-        "an update is always written beside the old copy and renamed over it"
-    ),
-    (None, "append", NOT_YET),
-    (None, "append-verify", NOT_YET),
     (Some('d'), "dirs", NOT_YET),
     (None, "old-dirs", NOT_YET),
     (None, "old-d", NOT_YET),
@@ -46,7 +39,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "copy-devices", NOT_YET),
     (None, "write-devices", NOT_YET),
     (None, "fake-super", NO_ATTR),
-    (Some('S'), "sparse", "holes are written as zeros"),
     (Some('U'), "atimes", NO_ATTR),
     (
         None,
@@ -67,13 +59,7 @@ pub const LIST: &[Unsupported] = refused![
         "partial-dir",
         "an update is written beside the old copy and renamed over it"
     ),
-    (None, "delay-updates", NOT_YET),
     (Some('m'), "prune-empty-dirs", NOT_YET),
-    (
-        Some('T'),
-        "temp-dir",
-        "temporaries go beside the file they replace"
-    ),
     (Some('y'), "fuzzy", "nfsync has no delta transfer"),
     (None, "compare-dest", NOT_YET),
     (None, "copy-dest", NOT_YET),
@@ -112,7 +98,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "password-file", REMOTE),
     (None, "early-input", REMOTE),
     (None, "list-only", NOT_YET),
-    (None, "bwlimit", NOT_YET),
     (None, "stop-after", NOT_YET),
     (None, "time-limit", NOT_YET),
     (None, "stop-at", NOT_YET),

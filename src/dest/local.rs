@@ -30,6 +30,7 @@ use super::{
 use crate::dest;
 use crate::meta::{Kind, Meta};
 
+mod data;
 mod sys;
 mod xattr;
 
@@ -282,6 +283,30 @@ impl Destination for LocalDest {
         }
     }
 
+    fn write_into(
+        &self,
+        dir: &LocalDir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        self.write_into_impl(dir, name, src, from)
+    }
+
+    fn temp_dir(&self, path: &Path) -> dest::Result<LocalDir> {
+        Ok(self.temp_dir_impl(path)?)
+    }
+
+    fn rename_between(
+        &self,
+        from_dir: &LocalDir,
+        from: &OsStr,
+        to_dir: &LocalDir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        Ok(self.rename_between_impl(from_dir, from, to_dir, to)?)
+    }
+
     fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
         Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
     }
@@ -438,7 +463,11 @@ impl LocalDest {
     /// the mtime: a file with the source's size and mtime is complete.
     fn fill(&self, f: &mut File, src: &SourceFile<'_>) -> Result<u64, CopyError> {
         let meta = src.meta;
-        let bytes = copy_data(&src.file, f, meta.size)?;
+        let bytes = if data::by_ranges(src) {
+            data::fill_by_ranges(src, f)?
+        } else {
+            copy_data(&src.file, f, meta.size)?
+        };
         src.verify_unchanged()?;
         let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
         let mut mode_needed = meta.mode & 0o7000 != 0;
@@ -584,6 +613,8 @@ mod tests {
             meta: &listed,
             listed: &listed,
             path: &src_path,
+            sparse: false,
+            limit: None,
         };
         let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("f"), &src);
         assert!(matches!(r, Err(CopyError::SourceChanged)), "{r:?}");
@@ -617,6 +648,8 @@ mod tests {
             meta: &listed,
             listed: &listed,
             path: &src_path,
+            sparse: false,
+            limit: None,
         };
         let d = dest(&out);
         let n = d

@@ -13,6 +13,7 @@
 
 mod error;
 pub mod local;
+pub mod sparse;
 
 pub use error::{Error, Result};
 
@@ -21,6 +22,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
+use crate::bwlimit::RateLimit;
 use crate::meta::{Kind, Meta, Time};
 use crate::xattrs::{XattrSet, Xattrs};
 
@@ -116,9 +118,34 @@ pub struct SourceFile<'a> {
     pub listed: &'a Meta,
     /// Source path, for messages.
     pub path: &'a Path,
+    // Data (rsync -S, --bwlimit).
+    /// `-S`: a new file gets only the source's data extents, its holes stay holes.
+    /// With `--inplace` the mount path punches the source's holes into the old copy,
+    /// as rsync does; over NFS, which has no call for that before 4.2, they are
+    /// written as zeros.
+    pub sparse: bool,
+    /// `--bwlimit`: the run's shared rate, taken before each piece is written.
+    pub limit: Option<&'a RateLimit>,
 }
 
 impl SourceFile<'_> {
+    /// The ranges a new file is written with: the data extents under `-S`, else the
+    /// whole file.
+    pub fn new_file_ranges(&self) -> std::result::Result<Vec<(u64, u64)>, CopyError> {
+        if self.sparse {
+            sparse::data_extents(&self.file, 0, self.meta.size).map_err(CopyError::Source)
+        } else {
+            Ok(sparse::whole(0, self.meta.size))
+        }
+    }
+
+    /// Waits until `bytes` more may be written under `--bwlimit`.
+    pub fn throttle(&self, bytes: u64) {
+        if let Some(l) = self.limit {
+            l.take(bytes);
+        }
+    }
+
     /// Re-checks size and mtime against the listing.
     pub fn verify_unchanged(&self) -> std::result::Result<(), CopyError> {
         let now = self.file.metadata().map_err(CopyError::Source)?;
@@ -237,6 +264,64 @@ pub trait Destination: Send + Sync {
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> std::result::Result<u64, CopyError>;
+
+    /// Writes the source's bytes from offset `from` on into the existing regular file
+    /// `name` (rsync `--inplace`: from 0; `--append`: from the destination's length),
+    /// cuts it to the source's size, then gives it mode and ownership, and the mtime
+    /// last. Returns the bytes written. Writing in place is what makes hard links to
+    /// the file see the new content; a failure part-way leaves the file with the
+    /// data written so far and its old mtime, so the quick check copies it again.
+    fn write_into(
+        &self,
+        dir: &Self::Dir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> std::result::Result<u64, CopyError> {
+        let _ = (dir, name, src, from);
+        Err(CopyError::Dest(unsupported(
+            "writing into an existing file is not supported by this destination",
+        )))
+    }
+
+    /// `--temp-dir DIR`: the directory updates' temporaries are written in, `path`
+    /// taken relative to DEST (rsync's receiver works in DEST). This default walks
+    /// down from DEST, so it takes only relative paths; the mount path also takes an
+    /// absolute one.
+    fn temp_dir(&self, path: &Path) -> Result<Self::Dir> {
+        use std::path::Component;
+        let mut d = self.root_dir()?;
+        for c in path.components() {
+            match c {
+                Component::Normal(n) => d = self.open_dir(&d, n)?.0,
+                Component::CurDir => {}
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "this destination takes a --temp-dir below DEST, without `..`",
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    /// Renames `from` in `from_dir` to `to` in `to_dir`, replacing a file there (a
+    /// temporary written in `--temp-dir` put in place). Where the two are on
+    /// different filesystems the mount path copies, as rsync does.
+    fn rename_between(
+        &self,
+        from_dir: &Self::Dir,
+        from: &OsStr,
+        to_dir: &Self::Dir,
+        to: &OsStr,
+    ) -> Result<()> {
+        let _ = (from_dir, from, to_dir, to);
+        Err(unsupported(
+            "renaming between directories is not supported by this destination",
+        ))
+    }
 
     /// Reads a symbolic link's target (to compare it with the source's).
     fn read_link(&self, dir: &Self::Dir, name: &OsStr) -> Result<OsString>;

@@ -13,12 +13,11 @@ use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
-use crate::temp;
 use crate::walk;
 
 /// How a regular file gets to the destination.
 #[derive(Clone, Copy, Debug)]
-enum Put {
+pub(super) enum Put {
     /// Nothing there: write it under its name.
     New,
     /// An older copy there (these its attributes): write beside it and rename over it.
@@ -228,6 +227,12 @@ impl<D: Destination> Engine<'_, D> {
                 self.fix_attrs(job, rel, what, ('f', None), None);
                 Attempt::Done(true)
             }
+            Decision::Create | Decision::Replace | Decision::CompareContent
+                if self.append_leaves(dst.as_ref(), src) =>
+            {
+                Stats::bump(&self.stats.files_skipped);
+                Attempt::Done(true)
+            }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
                 let code = match &dst {
                     // rsync's columns: YXcstpoguax.
@@ -341,40 +346,12 @@ impl<D: Destination> Engine<'_, D> {
             meta: &given,
             listed: &job.entry.meta,
             path: &job.entry.path,
+            sparse: self.cfg.data.sparse,
+            limit: self.limit.as_ref(),
         };
-        let dir = job
-            .parent
-            .dir
-            .as_ref()
-            .expect("non-dry runs have directories");
-        let name = &job.entry.name;
-        // An update is written beside the old copy and renamed over it (as rsync does),
-        // so a failure part-way leaves the old copy whole; the rename costs what
-        // removing the old file first would.
-        let temp = matches!(put, Put::Replace(_)).then(|| temp::name(name));
-        // A failed write removes its own partial file (see `Destination::write_file`).
-        let written = self
-            .dest
-            .write_file(dir, temp.as_deref().unwrap_or(name), &source);
-        // A copy that changed under us is put in place too, without the source's mtime,
-        // so the next run copies it again (a new file is left the same way).
-        let written = match (written, &temp) {
-            (r @ (Ok(_) | Err(CopyError::SourceChanged)), Some(t)) => {
-                match self.dest.rename(dir, t, name) {
-                    Ok(()) => r,
-                    Err(e) => {
-                        // The temporary's name is ours alone: removing it by name is safe.
-                        if !e.is_fatal() && !self.stop.load(Ordering::Relaxed) {
-                            let _ = self.dest.remove(dir, t, Kind::File);
-                        }
-                        if !last && e.kind() == io::ErrorKind::NotFound {
-                            return Attempt::Raced;
-                        }
-                        Err(CopyError::Dest(e))
-                    }
-                }
-            }
-            (r, _) => r,
+        let written = match self.put_file(job, &source, put, last) {
+            Ok(w) => w,
+            Err(raced) => return raced,
         };
         let ok = match written {
             Ok(bytes) => {

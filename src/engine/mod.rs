@@ -20,6 +20,7 @@ mod links;
 mod order;
 pub mod sched;
 mod shape;
+mod update;
 mod xattr;
 
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::bwlimit::RateLimit;
 use crate::config::Config;
 use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
@@ -121,6 +123,13 @@ pub struct Engine<'a, D: Destination> {
     xattrs_off: AtomicBool,
     /// `-K`: (dev, ino) of the directories written through destination symlinks.
     linked_dirs: Mutex<Vec<(u64, u64)>>,
+    // Data: how file data is written.
+    /// `--bwlimit`, shared by all workers.
+    limit: Option<RateLimit>,
+    /// `--temp-dir`, opened.
+    temp_dir: Option<D::Dir>,
+    /// `--delay-updates`: files waiting for the end of the run.
+    delayed: Mutex<Vec<update::Delayed<D>>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -151,6 +160,9 @@ pub fn run<D: Destination>(
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
         xattrs_off: AtomicBool::new(false),
         linked_dirs: Mutex::new(Vec::new()),
+        limit: RateLimit::new(cfg.data.bwlimit),
+        temp_dir: update::open_temp_dir(cfg, dest)?,
+        delayed: Mutex::new(Vec::new()),
     };
     engine.plan_roots()?;
     engine.stats.roots_planned.store(true, Ordering::SeqCst);
@@ -230,6 +242,7 @@ pub fn run<D: Destination>(
         Ok(())
     });
     started?;
+    engine.finish_delayed();
 
     let mut summary = Summary::new(
         &engine.stats,

@@ -365,6 +365,7 @@ fn config(src: &Path, delete: bool) -> Config {
         usermap: None,
         groupmap: None,
         xattrs: Default::default(),
+        data: Default::default(),
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::dest::{self, CopyError, read_full};
+use crate::dest::{self, CopyError, SourceFile, read_full};
 
 /// Calls of one file in flight at once (the transport's window bounds the total).
 const PER_FILE_INFLIGHT: usize = 16;
@@ -33,15 +33,16 @@ fn join_error(e: impl std::error::Error + Send + Sync + 'static) -> CopyError {
     CopyError::Dest(io::Error::other(e).into())
 }
 
-/// Sends `size` bytes of `file` as `chunk`-byte pieces, `send(offset, bytes)` each,
-/// up to [`PER_FILE_INFLIGHT`] at once; returns their results in file order. Waits for
+/// Sends the `ranges` (offset, length) of the source as `chunk`-byte pieces,
+/// `send(offset, bytes)` each, up to [`PER_FILE_INFLIGHT`] at once, each piece paced by
+/// `--bwlimit` before it is read; returns their results in file order. Waits for
 /// every call in flight before returning, also on failure, so that no write lands
 /// after the caller goes on.
 pub fn send_all<T, F, Fut>(
     rt: &Runtime,
     budget: &Arc<Semaphore>,
-    file: &File,
-    size: u64,
+    src: &SourceFile<'_>,
+    ranges: &[(u64, u64)],
     chunk: u64,
     send: F,
 ) -> Result<Vec<T>, CopyError>
@@ -53,7 +54,9 @@ where
     let mut inflight: VecDeque<JoinHandle<dest::Result<T>>> = VecDeque::new();
     let mut out = Vec::new();
     let mut failed: Option<CopyError> = None;
-    let mut off = 0u64;
+    let mut pieces = ranges.iter().flat_map(|&(start, len)| {
+        (0..len.div_ceil(chunk)).map(move |i| (start + i * chunk, chunk.min(len - i * chunk)))
+    });
     let join = |h: JoinHandle<dest::Result<T>>, out: &mut Vec<T>| {
         out.push(
             rt.block_on(h)
@@ -62,13 +65,17 @@ where
         );
         Ok::<(), CopyError>(())
     };
-    while off < size && failed.is_none() {
-        let len = chunk.min(size - off) as usize;
+    while failed.is_none() {
+        let Some((off, len)) = pieces.next() else {
+            break;
+        };
+        let len = len as usize;
+        src.throttle(len as u64);
         let permit = rt
             .block_on(budget.clone().acquire_many_owned(held(len as u32)))
             .map_err(join_error)?;
         let mut buf = vec![0u8; len];
-        if let Err(e) = read_full(file, &mut buf, off) {
+        if let Err(e) = read_full(&src.file, &mut buf, off) {
             failed = Some(e);
             break;
         }
@@ -78,7 +85,6 @@ where
             drop(permit);
             r
         }));
-        off += len as u64;
         if inflight.len() >= PER_FILE_INFLIGHT
             && let Some(h) = inflight.pop_front()
             && let Err(e) = join(h, &mut out)

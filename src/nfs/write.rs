@@ -215,11 +215,13 @@ impl NfsDest {
             .map_err(CopyError::dest)?;
         let size = m.size;
         let filled = (|| {
-            if size > 0 {
-                self.send_data(&fh, &src.file, size)?;
-            }
+            self.send_data(&fh, src, &src.new_file_ranges()?)?;
             src.verify_unchanged()?;
-            let s = self.finish_attrs(m, have.as_ref(), true);
+            let mut s = self.finish_attrs(m, have.as_ref(), true);
+            if src.sparse {
+                // Only the data went over the wire: the size makes the trailing hole.
+                s.size = v3::Nfs3Option::Some(size);
+            }
             self.rt
                 .block_on(self.apply(&fh, s.clone()))
                 .and_then(ok)
@@ -258,9 +260,107 @@ impl NfsDest {
         }
     }
 
-    fn send_data(&self, fh: &nfs_fh3, file: &File, size: u64) -> Result<(), CopyError> {
+    /// `--inplace` / `--append`: the existing file's handle, the source's bytes from
+    /// `from` on, COMMIT, then one SETATTR with the size (when it differs), mode,
+    /// owners and the mtime.
+    pub(super) fn write_into_impl(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let lost_before = self.nfs.rpc().lost();
+        let (fh, mut have) = self
+            .rt
+            .block_on(self.lookup(dir, name))
+            .map_err(CopyError::dest)?
+            .ok_or_else(|| CopyError::Dest(io::Error::from_raw_os_error(libc::ENOENT).into()))?;
+        if have.type_ != ftype3::NF3REG {
+            return Err(CopyError::Dest(
+                io::Error::from_raw_os_error(libc::EISDIR).into(),
+            ));
+        }
+        if have.mode & 0o200 == 0 {
+            // Writable for the update (as rsync makes it); the final SETATTR then
+            // sees a mode that differs and gives the file its own.
+            have.mode |= 0o200;
+            let s = v3::sattr3 {
+                mode: v3::Nfs3Option::Some(have.mode & 0o7777),
+                ..Default::default()
+            };
+            self.rt
+                .block_on(self.apply(&fh, s))
+                .and_then(ok)
+                .map_err(CopyError::dest)?;
+        }
+        let ranges = crate::dest::sparse::whole(from, m.size);
+        self.send_data(&fh, src, &ranges)?;
+        src.verify_unchanged()?;
+        let mut s = self.finish_attrs(m, Some(&have), true);
+        if have.size != m.size {
+            s.size = v3::Nfs3Option::Some(m.size);
+        }
+        self.rt
+            .block_on(self.apply(&fh, s.clone()))
+            .and_then(ok)
+            .map_err(CopyError::dest)?;
+        if self.nfs.rpc().lost() != lost_before {
+            self.rt
+                .block_on(self.settle_mtime(&fh, s, m))
+                .map_err(CopyError::dest)?;
+        }
+        Ok(ranges.iter().map(|r| r.1).sum())
+    }
+
+    /// `--temp-dir`'s rename between directories.
+    pub(super) fn rename_between_impl(
+        &self,
+        from_dir: &NfsDir,
+        from: &[u8],
+        to_dir: &NfsDir,
+        to: &[u8],
+    ) -> dest::Result<()> {
+        let args = v3::RENAME3args {
+            from: dirop(&from_dir.fh, from),
+            to: dirop(&to_dir.fh, to),
+        };
+        let a = self.rt.block_on(
+            self.nfs
+                .call::<_, v3::RENAME3resok, v3::RENAME3resfail>(P::NFSPROC3_RENAME, &args),
+        )?;
+        match a.res {
+            Ok(_) => {}
+            // Our own RENAME, sent again after a lost reply, found it done.
+            Err(nfsstat3::NFS3ERR_NOENT) if a.ambiguous => {}
+            Err(s) => return Err(error::status(s)),
+        }
+        // A file written for -H is remembered by name for the links to it.
+        if let Ok(mut c) = self.link_cache.lock()
+            && let Some(fh) = c.remove(&cache_key(&from_dir.fh, from))
+        {
+            c.insert(cache_key(&to_dir.fh, to), fh);
+        }
+        Ok(())
+    }
+
+    /// The `ranges` of the source: one FILE_SYNC WRITE when they are one piece that
+    /// fits, else UNSTABLE WRITEs and COMMIT.
+    fn send_data(
+        &self,
+        fh: &nfs_fh3,
+        src: &SourceFile<'_>,
+        ranges: &[(u64, u64)],
+    ) -> Result<(), CopyError> {
         let wsize = u64::from(self.info.wsize);
-        if size <= wsize {
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        if let [(off, size)] = *ranges
+            && size <= wsize
+        {
+            src.throttle(size);
             // The budget first: it is what bounds the bytes held in memory.
             let permit = self
                 .rt
@@ -271,11 +371,11 @@ impl NfsDest {
                 )
                 .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?;
             let mut buf = vec![0u8; size as usize];
-            read_full(file, &mut buf, 0)?;
+            read_full(&src.file, &mut buf, off)?;
             let r = self.rt.block_on(write_chunk(
                 self.nfs.clone(),
                 fh.clone(),
-                0,
+                off,
                 buf,
                 stable_how::FILE_SYNC,
             ));
@@ -284,7 +384,7 @@ impl NfsDest {
         }
         // The server may lose UNSTABLE data when it reboots; the changed verifier says so.
         for _ in 0..3 {
-            let verfs = self.send_unstable(fh, file, size)?;
+            let verfs = self.send_unstable(fh, src, ranges)?;
             let args = v3::COMMIT3args {
                 file: fh.clone(),
                 offset: 0,
@@ -311,11 +411,11 @@ impl NfsDest {
     fn send_unstable(
         &self,
         fh: &nfs_fh3,
-        file: &File,
-        size: u64,
+        src: &SourceFile<'_>,
+        ranges: &[(u64, u64)],
     ) -> Result<Vec<Option<writeverf3>>, CopyError> {
         let wsize = u64::from(self.info.wsize);
-        let chunks = pipeline::send_all(&self.rt, &self.budget, file, size, wsize, |off, buf| {
+        let chunks = pipeline::send_all(&self.rt, &self.budget, src, ranges, wsize, |off, buf| {
             write_chunk(self.nfs.clone(), fh.clone(), off, buf, stable_how::UNSTABLE)
         })?;
         // Verifiers that disagree within a chunk force a resend, like a change.

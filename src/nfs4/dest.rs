@@ -482,6 +482,26 @@ impl Destination for Nfs4Dest {
         self.write_file_impl(dir, n.as_bytes(), src)
     }
 
+    fn write_into(
+        &self,
+        dir: &Nfs4Dir,
+        n: &OsStr,
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        self.write_into_impl(dir, n.as_bytes(), src, from)
+    }
+
+    fn rename_between(
+        &self,
+        from_dir: &Nfs4Dir,
+        from: &OsStr,
+        to_dir: &Nfs4Dir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        self.rename_between_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
+    }
+
     fn symlink(&self, dir: &Nfs4Dir, n: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
         self.symlink_impl(dir, n.as_bytes(), target.as_bytes(), m)
     }

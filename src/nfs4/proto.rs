@@ -241,6 +241,10 @@ impl AttrsBuilder {
         v.pack(&mut self.vals).expect("packing into a Vec");
         self
     }
+    /// `size` (SETATTR: cut or extend the file).
+    pub fn size(self, size: u64) -> Self {
+        self.put(attr::SIZE, &size)
+    }
     /// `mode` (permission bits with setuid, setgid and sticky).
     pub fn mode(self, mode: u32) -> Self {
         self.put(attr::MODE, &(mode & 0o7777))

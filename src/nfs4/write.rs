@@ -67,7 +67,11 @@ impl Nfs4Dest {
     }
 
     fn finish(&self, m: &Meta) -> AttrsBuilder {
-        let mut b = AttrsBuilder::default();
+        self.finish_onto(AttrsBuilder::default(), m)
+    }
+
+    /// [`Self::finish`] after attributes numbered below `mode` (the size).
+    pub(super) fn finish_onto(&self, mut b: AttrsBuilder, m: &Meta) -> AttrsBuilder {
         if mode_after(m) {
             b = b.mode(m.mode);
         }
@@ -81,8 +85,11 @@ impl Nfs4Dest {
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
         let sessions = self.client.sessions();
+        // With -S a file with holes sends only its data extents, which the one
+        // compound does not do.
+        let holes = src.sparse && src.new_file_ranges()? != dest::sparse::whole(0, src.meta.size);
         let write = || {
-            if src.meta.size <= u64::from(self.io_size) {
+            if src.meta.size <= u64::from(self.io_size) && !holes {
                 self.write_small(dir, n, src)
             } else {
                 self.write_large(dir, n, src)
@@ -110,6 +117,7 @@ impl Nfs4Dest {
                     .acquire_many_owned(pipeline::held(size as u32)),
             )
             .map_err(budget_err)?;
+        src.throttle(size as u64);
         let mut data = vec![0u8; size];
         read_full(&src.file, &mut data, 0)?;
         src.verify_unchanged()?;
@@ -228,13 +236,19 @@ impl Nfs4Dest {
             }
         };
         let filled = (|| {
-            self.send_data(&fh, stateid, &src.file, m.size)?;
+            self.send_data(&fh, stateid, src, &src.new_file_ranges()?)?;
             src.verify_unchanged()?;
+            let mut attrs = AttrsBuilder::default();
+            if src.sparse {
+                // Only the data went over the wire: the size makes the trailing hole.
+                attrs = attrs.size(m.size);
+            }
+            attrs = self.finish_onto(attrs, m);
             let r = self.rt.block_on(self.client.compound(vec![
                 put(&fh),
                 Op::SetAttr(SetAttrArgs {
                     stateid,
-                    attrs: self.finish(m).build(),
+                    attrs: attrs.build(),
                 }),
                 Op::Close(CloseArgs { seqid: 0, stateid }),
             ]));
@@ -254,16 +268,20 @@ impl Nfs4Dest {
         Ok(m.size)
     }
 
-    /// UNSTABLE writes, then COMMIT; all again when the verifier changed.
-    fn send_data(
+    /// The `ranges` of the source as UNSTABLE writes, then COMMIT; all again when the
+    /// verifier changed.
+    pub(super) fn send_data(
         &self,
         fh: &[u8],
         stateid: StateId,
-        file: &File,
-        size: u64,
+        src: &SourceFile<'_>,
+        ranges: &[(u64, u64)],
     ) -> Result<(), CopyError> {
+        if ranges.is_empty() {
+            return Ok(());
+        }
         for _ in 0..3 {
-            let verfs = self.send_unstable(fh, stateid, file, size)?;
+            let verfs = self.send_unstable(fh, stateid, src, ranges)?;
             let r = self
                 .rt
                 .block_on(self.client.compound(vec![
@@ -293,11 +311,11 @@ impl Nfs4Dest {
         &self,
         fh: &[u8],
         stateid: StateId,
-        file: &File,
-        size: u64,
+        src: &SourceFile<'_>,
+        ranges: &[(u64, u64)],
     ) -> Result<Vec<Option<Verifier>>, CopyError> {
         let chunk = u64::from(self.io_size);
-        pipeline::send_all(&self.rt, &self.budget, file, size, chunk, |off, buf| {
+        pipeline::send_all(&self.rt, &self.budget, src, ranges, chunk, |off, buf| {
             let (client, fh) = (self.client.clone(), fh.to_vec());
             async move { write_chunk(&client, &fh, stateid, off, buf).await }
         })

@@ -16,8 +16,10 @@
 //!   `--delete-excluded`), each compared with rsync the same way.
 //! - [`rsync_output`]: what nfsync prints (`--stats`, `--out-format`, `--log-file`, `-v`)
 //!   beside what rsync prints for the same change.
-//!   compared; unknown and unsupported options. [`rsync_links`]: the link options
-//!   (-L, -k, -K, --safe-links, --copy-unsafe-links), --chmod, --chown, -X, -A.
+//! - [`rsync_links`]: the link options (-L, -k, -K, --safe-links, --copy-unsafe-links),
+//!   --chmod, --chown, -X, -A.
+//! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
+//!   --delay-updates, --bwlimit).
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -37,6 +39,7 @@ mod mount;
 mod nfs4;
 mod progress;
 mod rsync_cli;
+mod rsync_data;
 mod rsync_filters;
 mod rsync_links;
 mod rsync_output;

@@ -44,7 +44,7 @@ extern "C" fn stop_shared() {
 
 /// (export dir, NFS port) of the shared server, started on first use; `None` when
 /// ganesha cannot run here (not root).
-fn shared() -> Option<(PathBuf, u16)> {
+pub(crate) fn shared() -> Option<(PathBuf, u16)> {
     if !ganesha::available() {
         return None;
     }
@@ -70,7 +70,7 @@ fn v4_only(slots: Option<u32>) -> Options {
 }
 
 /// `nfs://127.0.0.1:PORT/EXPORT/rel?version=4.1`, `&extra` appended.
-fn url41(port: u16, export: &Path, rel: &str, extra: &str) -> String {
+pub(crate) fn url41(port: u16, export: &Path, rel: &str, extra: &str) -> String {
     let extra = if extra.is_empty() {
         String::new()
     } else {

@@ -332,8 +332,8 @@ fn unsupported_rsync_options_are_refused() {
             "nfsync: -e (--rsh) is not supported (",
         ),
         (
-            &["-avS", "a", "b"],
-            "nfsync: -S (--sparse) is not supported (",
+            &["-av4", "a", "b"],
+            "nfsync: -4 (--ipv4) is not supported (",
         ),
         (
             &["--rsync-path=x", "a", "b"],
@@ -345,8 +345,8 @@ fn unsupported_rsync_options_are_refused() {
             "nfsync: -b (--backup) is not supported (",
         ),
         (
-            &["--inplace", "a", "b"],
-            "nfsync: --inplace is not supported (",
+            &["--address=x", "a", "b"],
+            "nfsync: --address is not supported (",
         ),
         (
             &["--link-dest", "x", "a", "b"],

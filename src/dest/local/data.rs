@@ -1,0 +1,214 @@
+//! The mount path's writes by ranges: `-S` (only the data extents, then the size),
+//! `--bwlimit` (pieces small enough to pace), and `--inplace` / `--append` (into the
+//! existing file, from an offset).
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use rustix::fs::{Mode, OFlags};
+
+use super::sys::{close_checked, mtime_only};
+use super::{LocalDest, LocalDir};
+use crate::dest::{CopyError, SourceFile, read_full, sparse};
+
+/// The largest piece read and written at once.
+const PIECE: u64 = 1 << 20;
+
+/// Copies `ranges` of the source into `dst` at the same offsets, pacing by
+/// `--bwlimit`. Returns the bytes written.
+pub(super) fn write_ranges(
+    src: &SourceFile<'_>,
+    dst: &File,
+    ranges: &[(u64, u64)],
+) -> Result<u64, CopyError> {
+    let piece = if src.limit.is_some() {
+        crate::bwlimit::CHUNK
+    } else {
+        PIECE
+    };
+    let mut buf = Vec::new();
+    let mut done = 0;
+    for &(off, len) in ranges {
+        let mut at = off;
+        while at < off + len {
+            let n = piece.min(off + len - at);
+            buf.resize(n as usize, 0);
+            read_full(&src.file, &mut buf, at)?;
+            src.throttle(n);
+            dst.write_all_at(&buf, at).map_err(CopyError::dest)?;
+            at += n;
+            done += n;
+        }
+    }
+    Ok(done)
+}
+
+/// Whether a new file must be written by ranges rather than copied whole.
+pub(super) fn by_ranges(src: &SourceFile<'_>) -> bool {
+    src.sparse || src.limit.is_some()
+}
+
+/// A new file's data by ranges, then its size (a trailing hole). Returns the file's
+/// size, as a whole copy does.
+pub(super) fn fill_by_ranges(src: &SourceFile<'_>, f: &File) -> Result<u64, CopyError> {
+    write_ranges(src, f, &src.new_file_ranges()?)?;
+    f.set_len(src.meta.size).map_err(CopyError::dest)?;
+    Ok(src.meta.size)
+}
+
+/// Makes `[off, off + len)` of `f` a hole; where the filesystem cannot, zeros up to
+/// `old_end` (past it the file reads as zeros already).
+fn punch_hole(f: &File, off: u64, len: u64, old_end: u64) -> Result<(), CopyError> {
+    use rustix::fs::FallocateFlags as F;
+    match rustix::fs::fallocate(f, F::PUNCH_HOLE | F::KEEP_SIZE, off, len) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::NOSYS) => {
+            let end = (off + len).min(old_end);
+            let zeros = vec![0u8; PIECE.min(end - off) as usize];
+            let mut at = off;
+            while at < end {
+                let n = (end - at).min(PIECE) as usize;
+                f.write_all_at(&zeros[..n], at).map_err(CopyError::dest)?;
+                at += n as u64;
+            }
+            Ok(())
+        }
+        Err(e) => Err(CopyError::Dest(e.into())),
+    }
+}
+
+impl LocalDest {
+    pub(super) fn write_into_impl(
+        &self,
+        dir: &LocalDir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        let meta = src.meta;
+        let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
+        let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let open = || rustix::fs::openat(dir.fd(), name, flags, Mode::empty());
+        // A read-only file of ours is made writable for the update (rsync does the
+        // same); the mode it ends with is set below either way.
+        let mut made_writable = false;
+        let fd = match open() {
+            Err(rustix::io::Errno::ACCESS) if self.euid != 0 => {
+                let st = rustix::fs::statat(dir.fd(), name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(dest)?;
+                super::sys::chmod_nofollow(dir.fd(), name, (st.st_mode | 0o200) & 0o7777)
+                    .map_err(CopyError::dest)?;
+                made_writable = true;
+                open()
+            }
+            r => r,
+        }
+        .map_err(dest)?;
+        let st = rustix::fs::fstat(&fd).map_err(dest)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(CopyError::Dest(
+                std::io::Error::from_raw_os_error(libc::EISDIR).into(),
+            ));
+        }
+        let f = File::from(fd);
+        let bytes = if src.sparse {
+            // rsync -S --inplace: the source's holes become holes here too.
+            let data =
+                sparse::data_extents(&src.file, from, meta.size).map_err(CopyError::Source)?;
+            // Past the old end there is nothing to punch, but the block it falls in
+            // goes too: the punch runs to the gap's end (the size stays).
+            let old_end = (st.st_size as u64).min(meta.size);
+            for (off, len) in sparse::gaps(from, meta.size, &data) {
+                if off < old_end {
+                    punch_hole(&f, off, len, old_end)?;
+                }
+            }
+            write_ranges(src, &f, &data)?
+        } else {
+            write_ranges(src, &f, &sparse::whole(from, meta.size))?
+        };
+        if st.st_size as u64 != meta.size {
+            f.set_len(meta.size).map_err(CopyError::dest)?;
+        }
+        src.verify_unchanged()?;
+        let mut chmod =
+            made_writable || st.st_mode & 0o7777 != meta.mode || meta.mode & 0o6000 != 0;
+        if let Some((uid, gid)) = self.owner_ids(meta)
+            && (uid.is_some_and(|u| u.as_raw() != st.st_uid)
+                || gid.is_some_and(|g| g.as_raw() != st.st_gid))
+        {
+            rustix::fs::fchown(&f, uid, gid).map_err(dest)?;
+            chmod = true;
+        }
+        if chmod {
+            rustix::fs::fchmod(&f, Mode::from_raw_mode(meta.mode)).map_err(dest)?;
+        }
+        rustix::fs::futimens(&f, &mtime_only(meta.mtime)).map_err(dest)?;
+        close_checked(f).map_err(CopyError::dest)?;
+        Ok(bytes)
+    }
+}
+
+impl LocalDest {
+    /// `--temp-dir`: relative to DEST, or absolute (anywhere on this machine).
+    pub(super) fn temp_dir_impl(&self, path: &std::path::Path) -> std::io::Result<LocalDir> {
+        LocalDir::open_path(&self.root.join(path))
+    }
+
+    /// A rename between directories; across filesystems (EXDEV) a copy under a
+    /// temporary name in `to_dir`, renamed over `to`, then `from` removed, as rsync
+    /// does for a `--temp-dir` on another filesystem. The copy keeps the
+    /// temporary's mode, owners and mtime (the mtime last).
+    pub(super) fn rename_between_impl(
+        &self,
+        from_dir: &LocalDir,
+        from: &OsStr,
+        to_dir: &LocalDir,
+        to: &OsStr,
+    ) -> std::io::Result<()> {
+        match rustix::fs::renameat(from_dir.fd(), from, to_dir.fd(), to) {
+            Err(rustix::io::Errno::XDEV) => {}
+            r => return Ok(r?),
+        }
+        let rd = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let src = File::from(rustix::fs::openat(from_dir.fd(), from, rd, Mode::empty())?);
+        let st = rustix::fs::fstat(&src)?;
+        let temp = crate::temp::name(to);
+        let wr =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut dst = File::from(rustix::fs::openat(
+            to_dir.fd(),
+            &temp,
+            wr,
+            Mode::from_raw_mode(0o600),
+        )?);
+        let copied = (|| -> std::io::Result<()> {
+            super::sys::copy_data(&src, &mut dst, st.st_size as u64).map_err(|e| match e {
+                CopyError::Source(e) => e,
+                CopyError::Dest(e) => std::io::Error::other(e),
+                _ => std::io::Error::other("the temporary changed while it was moved"),
+            })?;
+            let _ = rustix::fs::fchown(
+                &dst,
+                Some(rustix::fs::Uid::from_raw(st.st_uid)),
+                Some(rustix::fs::Gid::from_raw(st.st_gid)),
+            );
+            rustix::fs::fchmod(&dst, Mode::from_raw_mode(st.st_mode & 0o7777))?;
+            let mtime = crate::meta::Time {
+                sec: st.st_mtime,
+                nsec: st.st_mtime_nsec as u32,
+            };
+            rustix::fs::futimens(&dst, &mtime_only(mtime))?;
+            close_checked(dst)?;
+            rustix::fs::renameat(to_dir.fd(), &temp, to_dir.fd(), to)?;
+            Ok(())
+        })();
+        if let Err(e) = copied {
+            let _ = rustix::fs::unlinkat(to_dir.fd(), &temp, rustix::fs::AtFlags::empty());
+            return Err(e);
+        }
+        rustix::fs::unlinkat(from_dir.fd(), from, rustix::fs::AtFlags::empty())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,245 @@
+//! How a file's new content is put in place: beside the old copy and renamed over it
+//! (the default, as rsync), into the old copy (`--inplace`, `--append[-verify]`), via
+//! a temporary in `--temp-dir`, or held back until the end of the run
+//! (`--delay-updates`).
+//!
+//! Every way keeps the crash rule: the mtime is set last, on the file at its final
+//! name or on a temporary that is renamed whole, so a file with the source's size and
+//! mtime is complete. `--delay-updates` keeps rsync's promise that no file is replaced
+//! before all are transferred: the renames run once the workers are done, and then
+//! the directories they changed get their mtimes again.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::entry::{Attempt, Put};
+use super::{DirNode, Engine, EntryJob, Origin};
+use crate::config::{Append, Config};
+use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
+use crate::exit::Error;
+use crate::meta::{Kind, Meta};
+use crate::temp;
+
+/// A transferred file waiting under its temporary name for the end of the run.
+pub(super) struct Delayed<D: Destination> {
+    parent: Arc<DirNode<D>>,
+    /// Whether the temporary is in `--temp-dir` rather than beside its final name.
+    in_temp_dir: bool,
+    temp: OsString,
+    name: OsString,
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// `--append`: a file as long or longer at the destination is left alone (rsync
+    /// skips it, attributes included).
+    pub(super) fn append_leaves(&self, dst: Option<&Meta>, src: &Meta) -> bool {
+        self.cfg.data.append != Append::Off
+            && dst.is_some_and(|d| d.kind == Kind::File && d.size >= src.size)
+    }
+
+    /// Writes the content and puts it in place. `Err` asks for another look (another
+    /// writer changed the name meanwhile).
+    pub(super) fn put_file(
+        &self,
+        job: &EntryJob<D>,
+        src: &SourceFile<'_>,
+        put: Put,
+        last: bool,
+    ) -> Result<Result<u64, CopyError>, Attempt> {
+        let dir = job
+            .parent
+            .dir
+            .as_ref()
+            .expect("non-dry runs have directories");
+        let name = &job.entry.name;
+        let data = &self.cfg.data;
+        if let (true, Put::Replace(d)) = (data.inplace, put) {
+            return Ok(self.write_in_place(job, src, d));
+        }
+        // A hard-linked file is linked to by name as soon as it is written (-H).
+        let delay = data.delay_updates && !(self.cfg.hard_links && job.entry.meta.nlink > 1);
+        // An update is written under a temporary name and renamed over the old copy
+        // (as rsync does), so a failure part-way leaves the old copy whole; the rename
+        // costs what removing the old file first would.
+        if !matches!(put, Put::Replace(_)) && !delay {
+            return Ok(self.dest.write_file(dir, name, src));
+        }
+        let temp = temp::name(name);
+        let tdir = self.temp_dir.as_ref().unwrap_or(dir);
+        // A failed write removes its own partial file (see `Destination::write_file`).
+        let written = self.dest.write_file(tdir, &temp, src);
+        // A copy that changed under us is put in place too, without the source's
+        // mtime, so the next run copies it again (a new file is left the same way).
+        if !matches!(written, Ok(_) | Err(CopyError::SourceChanged)) {
+            return Ok(written);
+        }
+        if delay {
+            self.delayed.lock().unwrap().push(Delayed {
+                parent: job.parent.clone(),
+                in_temp_dir: self.temp_dir.is_some(),
+                temp,
+                name: name.clone(),
+            });
+            return Ok(written);
+        }
+        match self.move_into_place(dir, &temp, name, self.temp_dir.is_some()) {
+            Ok(()) => Ok(written),
+            Err(e) => {
+                // The temporary's name is ours alone: removing it by name is safe.
+                if !e.is_fatal() && !self.stop.load(Ordering::Relaxed) {
+                    let _ = self.dest.remove(tdir, &temp, Kind::File);
+                }
+                if !last && e.kind() == io::ErrorKind::NotFound {
+                    return Err(Attempt::Raced);
+                }
+                Ok(Err(CopyError::Dest(e)))
+            }
+        }
+    }
+
+    /// `--inplace` / `--append[-verify]` onto the existing file `d`.
+    fn write_in_place(
+        &self,
+        job: &EntryJob<D>,
+        src: &SourceFile<'_>,
+        d: Meta,
+    ) -> Result<u64, CopyError> {
+        let dir = job.parent.dir.as_ref().expect("existing entries have one");
+        let name = &job.entry.name;
+        let append = self.cfg.data.append;
+        // `append_leaves` let through only files shorter here than at the source.
+        let from = if append == Append::Off { 0 } else { d.size };
+        let written = self.dest.write_into(dir, name, src, from)?;
+        if append != Append::Verify {
+            return Ok(written);
+        }
+        match self.dest.same_content(dir, name, src.path) {
+            Ok(true) => Ok(written),
+            Ok(false) => {
+                let rel = job.parent.rel.join(name);
+                self.out.warn(format_args!(
+                    "{} failed verification -- update retained (will try again).",
+                    rel.display()
+                ));
+                self.dest.write_into(dir, name, src, 0)
+            }
+            Err(e) => Err(CopyError::Dest(e)),
+        }
+    }
+
+    /// Renames a temporary (beside `name`, or in `--temp-dir`) over `name`.
+    fn move_into_place(
+        &self,
+        dir: &D::Dir,
+        temp: &OsString,
+        name: &OsString,
+        in_temp_dir: bool,
+    ) -> dest::Result<()> {
+        match (&self.temp_dir, in_temp_dir) {
+            (Some(tdir), true) => self.dest.rename_between(tdir, temp, dir, name),
+            _ => self.dest.rename(dir, temp, name),
+        }
+    }
+
+    /// `--delay-updates`, at the end of the run: every held-back file renamed into
+    /// place, then the mtimes of the directories that changed set again. After a stop
+    /// (interrupt, fatal error) the temporaries are removed instead.
+    pub(super) fn finish_delayed(&self) {
+        let delayed = std::mem::take(&mut *self.delayed.lock().unwrap());
+        // The directories renamed into, and whether one had to be made writable.
+        let mut touched: Vec<(Arc<DirNode<D>>, bool)> = Vec::new();
+        let mut seen = HashSet::new();
+        for d in delayed {
+            let Some(dir) = d.parent.dir.as_ref() else {
+                continue;
+            };
+            let rel: PathBuf = d.parent.rel.join(&d.name);
+            if self.stop.load(Ordering::Relaxed) {
+                if self.fatal.lock().unwrap().is_none() {
+                    let tdir = if d.in_temp_dir {
+                        self.temp_dir.as_ref()
+                    } else {
+                        Some(dir)
+                    };
+                    if let Some(tdir) = tdir {
+                        let _ = self.dest.remove(tdir, &d.temp, Kind::File);
+                    }
+                }
+                continue;
+            }
+            if seen.insert(Arc::as_ptr(&d.parent)) {
+                touched.push((d.parent.clone(), false));
+            }
+            let mut r = self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir);
+            // The directory got its final mode when its transfers were done; a
+            // read-only one is opened up for the renames (and closed again below).
+            if let Err(e) = &r
+                && e.kind() == io::ErrorKind::PermissionDenied
+                && let Some(given) = self.dir_given(&d.parent)
+            {
+                let open = Meta {
+                    mode: given.mode | 0o700,
+                    ..given
+                };
+                let mode = AttrSet {
+                    mode: true,
+                    ..AttrSet::default()
+                };
+                if self.dest.set_dir_attrs(dir, &open, mode).is_ok() {
+                    if let Some(t) = touched.iter_mut().find(|t| Arc::ptr_eq(&t.0, &d.parent)) {
+                        t.1 = true;
+                    }
+                    r = self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir);
+                }
+            }
+            if let Err(e) = r {
+                self.dest_error(&rel, e);
+            }
+        }
+        let times = self.cfg.times && !self.cfg.omit_dir_times;
+        for (node, opened) in touched {
+            let what = AttrSet {
+                mode: opened,
+                mtime: times,
+                ..AttrSet::default()
+            };
+            if let (false, Some(dir), Some(given)) =
+                (what.is_empty(), &node.dir, self.dir_given(&node))
+                && let Err(e) = self.dest.set_dir_attrs(dir, &given, what)
+            {
+                self.dest_error(Path::new(&node.rel), e);
+            }
+        }
+    }
+
+    /// What a directory was given when it was finalized (see `Engine::finalize`):
+    /// `None` when it was not.
+    fn dir_given(&self, node: &DirNode<D>) -> Option<Meta> {
+        let meta = node.meta.as_ref()?;
+        let mut given = self.give(meta);
+        match node.origin {
+            Origin::Found(found) if !self.cfg.perms => given.mode = found.mode,
+            Origin::Imagined => return None,
+            _ => {}
+        }
+        Some(given)
+    }
+}
+
+/// `--temp-dir`, opened once; it must exist (rsync: "The temp-dir does not exist").
+pub(super) fn open_temp_dir<D: Destination>(
+    cfg: &Config,
+    dest: &D,
+) -> Result<Option<D::Dir>, Error> {
+    match &cfg.data.temp_dir {
+        Some(p) if !cfg.dry_run => match dest.temp_dir(p) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) => Err(Error::Usage(format!("--temp-dir {}: {e}", p.display()))),
+        },
+        _ => Ok(None),
+    }
+}
