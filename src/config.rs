@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
+use crate::keep::{Backup, Basis};
 use crate::plan::{Compare, Rules, Skip};
 use crate::tune::Jobs;
 
@@ -73,6 +74,14 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
+    // Safety: what is kept and reused (issue 16).
+    /// `-b/--backup`, `--suffix`, `--backup-dir`.
+    pub backup: Option<Backup>,
+    /// `--link-dest`, `--compare-dest`, `--copy-dest`.
+    pub basis: Option<Basis>,
+    /// `--remove-source-files`: a source non-directory is removed once the destination
+    /// holds it complete.
+    pub remove_source_files: bool,
 }
 
 impl Config {
@@ -87,6 +96,7 @@ impl Config {
             skip: self.skip,
             delete: self.delete,
             filter: &self.filter,
+            backup: self.backup.as_ref(),
         }
     }
 }

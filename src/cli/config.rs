@@ -10,6 +10,7 @@ use super::Cli;
 use crate::config::Config;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
+use crate::keep::{Backup, Basis, BasisUse};
 use crate::plan::{Compare, Skip};
 
 impl Cli {
@@ -73,6 +74,7 @@ impl Cli {
         // another user they are skipped as non-regular files, not failed on.
         let devices =
             root && !self.no_devices && !r.no_devices_specials && (self.devices || rsync_d);
+        let (backup, basis) = safety(r)?;
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -127,8 +129,46 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            backup,
+            basis,
+            remove_source_files: r.remove_source_files,
         })
     }
+}
+
+/// `--backup` and the basis directories, as rsync reads them: `--backup-dir` implies
+/// `--backup` and makes the default suffix empty; one kind of basis directory per run.
+fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option<Basis>)> {
+    let backup = (r.backup || r.backup_dir.is_some()).then(|| Backup {
+        suffix: r.suffix.clone().unwrap_or_else(|| match r.backup_dir {
+            Some(_) => OsString::new(),
+            None => "~".into(),
+        }),
+        dir: r.backup_dir.clone(),
+    });
+    if let Some(b) = &backup
+        && b.dir.is_none()
+        && b.suffix.is_empty()
+    {
+        anyhow::bail!("--suffix cannot be empty without --backup-dir");
+    }
+    let kinds = [
+        (BasisUse::Link, &r.link_dest),
+        (BasisUse::Compare, &r.compare_dest),
+        (BasisUse::Copy, &r.copy_dest),
+    ];
+    let given: Vec<_> = kinds.into_iter().filter(|(_, d)| !d.is_empty()).collect();
+    let basis = match given.as_slice() {
+        [] => None,
+        [(used, dirs)] => Some(Basis {
+            used: *used,
+            dirs: dirs.to_vec(),
+        }),
+        _ => anyhow::bail!(
+            "You may not mix --compare-dest, --copy-dest, and --link-dest."
+        ),
+    };
+    Ok((backup, basis))
 }
 
 /// The process's umask, read without changing it for good (nfsync clears it later).

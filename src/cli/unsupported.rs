@@ -28,9 +28,6 @@ macro_rules! refused {
 /// The list, in rsync(1)'s order.
 pub const LIST: &[Unsupported] = refused![
     (None, "old-args", "nfsync splits no remote arguments"),
-    (Some('b'), "backup", NOT_YET),
-    (None, "backup-dir", NOT_YET),
-    (None, "suffix", NOT_YET),
     (
         None,
         "inplace",
@@ -73,16 +70,9 @@ pub const LIST: &[Unsupported] = refused![
     (Some('B'), "block-size", "nfsync has no delta transfer"),
     (Some('e'), "rsh", REMOTE),
     (None, "rsync-path", REMOTE),
-    (None, "remove-source-files", NOT_YET),
-    (None, "remove-sent-files", NOT_YET),
     (None, "delete-excluded", NOT_YET),
     (None, "delete-missing-args", NOT_YET),
     (None, "ignore-missing-args", NOT_YET),
-    (
-        None,
-        "partial-dir",
-        "an update is written beside the old copy and renamed over it"
-    ),
     (None, "delay-updates", NOT_YET),
     (Some('m'), "prune-empty-dirs", NOT_YET),
     (
@@ -91,9 +81,6 @@ pub const LIST: &[Unsupported] = refused![
         "temporaries go beside the file they replace"
     ),
     (Some('y'), "fuzzy", "nfsync has no delta transfer"),
-    (None, "compare-dest", NOT_YET),
-    (None, "copy-dest", NOT_YET),
-    (None, "link-dest", NOT_YET),
     (
         None,
         "compress-choice",

@@ -30,6 +30,7 @@ use super::{
 use crate::dest;
 use crate::meta::{Kind, Meta};
 
+mod paths;
 mod sys;
 
 use sys::{chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, set_mtime_at};
@@ -283,6 +284,20 @@ impl Destination for LocalDest {
 
     fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
         Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
+    }
+
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<LocalDir>> {
+        self.open_path_at(path, create)
+    }
+
+    fn rename_into(
+        &self,
+        from_dir: &LocalDir,
+        from: &OsStr,
+        to_dir: &LocalDir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        Ok(rustix::fs::renameat(from_dir.fd(), from, to_dir.fd(), to)?)
     }
 
     fn read_link(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<OsString> {
