@@ -107,7 +107,10 @@ impl Cli {
             links: !r.no_links && (all || r.links),
             perms: !r.no_perms && (all || r.perms),
             times: !r.no_times && (all || r.times),
-            omit_dir_times: r.omit_dir_times,
+            // rsync: backups beside their files move directories' mtimes, so -b
+            // without --backup-dir implies -O.
+            omit_dir_times: r.omit_dir_times
+                || backup.as_ref().is_some_and(|b| b.dir.is_none()),
             umask: current_umask(),
             one_file_system: r.one_file_system,
             ignore_errors: r.ignore_errors,
@@ -150,7 +153,7 @@ fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option
         && b.dir.is_none()
         && b.suffix.is_empty()
     {
-        anyhow::bail!("--suffix cannot be empty without --backup-dir");
+        anyhow::bail!("--suffix cannot be a null string without --backup-dir");
     }
     let kinds = [
         (BasisUse::Link, &r.link_dest),

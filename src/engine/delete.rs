@@ -74,6 +74,9 @@ impl<D: Destination> Engine<'_, D> {
         };
         let rel = Path::new(name);
         match (self.cfg.dry_run, dir) {
+            (false, Some(dir)) if self.cfg.backup.is_some() && budget == Budget::Counted => {
+                self.back_up_deleted(dir, base, (name, rel, kind), &each)
+            }
             (false, Some(dir)) if kind == Kind::Dir => self.dest.remove_tree(dir, name, &each),
             (false, Some(dir)) => {
                 if !each.may_remove(rel, kind) {

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
+use super::keep::FromBasis;
 use super::{Engine, EntryJob};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
@@ -92,8 +93,12 @@ impl<D: Destination> Engine<'_, D> {
                 if self.cfg.dry_run {
                     return true;
                 }
+                let gone = match self.cfg.backup {
+                    Some(_) => self.back_up(dir, &job.parent.rel, &job.entry.name),
+                    None => self.dest.remove(dir, &job.entry.name, existing.kind),
+                };
                 // NotFound: another run removed it a moment ago, which is as good.
-                match self.dest.remove(dir, &job.entry.name, existing.kind) {
+                match gone {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
                     r => r.map(|()| true),
                 }
@@ -137,6 +142,7 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         Stats::bump(&self.stats.attrs_updated);
+        self.source_done(job);
         if what.mtime {
             self.note_time(rel, &job.entry.meta);
         }
@@ -199,9 +205,19 @@ impl<D: Destination> Engine<'_, D> {
                 }
             };
         }
+        if decision == Decision::Create && dst.is_none() {
+            match self.file_from_basis(job, rel, src, last) {
+                FromBasis::Nothing => {}
+                FromBasis::Done(a) => return a,
+                FromBasis::Copy(code) => return self.copy_content(job, rel, &code, Put::New, last),
+            }
+        }
         match decision {
             Decision::UpToDate | Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
+                if decision == Decision::UpToDate {
+                    self.source_done(job);
+                }
                 Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
@@ -257,7 +273,9 @@ impl<D: Destination> Engine<'_, D> {
             self.stats
                 .bytes_copied
                 .fetch_add(job.entry.meta.size, Ordering::Relaxed);
-            self.out.change(code, rel);
+            if !code.is_empty() {
+                self.out.change(code, rel);
+            }
             return Attempt::Done(true);
         }
         // The source first: a source we cannot read must not cost the old copy.
@@ -318,7 +336,13 @@ impl<D: Destination> Engine<'_, D> {
         // so the next run copies it again (a new file is left the same way).
         let written = match (written, &temp) {
             (r @ (Ok(_) | Err(CopyError::SourceChanged)), Some(t)) => {
-                match self.dest.rename(dir, t, name) {
+                // --backup: the old copy goes to its backup just before the new one
+                // takes its name.
+                let kept = match self.cfg.backup {
+                    Some(_) if r.is_ok() => self.back_up(dir, &job.parent.rel, name),
+                    _ => Ok(()),
+                };
+                match kept.and_then(|()| self.dest.rename(dir, t, name)) {
                     Ok(()) => r,
                     Err(e) => {
                         // The temporary's name is ours alone: removing it by name is safe.
@@ -339,7 +363,10 @@ impl<D: Destination> Engine<'_, D> {
                 self.note_time(rel, &job.entry.meta);
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
-                self.out.change(code, rel);
+                if !code.is_empty() {
+                    self.out.change(code, rel);
+                }
+                self.source_done(job);
                 true
             }
             Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
@@ -415,9 +442,18 @@ impl<D: Destination> Engine<'_, D> {
                 _ => None,
             };
             let src = self.as_stored(&job.entry.meta);
-            match plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules) {
+            let decision = plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules);
+            if decision == Decision::Create
+                && let Some(a) = self.link_like_from_basis(job, rel, &src, Some(&target), last)
+            {
+                return a;
+            }
+            match decision {
                 Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
+                    if decision == Decision::UpToDate {
+                        self.source_done(job);
+                    }
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {
@@ -493,6 +529,7 @@ impl<D: Destination> Engine<'_, D> {
         Stats::bump(&self.stats.links_created);
         self.note_time(rel, &job.entry.meta);
         self.out.change_to(code, rel, link);
+        self.source_done(job);
         Attempt::Done(true)
     }
 
@@ -510,10 +547,19 @@ impl<D: Destination> Engine<'_, D> {
             let Ok(dst) = self.dest_meta(job, known, rel) else {
                 return Attempt::Done(false);
             };
-            match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), &self.rules)
+            let src = self.as_stored(&job.entry.meta);
+            let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
+            if decision == Decision::Create
+                && let Some(a) = self.link_like_from_basis(job, rel, &src, None, last)
             {
+                return a;
+            }
+            match decision {
                 Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
+                    if decision == Decision::UpToDate {
+                        self.source_done(job);
+                    }
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {

@@ -101,6 +101,7 @@ impl<D: Destination> Engine<'_, D> {
                     match self.dest.stat(ldir, lname) {
                         Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
                             Stats::bump(&self.stats.files_skipped);
+                            self.source_done(job);
                             return Attempt::Done(true);
                         }
                         Ok(_) => {}
@@ -134,6 +135,7 @@ impl<D: Destination> Engine<'_, D> {
             }
             Stats::bump(&self.stats.links_created);
             self.out.change("hf+++++++++", rel);
+            self.source_done(job);
             Attempt::Done(true)
         })
     }

@@ -14,6 +14,7 @@
 mod delete;
 mod dir;
 mod entry;
+mod keep;
 mod links;
 #[cfg(test)]
 mod order;

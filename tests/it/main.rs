@@ -11,7 +11,8 @@
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
-//!   compared; unknown and unsupported options.
+//!   compared; unknown and unsupported options. [`rsync_safety`]: the same for
+//!   `--backup`, `--link-dest` and its kin, `--remove-source-files`.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -31,6 +32,7 @@ mod mount;
 mod nfs4;
 mod progress;
 mod rsync_cli;
+mod rsync_safety;
 mod scenarios;
 mod support;
 mod tls;

@@ -17,7 +17,7 @@ use crate::support::{Scratch, Tree, copy_tree, describe, is_root, nfsync, slash}
 
 /// The source: files of several sizes and modes (one setuid, one 0666 for the umask),
 /// a symlink, a fifo, a device and another owner's file when root, a subdirectory.
-fn source(root: &Path) -> Tree {
+pub(crate) fn source(root: &Path) -> Tree {
     let t = Tree::new(root);
     t.file("same", "same\n")
         .file("older", "new content\n")
@@ -59,7 +59,7 @@ fn mknod_null(p: &Path) {
 /// The destination before the run: one file up to date, one older, one newer, one of
 /// the same size but newer, one differing only in nanoseconds (and content), a mode
 /// that differs, extras the source lacks.
-fn start(root: &Path) -> Tree {
+pub(crate) fn start(root: &Path) -> Tree {
     let t = Tree::new(root);
     t.file("same", "same\n")
         .file("older", "old\n")
@@ -141,7 +141,7 @@ fn against_rsync_via(
 }
 
 /// `rsync -anciH --delete EXTRA A/ B/`: what would change to make B like A.
-fn diff(a: &Path, b: &Path, extra: &[&str]) -> String {
+pub(crate) fn diff(a: &Path, b: &Path, extra: &[&str]) -> String {
     let out = Command::new("rsync")
         .args(["-anciH", "--delete"])
         .args(extra)
@@ -341,16 +341,16 @@ fn unsupported_rsync_options_are_refused() {
         ),
         (&["--daemon"], "nfsync: --daemon is not supported ("),
         (
-            &["-ab", "a", "b"],
-            "nfsync: -b (--backup) is not supported (",
+            &["-a", "--write-batch=x", "a", "b"],
+            "nfsync: --write-batch is not supported (",
         ),
         (
             &["--inplace", "a", "b"],
             "nfsync: --inplace is not supported (",
         ),
         (
-            &["--link-dest", "x", "a", "b"],
-            "nfsync: --link-dest is not supported (",
+            &["--read-batch", "x", "a", "b"],
+            "nfsync: --read-batch is not supported (",
         ),
     ] {
         let out = nfsync().args(args).output().unwrap();

@@ -1,0 +1,327 @@
+//! Carrying out rsync's safety options (the decisions are in [`crate::keep`]):
+//! `--backup` moves what an update replaces or `--delete` removes to its backup
+//! instead of losing it; the basis directories of `--link-dest`, `--compare-dest` and
+//! `--copy-dest` stand in for the source where they hold an entry unchanged; and
+//! `--remove-source-files` removes a source entry once the destination holds it.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::entry::{Attempt, is_race};
+use super::{Engine, EntryJob};
+use crate::dest::{self, Destination, Removal};
+use crate::keep::{self, BasisUse, Match};
+use crate::meta::{Kind, Meta};
+use crate::report::Stats;
+use crate::walk;
+
+/// What a basis directory offers for one entry.
+pub(super) enum FromBasis {
+    /// Nothing: copy from the source as usual.
+    Nothing,
+    /// Done by the basis copy (linked, or left out with `--compare-dest`).
+    Done(Attempt),
+    /// Copy from the source, itemized with this code (`""`: not itemized, as rsync
+    /// says nothing of an entry `--copy-dest` had whole).
+    Copy(String),
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// `--backup`: moves `name` (in `dir`, at `parent` below DEST) to its backup: beside
+    /// it with the suffix, or to the same path below `--backup-dir` (made as needed).
+    /// A backup already there is replaced, as rsync does.
+    pub(super) fn back_up(&self, dir: &D::Dir, parent: &Path, name: &OsStr) -> dest::Result<()> {
+        let b = self.cfg.backup.as_ref().expect("--backup is on");
+        let backup = b.name(name);
+        match &b.dir {
+            None => self.dest.rename(dir, name, &backup),
+            Some(root) => {
+                let to = self.backup_dir(root, parent)?;
+                self.dest.rename_into(dir, name, &to, &backup)
+            }
+        }
+    }
+
+    /// The directory below `--backup-dir` for DEST's `parent`. Missing levels are made
+    /// as rsync makes them: with the attributes of DEST's directory at that path.
+    fn backup_dir(&self, root: &Path, parent: &Path) -> dest::Result<D::Dir> {
+        if let Some(d) = self.dest.open_path(&root.join(parent), false)? {
+            return Ok(d);
+        }
+        let missing = || dest::Error::from(io::Error::from(io::ErrorKind::NotFound));
+        let mut bdir = self.dest.open_path(root, true)?.ok_or_else(missing)?;
+        let mut ddir = self.dest.root_dir()?;
+        for c in parent.components() {
+            let c = c.as_os_str();
+            let (d, meta) = self.dest.open_dir(&ddir, c)?;
+            ddir = d;
+            bdir = match self.dest.open_dir(&bdir, c) {
+                Ok((b, _)) => b,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match self.dest.mkdir(&bdir, c, &meta) {
+                        Ok((b, todo)) => {
+                            self.dest.set_dir_attrs(&b, &meta, todo)?;
+                            b
+                        }
+                        // Another worker made it first.
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                            self.dest.open_dir(&bdir, c)?.0
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(bdir)
+    }
+
+    /// `--delete` (or an entry of another type in the way) with `--backup`: every
+    /// non-directory goes to its backup and then the emptied directories are removed,
+    /// deepest first. Backups kept beside their files keep their directory too (rsync:
+    /// "cannot delete non-empty directory"). Returns whether `name` is gone.
+    pub(super) fn back_up_deleted(
+        &self,
+        dir: &D::Dir,
+        parent: &Path,
+        (name, rel, kind): (&OsStr, &Path, Kind),
+        each: &dyn Removal,
+    ) -> dest::Result<bool> {
+        if kind != Kind::Dir {
+            if !each.may_remove(rel, kind) {
+                return Ok(false);
+            }
+            match self.back_up(dir, parent, name) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+                r => r?,
+            }
+            each.removed(rel, kind);
+            return Ok(true);
+        }
+        let (sub, _) = self.dest.open_dir(dir, name)?;
+        let mut children = self.dest.list(&sub)?;
+        children.sort_by(|a, b| a.name.cmp(&b.name));
+        let below = parent.join(name);
+        let mut all = true;
+        for c in children {
+            let ckind = match c.kind.or(c.meta.map(|m| m.kind)) {
+                Some(k) => k,
+                None => match self.dest.stat(&sub, &c.name)? {
+                    Some(m) => m.kind,
+                    None => continue,
+                },
+            };
+            let crel = rel.join(&c.name);
+            all &= self.back_up_deleted(&sub, &below, (&c.name, &crel, ckind), each)?;
+        }
+        if !all || !each.may_remove(rel, kind) {
+            return Ok(false);
+        }
+        match self.dest.remove(dir, name, Kind::Dir) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {
+                self.out.info(format_args!(
+                    "cannot delete non-empty directory: {}",
+                    parent.join(name).display()
+                ));
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
+        each.removed(rel, kind);
+        Ok(true)
+    }
+
+    /// The best basis copy of an entry DEST lacks, with the directory holding it.
+    /// `same` tells whether a basis copy's content is the source's (`--checksum`
+    /// bytes, a symlink's target). A basis directory that is missing or unreadable is
+    /// passed over, as rsync does.
+    fn basis_match(
+        &self,
+        job: &EntryJob<D>,
+        src: &Meta,
+        same: impl Fn(&D::Dir) -> bool,
+    ) -> Option<(D::Dir, Match)> {
+        let basis = self.cfg.basis.as_ref()?;
+        let mut found = Vec::with_capacity(basis.dirs.len());
+        for d in &basis.dirs {
+            let dir = match self.dest.open_path(&d.join(&job.parent.rel), false) {
+                Ok(Some(dir)) => dir,
+                _ => {
+                    found.push(None);
+                    continue;
+                }
+            };
+            let m = match self.dest.stat(&dir, &job.entry.name) {
+                Ok(Some(m)) => keep::compare(src, &m, &self.rules, || same(&dir)),
+                _ => None,
+            };
+            let exact = m == Some(Match::Exact);
+            found.push(m.map(|m| (dir, m)));
+            if exact {
+                break;
+            }
+        }
+        let (i, _) = keep::best(found.iter().map(|f| f.as_ref().map(|x| x.1)))?;
+        found.swap_remove(i)
+    }
+
+    /// What the basis directories do for a regular file DEST lacks (`src` as the
+    /// destination would store it).
+    pub(super) fn file_from_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        src: &Meta,
+        last: bool,
+    ) -> FromBasis {
+        let Some(basis) = &self.cfg.basis else {
+            return FromBasis::Nothing;
+        };
+        let name = &job.entry.name;
+        let Some((bdir, m)) = self.basis_match(job, src, |dir| {
+            self.dest
+                .same_content(dir, name, &job.entry.path)
+                .unwrap_or(false)
+        }) else {
+            return FromBasis::Nothing;
+        };
+        match (m, basis.used) {
+            (Match::Exact, BasisUse::Compare) => {
+                Stats::bump(&self.stats.files_skipped);
+                self.source_done(job);
+                FromBasis::Done(Attempt::Done(true))
+            }
+            (Match::Exact, BasisUse::Link) => match self.link_to_basis(job, rel, &bdir, last) {
+                Some(a) => FromBasis::Done(a),
+                None => FromBasis::Copy(String::new()),
+            },
+            (Match::Exact, BasisUse::Copy) => FromBasis::Copy(String::new()),
+            (Match::Content, _) => {
+                let d = self.stat_quiet(&bdir, name);
+                FromBasis::Copy(match d {
+                    Some(d) => local_change_code(src, &d, self),
+                    None => ">f+++++++++".into(),
+                })
+            }
+        }
+    }
+
+    /// What the basis directories do for a symlink (`target` its target) or special
+    /// file DEST lacks: `Some` when it is done (linked or left out), `None` to create
+    /// it as usual.
+    pub(super) fn link_like_from_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        src: &Meta,
+        target: Option<&OsStr>,
+        last: bool,
+    ) -> Option<Attempt> {
+        let basis = self.cfg.basis.as_ref()?;
+        let (bdir, m) = self.basis_match(job, src, |dir| match target {
+            Some(target) => self
+                .dest
+                .read_link(dir, &job.entry.name)
+                .is_ok_and(|t| t == target),
+            None => true,
+        })?;
+        match (m, basis.used) {
+            (Match::Exact, BasisUse::Compare) => {
+                Stats::bump(&self.stats.files_skipped);
+                self.source_done(job);
+                Some(Attempt::Done(true))
+            }
+            (Match::Exact, BasisUse::Link) => self.link_to_basis(job, rel, &bdir, last),
+            _ => None,
+        }
+    }
+
+    fn stat_quiet(&self, dir: &D::Dir, name: &OsStr) -> Option<Meta> {
+        self.dest.stat(dir, name).ok().flatten()
+    }
+
+    /// `--link-dest`: `job`'s name becomes a hard link to the basis copy. `None` when
+    /// the link cannot be made (another filesystem, too many links): then it is
+    /// copied, as rsync does.
+    fn link_to_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        bdir: &D::Dir,
+        last: bool,
+    ) -> Option<Attempt> {
+        job.parent.changed.store(true, Ordering::Relaxed);
+        if !self.cfg.dry_run {
+            let dir = job.parent.dir.as_ref()?;
+            match self.dest.hard_link(dir, &job.entry.name, bdir, &job.entry.name) {
+                Ok(()) => {}
+                Err(e) if !last && is_race(&e) => return Some(Attempt::Raced),
+                Err(e) if e.is_fatal() => {
+                    self.dest_error(rel, e);
+                    return Some(Attempt::Done(false));
+                }
+                Err(_) => return None,
+            }
+        }
+        Stats::bump(&self.stats.links_created);
+        self.source_done(job);
+        Some(Attempt::Done(true))
+    }
+
+    /// `--remove-source-files`: the destination now holds `job`'s entry complete, so
+    /// the source entry goes, unless it changed since it was listed (rsync: "Skipping
+    /// sender remove for changed file"). Directories are never removed.
+    pub(super) fn source_done(&self, job: &EntryJob<D>) {
+        if !self.cfg.remove_source_files || self.cfg.dry_run {
+            return;
+        }
+        let path = &job.entry.path;
+        let listed = &job.entry.meta;
+        match walk::short_path(path, |p| fs::symlink_metadata(p)) {
+            Ok(m) => {
+                let now = Meta::from_std(&m);
+                if now.kind != listed.kind
+                    || now.size != listed.size
+                    || now.mtime != listed.mtime
+                    || now.ino != listed.ino
+                {
+                    Stats::bump(&self.stats.errors);
+                    self.out
+                        .error(path, "changed since it was copied; not removed from the source");
+                    return;
+                }
+            }
+            Err(e) => return self.source_error(path, &e),
+        }
+        if let Err(e) = walk::short_path(path, |p| fs::remove_file(p)) {
+            Stats::bump(&self.stats.errors);
+            self.out
+                .error(path, format_args!("cannot remove the source file: {e}"));
+        }
+    }
+}
+
+/// rsync's code for a file copied from a basis copy whose attributes differ
+/// (`cf...p.....`): the columns say what differs from the basis copy.
+fn local_change_code<D: Destination>(src: &Meta, basis: &Meta, e: &Engine<'_, D>) -> String {
+    let diff = crate::plan::attr_diff(src, basis, &e.rules, true);
+    format!(
+        "cf..{}{}{}{}...",
+        if diff.mtime { 't' } else { '.' },
+        if diff.mode { 'p' } else { '.' },
+        if diff.owner && e.cfg.owners.owner && src.uid != basis.uid {
+            'o'
+        } else {
+            '.'
+        },
+        if diff.owner && e.cfg.owners.group && src.gid != basis.gid {
+            'g'
+        } else {
+            '.'
+        },
+    )
+}
