@@ -8,7 +8,7 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::Engine;
+use super::{DirNode, Engine};
 use crate::dest::{self, Destination, Removal};
 use crate::meta::Kind;
 use crate::report::Stats;
@@ -56,26 +56,26 @@ impl<D: Destination> Engine<'_, D> {
         ok
     }
 
-    /// Removes `name` of kind `kind` from `dir` (at `base` below DEST), a directory with
+    /// Removes `name` of kind `kind` from `dir` (`at`, below DEST), a directory with
     /// everything in it. Returns whether it is gone (`false`: `--max-delete` kept it or
     /// part of it). A dry run itemizes and counts the same entries and removes nothing.
     pub(super) fn delete(
         &self,
         dir: Option<&D::Dir>,
         name: &OsStr,
-        base: &Path,
+        at: &DirNode<D>,
         kind: Kind,
         budget: Budget,
     ) -> dest::Result<bool> {
         let each = Deleter {
             engine: self,
-            base,
+            base: &at.rel,
             budget,
         };
         let rel = Path::new(name);
         match (self.cfg.dry_run, dir) {
             (false, Some(dir)) if self.cfg.backup.is_some() && budget == Budget::Counted => {
-                self.back_up_deleted(dir, base, (name, rel, kind), &each)
+                self.back_up_deleted(dir, (at, &at.rel), (name, rel, kind), &each)
             }
             (false, Some(dir)) if kind == Kind::Dir => self.dest.remove_tree(dir, name, &each),
             (false, Some(dir)) => {

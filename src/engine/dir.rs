@@ -357,7 +357,7 @@ impl<D: Destination> Engine<'_, D> {
             other => {
                 if let Some(kind) = other {
                     // Something else is in the way of the directory.
-                    match self.delete(pdir, &entry.name, &parent.rel, kind, Budget::Counted) {
+                    match self.delete(pdir, &entry.name, &parent, kind, Budget::Counted) {
                         Ok(true) => {}
                         Ok(false) => {
                             self.complete(&parent);
@@ -496,7 +496,7 @@ impl<D: Destination> Engine<'_, D> {
             } else {
                 Budget::Counted
             };
-            match self.delete(node.dir.as_ref(), &name, &node.rel, kind, budget) {
+            match self.delete(node.dir.as_ref(), &name, node, kind, budget) {
                 Ok(_) => node.changed.store(true, Ordering::Relaxed),
                 Err(e) => self.dest_error(&rel, e),
             }

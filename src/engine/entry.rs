@@ -94,7 +94,7 @@ impl<D: Destination> Engine<'_, D> {
                     return true;
                 }
                 let gone = match self.cfg.backup {
-                    Some(_) => self.back_up(dir, &job.parent.rel, &job.entry.name),
+                    Some(_) => self.back_up(dir, (&job.parent, &job.parent.rel), &job.entry.name),
                     None => self.dest.remove(dir, &job.entry.name, existing.kind),
                 };
                 // NotFound: another run removed it a moment ago, which is as good.
@@ -106,7 +106,7 @@ impl<D: Destination> Engine<'_, D> {
             _ => self.delete(
                 dir,
                 &job.entry.name,
-                &job.parent.rel,
+                &job.parent,
                 existing.kind,
                 Budget::Counted,
             ),
@@ -339,7 +339,7 @@ impl<D: Destination> Engine<'_, D> {
                 // --backup: the old copy goes to its backup just before the new one
                 // takes its name.
                 let kept = match self.cfg.backup {
-                    Some(_) if r.is_ok() => self.back_up(dir, &job.parent.rel, name),
+                    Some(_) if r.is_ok() => self.back_up(dir, (&job.parent, &job.parent.rel), name),
                     _ => Ok(()),
                 };
                 match kept.and_then(|()| self.dest.rename(dir, t, name)) {

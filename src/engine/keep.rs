@@ -7,11 +7,11 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use super::entry::{Attempt, is_race};
-use super::{Engine, EntryJob};
+use super::{DirNode, Engine, EntryJob};
 use crate::dest::{self, Destination, Removal};
 use crate::keep::{self, BasisUse, Match};
 use crate::meta::{Kind, Meta};
@@ -30,34 +30,56 @@ pub(super) enum FromBasis {
 }
 
 impl<D: Destination> Engine<'_, D> {
-    /// `--backup`: moves `name` (in `dir`, at `parent` below DEST) to its backup: beside
-    /// it with the suffix, or to the same path below `--backup-dir` (made as needed).
-    /// A backup already there is replaced, as rsync does.
-    pub(super) fn back_up(&self, dir: &D::Dir, parent: &Path, name: &OsStr) -> dest::Result<()> {
+    /// `--backup`: moves `name` (in `dir`, at `parent` below DEST, `node` the nearest
+    /// directory this run brings over) to its backup: beside it with the suffix, or to
+    /// the same path below `--backup-dir` (made as needed). A backup already there is
+    /// replaced, as rsync does.
+    pub(super) fn back_up(
+        &self,
+        dir: &D::Dir,
+        (node, parent): (&DirNode<D>, &Path),
+        name: &OsStr,
+    ) -> dest::Result<()> {
         let b = self.cfg.backup.as_ref().expect("--backup is on");
         let backup = b.name(name);
         match &b.dir {
             None => self.dest.rename(dir, name, &backup),
             Some(root) => {
-                let to = self.backup_dir(root, parent)?;
+                let to = self.backup_dir(root, node, parent)?;
                 self.dest.rename_into(dir, name, &to, &backup)
             }
         }
     }
 
     /// The directory below `--backup-dir` for DEST's `parent`. Missing levels are made
-    /// as rsync makes them: with the attributes of DEST's directory at that path.
-    fn backup_dir(&self, root: &Path, parent: &Path) -> dest::Result<D::Dir> {
+    /// as rsync makes them: with the attributes of DEST's directory at that path, as
+    /// rsync's receiver has them by then (the source's mode and owners where the
+    /// command line keeps them; nfsync gives a directory its own only once its
+    /// children are done).
+    fn backup_dir(&self, root: &Path, node: &DirNode<D>, parent: &Path) -> dest::Result<D::Dir> {
         if let Some(d) = self.dest.open_path(&root.join(parent), false)? {
             return Ok(d);
         }
         let missing = || dest::Error::from(io::Error::from(io::ErrorKind::NotFound));
         let mut bdir = self.dest.open_path(root, true)?.ok_or_else(missing)?;
         let mut ddir = self.dest.root_dir()?;
+        let mut below = PathBuf::new();
         for c in parent.components() {
             let c = c.as_os_str();
-            let (d, meta) = self.dest.open_dir(&ddir, c)?;
+            below.push(c);
+            let (d, mut meta) = self.dest.open_dir(&ddir, c)?;
             ddir = d;
+            if let Some(src) = source_meta(node, &below) {
+                if self.cfg.perms {
+                    meta.mode = src.mode;
+                }
+                if self.cfg.owners.owner {
+                    meta.uid = src.uid;
+                }
+                if self.cfg.owners.group {
+                    meta.gid = src.gid;
+                }
+            }
             bdir = match self.dest.open_dir(&bdir, c) {
                 Ok((b, _)) => b,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -86,7 +108,7 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn back_up_deleted(
         &self,
         dir: &D::Dir,
-        parent: &Path,
+        (node, parent): (&DirNode<D>, &Path),
         (name, rel, kind): (&OsStr, &Path, Kind),
         each: &dyn Removal,
     ) -> dest::Result<bool> {
@@ -94,7 +116,7 @@ impl<D: Destination> Engine<'_, D> {
             if !each.may_remove(rel, kind) {
                 return Ok(false);
             }
-            match self.back_up(dir, parent, name) {
+            match self.back_up(dir, (node, parent), name) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
                 r => r?,
             }
@@ -115,7 +137,7 @@ impl<D: Destination> Engine<'_, D> {
                 },
             };
             let crel = rel.join(&c.name);
-            all &= self.back_up_deleted(&sub, &below, (&c.name, &crel, ckind), each)?;
+            all &= self.back_up_deleted(&sub, (node, &below), (&c.name, &crel, ckind), each)?;
         }
         if !all || !each.may_remove(rel, kind) {
             return Ok(false);
@@ -303,6 +325,19 @@ impl<D: Destination> Engine<'_, D> {
                 .error(path, format_args!("cannot remove the source file: {e}"));
         }
     }
+}
+
+/// The source attributes of the directory this run brings to DEST's `rel`, if `node`
+/// or one above it is that directory.
+fn source_meta<D: Destination>(node: &DirNode<D>, rel: &Path) -> Option<Meta> {
+    let mut n = Some(node);
+    while let Some(d) = n {
+        if d.rel == rel {
+            return d.meta;
+        }
+        n = d.parent.as_deref();
+    }
+    None
 }
 
 /// rsync's code for a file copied from a basis copy whose attributes differ
