@@ -369,6 +369,9 @@ fn config(src: &Path, delete: bool) -> Config {
         itemize: false,
         json: false,
         timeout: Duration::from_secs(5),
+        backup: None,
+        basis: None,
+        remove_source_files: false,
     }
 }
 

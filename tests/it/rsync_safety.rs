@@ -17,34 +17,58 @@ use std::process::Command;
 
 use crate::rsync_cli::{diff, source, start};
 use crate::support::dirfs::DirFs;
+use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
 use crate::support::inproc::Server;
 use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, slash};
 
+/// Where nfsync writes.
+#[derive(Clone, Copy)]
+enum Via<'a> {
+    /// The mount path.
+    Mount,
+    /// The in-process NFSv3 server (no LINK, no MKNOD).
+    InProc,
+    /// nfs-ganesha over NFSv3 (`false`) or NFSv4.1 (`true`).
+    Ganesha(&'a Ganesha, bool),
+}
+
 /// Two worlds after a run: rsync's and nfsync's.
 struct Sides {
-    s: Scratch,
+    /// Holds the worlds (the second: in ganesha's export).
+    _s: (Scratch, Option<Scratch>),
+    base: PathBuf,
     /// The in-process NFS server nfsync wrote through (kept alive until the checks).
     _server: Option<Server>,
 }
 
 impl Sides {
     fn rsync(&self, rel: &str) -> PathBuf {
-        self.s.join("r").join(rel)
+        self.base.join("r").join(rel)
     }
 
     fn nfsync(&self, rel: &str) -> PathBuf {
-        self.s.join("n").join(rel)
+        self.base.join("n").join(rel)
     }
 }
 
 /// Builds the world (`setup` adds to `src/` and `dst/` or beside them), runs `rsync
-/// FLAGS src/ dst/` and `nfsync FLAGS src/ DEST` (DEST: `dst/`, or its `nfs://` URL
-/// when `nfs`) in two copies of it, and returns them with their difference. `-b`
-/// without `--backup-dir` implies `-O` (rsync's rule): directories keep the time of
-/// the run, so their times are not compared then.
+/// FLAGS src/ dst/` and `nfsync FLAGS src/ DEST` (DEST: `dst/`, or its `nfs://` URL)
+/// in two copies of it, and returns them with their difference. `-b` without
+/// `--backup-dir` implies `-O` (rsync's rule): directories keep the time of the run,
+/// so their times are not compared then.
 fn side_by_side(nfs: bool, flags: &[&str], setup: impl Fn(&Path)) -> (Sides, String) {
+    side_by_side_via(if nfs { Via::InProc } else { Via::Mount }, flags, setup)
+}
+
+fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sides, String) {
     let s = Scratch::new();
-    let w = s.join("w");
+    // Over ganesha each run's worlds are in a corner of the export of their own.
+    let corner = match via {
+        Via::Ganesha(g, _) => Some(Scratch::new_in(&g.export)),
+        _ => None,
+    };
+    let base = corner.as_ref().unwrap_or(&s).path().to_path_buf();
+    let w = base.join("w");
     source(&w.join("src"));
     start(&w.join("dst"));
     Tree::new(w.join("dst"))
@@ -52,41 +76,72 @@ fn side_by_side(nfs: bool, flags: &[&str], setup: impl Fn(&Path)) -> (Sides, Str
         .file("gone/deeper/g", "g\n")
         .symlink("gone_link", "nowhere");
     setup(&w);
-    copy_tree(&w, &s.join("r"));
-    copy_tree(&w, &s.join("n"));
-    let server = nfs.then(|| Server::start(None, DirFs::new(s.path())));
-    let dest = match &server {
-        Some(server) => server.url("/n/dst").into(),
-        None => slash(&s.join("n/dst")),
+    copy_tree(&w, &base.join("r"));
+    copy_tree(&w, &base.join("n"));
+    let server = matches!(via, Via::InProc).then(|| Server::start(None, DirFs::new(&base)));
+    let dest = match (&server, via) {
+        (Some(server), _) => server.url("/n/dst").into(),
+        (None, Via::Ganesha(g, v41)) => {
+            let rel = base.join("n/dst");
+            let rel = rel.strip_prefix(&g.export).unwrap().to_str().unwrap();
+            match v41 {
+                true => g.url41(rel, ""),
+                false => g.url(rel, ""),
+            }
+            .into()
+        }
+        (None, _) => slash(&base.join("n/dst")),
     };
     let out = Command::new("rsync")
         .args(flags)
-        .arg(slash(&s.join("r/src")))
-        .arg(slash(&s.join("r/dst")))
+        .arg(slash(&base.join("r/src")))
+        .arg(slash(&base.join("r/dst")))
         .output()
         .unwrap();
     assert!(out.status.success(), "rsync {flags:?}: {}", describe(&out));
     let out = nfsync()
         .args(flags)
-        .arg(slash(&s.join("n/src")))
+        .arg(slash(&base.join("n/src")))
         .arg(&dest)
         .output()
         .unwrap();
     assert!(out.status.success(), "nfsync {flags:?}: {}", describe(&out));
-    // The worlds' own directories differ only in when they were made.
+    // The worlds' own directories differ only in when they were made, and so do
+    // backup directories (moving a backup in gives them the time of the run) and the
+    // source's with --remove-source-files.
     for side in ["r", "n"] {
         let ok = Command::new("touch")
             .args(["-h", "-d", "@1600000000"])
-            .arg(s.join(side))
+            .arg(base.join(side))
             .status()
             .unwrap();
         assert!(ok.success());
+        for bk in ["bk", "dst/bk", "src"] {
+            let bk = base.join(side).join(bk);
+            if bk.is_dir() {
+                let ok = Command::new("find")
+                    .arg(&bk)
+                    .args(["-type", "d", "-exec", "touch", "-d", "@1600000000", "{}", "+"])
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+            }
+        }
     }
     let backup = flags.iter().any(|f| *f == "-b" || *f == "--backup");
     let omit = backup && !flags.iter().any(|f| f.starts_with("--backup-dir"));
-    let d = diff(&s.join("r"), &s.join("n"), if omit { &["-O"] } else { &[] });
+    let mut compare = Vec::new();
+    if omit {
+        compare.push("-O");
+    }
+    // nfs-ganesha keeps no symlink times (nfsync warns once).
+    if let Via::Ganesha(..) = via {
+        compare.push("--omit-link-times");
+    }
+    let d = diff(&base.join("r"), &base.join("n"), &compare);
     let sides = Sides {
-        s,
+        _s: (s, corner),
+        base,
         _server: server,
     };
     (sides, d)
@@ -307,5 +362,45 @@ fn nfs_path_same_as_rsync() {
         assert!(d.is_empty(), "nfs:// {flags:?} differs from rsync:\n{d}");
         let compare = flags[2].starts_with("--compare");
         assert_eq!(sides.nfsync("dst/same").exists(), !compare, "{flags:?}");
+    }
+}
+
+/// Over a real NFS server (nfs-ganesha, NFSv3 and NFSv4.1): `--link-dest` makes hard
+/// links to the previous snapshot with LINK, `--backup-dir` moves entries with RENAME
+/// between two directories, `--remove-source-files` removes what the server holds.
+#[test]
+fn ganesha_same_as_rsync() {
+    if !ganesha::available() {
+        return;
+    }
+    let state = Scratch::new();
+    let options = Options {
+        nfs4: Nfs4::Also,
+        ..Options::default()
+    };
+    let g = Ganesha::start(&state.join("export"), &state.join("state"), options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for v41 in [false, true] {
+        let via = Via::Ganesha(&g, v41);
+        let (sides, d) = side_by_side_via(via, &["-a", "--link-dest=../prev"], previous_snapshot);
+        assert!(d.is_empty(), "v4.1 {v41}: --link-dest differs from rsync:\n{d}");
+        let m = |p: &str| fs::symlink_metadata(sides.nfsync(p)).unwrap();
+        assert_eq!(m("dst/big").ino(), m("prev/big").ino(), "v4.1 {v41}");
+        assert_eq!(m("dst/big").nlink(), 2, "v4.1 {v41}");
+        for flags in [
+            &["-a", "--backup-dir=../bk", "--delete"][..],
+            &["-a", "-b", "--suffix=.old", "--delete"],
+            &["-a", "--remove-source-files"],
+        ] {
+            let (sides, d) = side_by_side_via(via, flags, nothing_more);
+            assert!(d.is_empty(), "v4.1 {v41}: {flags:?} differs from rsync:\n{d}");
+            if flags[1] == "--remove-source-files" {
+                assert_eq!(non_dirs(&sides.nfsync("src")), Vec::<String>::new());
+            } else if flags[1] == "-b" {
+                assert_eq!(read(sides.nfsync("dst/older.old")), "old\n");
+            } else {
+                assert_eq!(read(sides.nfsync("bk/gone/deeper/g")), "g\n");
+            }
+        }
     }
 }
