@@ -10,6 +10,12 @@ complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -l backup-dir -d 'Keep backups in DIR (relative to DEST; on nfs:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup' -r -F
+complete -c nfsync -l suffix -d 'Backup suffix (default "~", or none with --backup-dir)' -r
+complete -c nfsync -l link-dest -d 'Hard-link a file DEST lacks to DIR\'s copy when that is unchanged (repeatable; relative DIR: relative to DEST)' -r -F
+complete -c nfsync -l compare-dest -d 'Leave out a file DEST lacks when DIR\'s copy is unchanged (repeatable)' -r -F
+complete -c nfsync -l copy-dest -d 'Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)' -r -F
+complete -c nfsync -l partial-dir -d 'Accepted, no effect: an update is written beside the old copy under a hidden temporary name and renamed over it' -r -F
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -65,4 +71,6 @@ complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
+complete -c nfsync -s b -l backup -d 'Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)'
+complete -c nfsync -l remove-source-files -d 'Remove each source non-directory once DEST holds it complete (copied, or already up to date); directories stay'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -28,6 +28,12 @@ _nfsync() {
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
 '*--debug=[Accepted, no effect (rsync'\''s debug output)]:FLAGS:_default' \
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
+'--backup-dir=[Keep backups in DIR (relative to DEST; on nfs\:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup]:DIR:_files' \
+'--suffix=[Backup suffix (default "~", or none with --backup-dir)]:SUFFIX:_default' \
+'*--link-dest=[Hard-link a file DEST lacks to DIR'\''s copy when that is unchanged (repeatable; relative DIR\: relative to DEST)]:DIR:_files' \
+'*--compare-dest=[Leave out a file DEST lacks when DIR'\''s copy is unchanged (repeatable)]:DIR:_files' \
+'*--copy-dest=[Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)]:DIR:_files' \
+'--partial-dir=[Accepted, no effect\: an update is written beside the old copy under a hidden temporary name and renamed over it]:DIR:_files' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -103,6 +109,9 @@ man\:"The man page (roff)"))' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
+'-b[Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)]' \
+'--backup[Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)]' \
+'--remove-source-files[Remove each source non-directory once DEST holds it complete (copied, or already up to date); directories stay]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

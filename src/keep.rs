@@ -189,7 +189,10 @@ mod tests {
     fn the_first_exact_match_wins_else_the_first_content_match() {
         use Match::*;
         assert_eq!(best([None, Some(Content), Some(Exact)]), Some((2, Exact)));
-        assert_eq!(best([Some(Content), None, Some(Content)]), Some((0, Content)));
+        assert_eq!(
+            best([Some(Content), None, Some(Content)]),
+            Some((0, Content))
+        );
         assert_eq!(best([None, None]), None);
     }
 }

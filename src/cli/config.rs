@@ -109,8 +109,7 @@ impl Cli {
             times: !r.no_times && (all || r.times),
             // rsync: backups beside their files move directories' mtimes, so -b
             // without --backup-dir implies -O.
-            omit_dir_times: r.omit_dir_times
-                || backup.as_ref().is_some_and(|b| b.dir.is_none()),
+            omit_dir_times: r.omit_dir_times || backup.as_ref().is_some_and(|b| b.dir.is_none()),
             umask: current_umask(),
             one_file_system: r.one_file_system,
             ignore_errors: r.ignore_errors,
@@ -167,9 +166,7 @@ fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option
             used: *used,
             dirs: dirs.to_vec(),
         }),
-        _ => anyhow::bail!(
-            "You may not mix --compare-dest, --copy-dest, and --link-dest."
-        ),
+        _ => anyhow::bail!("You may not mix --compare-dest, --copy-dest, and --link-dest."),
     };
     Ok((backup, basis))
 }

@@ -339,7 +339,7 @@ impl<D: Destination> Engine<'_, D> {
                 // --backup: the old copy goes to its backup just before the new one
                 // takes its name.
                 let kept = match self.cfg.backup {
-                    Some(_) if r.is_ok() => self.back_up(dir, (&job.parent, &job.parent.rel), name),
+                    Some(_) => self.back_up(dir, (&job.parent, &job.parent.rel), name),
                     _ => Ok(()),
                 };
                 match kept.and_then(|()| self.dest.rename(dir, t, name)) {

@@ -279,7 +279,10 @@ impl<D: Destination> Engine<'_, D> {
         job.parent.changed.store(true, Ordering::Relaxed);
         if !self.cfg.dry_run {
             let dir = job.parent.dir.as_ref()?;
-            match self.dest.hard_link(dir, &job.entry.name, bdir, &job.entry.name) {
+            match self
+                .dest
+                .hard_link(dir, &job.entry.name, bdir, &job.entry.name)
+            {
                 Ok(()) => {}
                 Err(e) if !last && is_race(&e) => return Some(Attempt::Raced),
                 Err(e) if e.is_fatal() => {
@@ -312,8 +315,10 @@ impl<D: Destination> Engine<'_, D> {
                     || now.ino != listed.ino
                 {
                     Stats::bump(&self.stats.errors);
-                    self.out
-                        .error(path, "changed since it was copied; not removed from the source");
+                    self.out.error(
+                        path,
+                        "changed since it was copied; not removed from the source",
+                    );
                     return;
                 }
             }

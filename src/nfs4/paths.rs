@@ -38,7 +38,11 @@ impl Nfs4Dest {
             .collect())
     }
 
-    pub(super) fn open_path_impl(&self, path: &Path, create: bool) -> dest::Result<Option<Nfs4Dir>> {
+    pub(super) fn open_path_impl(
+        &self,
+        path: &Path,
+        create: bool,
+    ) -> dest::Result<Option<Nfs4Dir>> {
         let comps = self.below_root(path)?;
         if create {
             return self.dir_of(&comps).map(Some);

@@ -121,7 +121,16 @@ fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sid
             if bk.is_dir() {
                 let ok = Command::new("find")
                     .arg(&bk)
-                    .args(["-type", "d", "-exec", "touch", "-d", "@1600000000", "{}", "+"])
+                    .args([
+                        "-type",
+                        "d",
+                        "-exec",
+                        "touch",
+                        "-d",
+                        "@1600000000",
+                        "{}",
+                        "+",
+                    ])
                     .status()
                     .unwrap();
                 assert!(ok.success());
@@ -224,7 +233,11 @@ fn backup_dir_with_delete() {
     ] {
         let (sides, d) = side_by_side(false, flags, nothing_more);
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
-        let sfx = if flags.contains(&"--suffix=.1") { ".1" } else { "" };
+        let sfx = if flags.contains(&"--suffix=.1") {
+            ".1"
+        } else {
+            ""
+        };
         let b = |p: &str| sides.nfsync(&format!("{bk}/{p}{sfx}"));
         assert_eq!(read(b("older")), "old\n", "{flags:?}");
         assert_eq!(read(b("extra")), "extra\n");
@@ -383,7 +396,10 @@ fn ganesha_same_as_rsync() {
     for v41 in [false, true] {
         let via = Via::Ganesha(&g, v41);
         let (sides, d) = side_by_side_via(via, &["-a", "--link-dest=../prev"], previous_snapshot);
-        assert!(d.is_empty(), "v4.1 {v41}: --link-dest differs from rsync:\n{d}");
+        assert!(
+            d.is_empty(),
+            "v4.1 {v41}: --link-dest differs from rsync:\n{d}"
+        );
         let m = |p: &str| fs::symlink_metadata(sides.nfsync(p)).unwrap();
         assert_eq!(m("dst/big").ino(), m("prev/big").ino(), "v4.1 {v41}");
         assert_eq!(m("dst/big").nlink(), 2, "v4.1 {v41}");
@@ -393,7 +409,10 @@ fn ganesha_same_as_rsync() {
             &["-a", "--remove-source-files"],
         ] {
             let (sides, d) = side_by_side_via(via, flags, nothing_more);
-            assert!(d.is_empty(), "v4.1 {v41}: {flags:?} differs from rsync:\n{d}");
+            assert!(
+                d.is_empty(),
+                "v4.1 {v41}: {flags:?} differs from rsync:\n{d}"
+            );
             if flags[1] == "--remove-source-files" {
                 assert_eq!(non_dirs(&sides.nfsync("src")), Vec::<String>::new());
             } else if flags[1] == "-b" {
@@ -402,5 +421,19 @@ fn ganesha_same_as_rsync() {
                 assert_eq!(read(sides.nfsync("bk/gone/deeper/g")), "g\n");
             }
         }
+    }
+}
+
+/// `--partial` and `--partial-dir` are accepted: an update is written beside the old
+/// copy and renamed over it, so there is never a partial file to keep.
+#[test]
+fn partial_dir_is_accepted() {
+    for flags in [
+        &["-a", "--partial-dir=.rsync-partial"][..],
+        &["-a", "--partial", "--partial-dir", "/tmp/p"],
+    ] {
+        let (sides, d) = side_by_side(false, flags, nothing_more);
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        assert_eq!(read(sides.nfsync("dst/older")), "new content\n");
     }
 }

@@ -14,7 +14,11 @@ impl LocalDest {
     pub(super) fn open_path_at(&self, path: &Path, create: bool) -> dest::Result<Option<LocalDir>> {
         let full = self.root.join(path);
         if create {
-            match fs::DirBuilder::new().recursive(true).mode(0o755).create(&full) {
+            match fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(&full)
+            {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e.into()),
