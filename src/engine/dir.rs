@@ -220,6 +220,7 @@ impl<D: Destination> Engine<'_, D> {
             parent,
             changed: AtomicBool::new(false),
             deletions: Mutex::new(Vec::new()),
+            basis: std::sync::OnceLock::new(),
         })
     }
 

@@ -168,21 +168,28 @@ impl<D: Destination> Engine<'_, D> {
         same: impl Fn(&D::Dir) -> bool,
     ) -> Option<(D::Dir, Match)> {
         let basis = self.cfg.basis.as_ref()?;
-        let mut found = Vec::with_capacity(basis.dirs.len());
-        for d in &basis.dirs {
-            let dir = match self.dest.open_path(&d.join(&job.parent.rel), false) {
-                Ok(Some(dir)) => dir,
-                _ => {
-                    found.push(None);
-                    continue;
-                }
+        let dirs = job.parent.basis.get_or_init(|| {
+            basis
+                .dirs
+                .iter()
+                .map(|d| {
+                    let path = d.join(&job.parent.rel);
+                    self.dest.open_path(&path, false).ok().flatten()
+                })
+                .collect()
+        });
+        let mut found = Vec::with_capacity(dirs.len());
+        for dir in dirs {
+            let Some(dir) = dir else {
+                found.push(None);
+                continue;
             };
-            let m = match self.dest.stat(&dir, &job.entry.name) {
-                Ok(Some(m)) => keep::compare(src, &m, &self.rules, || same(&dir)),
+            let m = match self.dest.stat(dir, &job.entry.name) {
+                Ok(Some(m)) => keep::compare(src, &m, &self.rules, || same(dir)),
                 _ => None,
             };
             let exact = m == Some(Match::Exact);
-            found.push(m.map(|m| (dir, m)));
+            found.push(m.map(|m| (dir.clone(), m)));
             if exact {
                 break;
             }

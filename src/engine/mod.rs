@@ -25,7 +25,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
@@ -56,6 +56,10 @@ pub struct DirNode<D: Destination> {
     changed: AtomicBool,
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
+    // Safety options (issue 16).
+    /// The basis directories' counterparts of this directory (`--link-dest` and its
+    /// kin), opened once for all its children; `None` where one has none.
+    basis: OnceLock<Vec<Option<D::Dir>>>,
 }
 
 /// Where a destination directory came from.
