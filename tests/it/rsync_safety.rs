@@ -331,16 +331,24 @@ fn remove_source_files() {
     assert_eq!(read(sides.nfsync("dst/same")), "same\n");
 }
 
-/// `--remove-source-files` with `--max-size`: what is skipped stays in the source.
+/// `--remove-source-files` with `--max-size` or `-u`: what is skipped stays in the
+/// source (`-u`: the files newer at the destination).
 #[test]
 fn remove_source_files_keeps_skipped_files() {
-    let (sides, d) = side_by_side(
-        false,
-        &["-a", "--remove-source-files", "--max-size=3K"],
-        nothing_more,
-    );
-    assert!(d.is_empty(), "differs from rsync:\n{d}");
-    assert_eq!(non_dirs(&sides.nfsync("src")), ["sub/big2"]);
+    for (flags, kept) in [
+        (
+            &["-a", "--remove-source-files", "--max-size=3K"][..],
+            &["sub/big2"][..],
+        ),
+        (
+            &["-a", "-u", "--remove-source-files"],
+            &["newer", "same_size_newer"],
+        ),
+    ] {
+        let (sides, d) = side_by_side(false, flags, nothing_more);
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        assert_eq!(non_dirs(&sides.nfsync("src")), kept, "{flags:?}");
+    }
 }
 
 /// Over nfs:// (the in-process NFSv3 server: no LINK, no MKNOD): backups beside and in
@@ -435,5 +443,34 @@ fn partial_dir_is_accepted() {
         let (sides, d) = side_by_side(false, flags, nothing_more);
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
         assert_eq!(read(sides.nfsync("dst/older")), "new content\n");
+    }
+}
+
+/// What rsync refuses, nfsync refuses in rsync's words: an empty suffix without a
+/// backup directory, and basis directories of two kinds.
+#[test]
+fn refused_combinations() {
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("f", "f\n");
+    for (flags, says) in [
+        (
+            &["-a", "-b", "--suffix="][..],
+            "--suffix cannot be a null string without --backup-dir",
+        ),
+        (
+            &["-a", "--link-dest=x", "--copy-dest=y"],
+            "You may not mix --compare-dest, --copy-dest, and --link-dest.",
+        ),
+    ] {
+        let out = nfsync()
+            .args(flags)
+            .arg(slash(&s.join("src")))
+            .arg(s.join("dst"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{flags:?}: {err}");
+        assert!(!s.join("dst").exists(), "{flags:?}");
     }
 }
