@@ -130,7 +130,13 @@ impl<D: Destination> Engine<'_, D> {
         if fresh {
             Stats::bump(&self.stats.dirs_created);
             self.out.created_dest(&self.dest_display);
-            self.out.change("cd+++++++++", Path::new("./"));
+            let code = match operands.as_slice() {
+                [o] if o.contents => self.new_dir_code(Path::new(""), &o.meta),
+                _ => Some("cd+++++++++".into()),
+            };
+            if let Some(code) = code {
+                self.out.change(&code, Path::new("./"));
+            }
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = operands.iter().all(|o| o.contents);
@@ -402,7 +408,9 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
-                    self.out.change("cd+++++++++", &rel);
+                    if let Some(code) = self.new_dir_code(&rel, &entry.meta) {
+                        self.out.change(&code, &rel);
+                    }
                 }
                 made
             }

@@ -225,30 +225,7 @@ impl<D: Destination> Engine<'_, D> {
                 Attempt::Done(true)
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
-                let code = match &dst {
-                    // rsync's columns: YXcstpoguax.
-                    Some(d) if d.kind == Kind::File => format!(
-                        ">f.{}{}{}{}{}...",
-                        if d.size != src.size { 's' } else { '.' },
-                        self.time_flag(src, d),
-                        if self.cfg.perms && d.mode != src.mode {
-                            'p'
-                        } else {
-                            '.'
-                        },
-                        if self.cfg.owners.owner && d.uid != src.uid {
-                            'o'
-                        } else {
-                            '.'
-                        },
-                        if self.cfg.owners.group && d.gid != src.gid {
-                            'g'
-                        } else {
-                            '.'
-                        },
-                    ),
-                    _ => ">f+++++++++".to_string(),
-                };
+                let code = self.file_code(src, dst.as_ref());
                 let put = match dst {
                     None => Put::New,
                     Some(d) if d.kind == Kind::File => Put::Replace(d),
@@ -480,6 +457,34 @@ impl<D: Destination> Engine<'_, D> {
                 ),
             }
         })
+    }
+
+    /// rsync's code for a file sent whole: new (`>f+++++++++`), or an update of `dst`
+    /// (columns YXcstpoguax: size, time, permissions, owner, group).
+    pub(super) fn file_code(&self, src: &Meta, dst: Option<&Meta>) -> String {
+        match dst {
+            Some(d) if d.kind == Kind::File => format!(
+                ">f.{}{}{}{}{}...",
+                if d.size != src.size { 's' } else { '.' },
+                self.time_flag(src, d),
+                if self.cfg.perms && d.mode != src.mode {
+                    'p'
+                } else {
+                    '.'
+                },
+                if self.cfg.owners.owner && d.uid != src.uid {
+                    'o'
+                } else {
+                    '.'
+                },
+                if self.cfg.owners.group && d.gid != src.gid {
+                    'g'
+                } else {
+                    '.'
+                },
+            ),
+            _ => ">f+++++++++".to_string(),
+        }
     }
 
     /// rsync's `t` column: the times differ by the quick check's rule (`T`: without

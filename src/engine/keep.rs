@@ -157,17 +157,20 @@ impl<D: Destination> Engine<'_, D> {
         Ok(true)
     }
 
-    /// The best basis copy of an entry DEST lacks, with the directory holding it.
-    /// `same` tells whether a basis copy's content is the source's (`--checksum`
-    /// bytes, a symlink's target). A basis directory that is missing or unreadable is
-    /// passed over, as rsync does.
+    /// The best basis copy of an entry DEST lacks, with the directory holding it, and
+    /// the first basis copy of the entry's kind whatever its content (rsync itemizes
+    /// an entry sent whole against it). `same` tells whether a basis copy's content
+    /// is the source's (`--checksum` bytes, a symlink's target). A basis directory
+    /// that is missing or unreadable is passed over, as rsync does.
     fn basis_match(
         &self,
         job: &EntryJob<D>,
         src: &Meta,
         same: impl Fn(&D::Dir) -> bool,
-    ) -> Option<(D::Dir, Match)> {
-        let basis = self.cfg.basis.as_ref()?;
+    ) -> (Option<(D::Dir, Match)>, Option<Meta>) {
+        let Some(basis) = self.cfg.basis.as_ref() else {
+            return (None, None);
+        };
         let dirs = job.parent.basis.get_or_init(|| {
             basis
                 .dirs
@@ -179,13 +182,19 @@ impl<D: Destination> Engine<'_, D> {
                 .collect()
         });
         let mut found = Vec::with_capacity(dirs.len());
+        let mut first = None;
         for dir in dirs {
             let Some(dir) = dir else {
                 found.push(None);
                 continue;
             };
             let m = match self.dest.stat(dir, &job.entry.name) {
-                Ok(Some(m)) => keep::compare(src, &m, &self.rules, || same(dir)),
+                Ok(Some(m)) => {
+                    if m.kind == src.kind {
+                        first.get_or_insert(m);
+                    }
+                    keep::compare(src, &m, &self.rules, || same(dir))
+                }
                 _ => None,
             };
             let exact = m == Some(Match::Exact);
@@ -194,8 +203,10 @@ impl<D: Destination> Engine<'_, D> {
                 break;
             }
         }
-        let (i, _) = keep::best(found.iter().map(|f| f.as_ref().map(|x| x.1)))?;
-        found.swap_remove(i)
+        match keep::best(found.iter().map(|f| f.as_ref().map(|x| x.1))) {
+            Some((i, _)) => (found.swap_remove(i), first),
+            None => (None, first),
+        }
     }
 
     /// What the basis directories do for a regular file DEST lacks (`src` as the
@@ -211,12 +222,16 @@ impl<D: Destination> Engine<'_, D> {
             return FromBasis::Nothing;
         };
         let name = &job.entry.name;
-        let Some((bdir, m)) = self.basis_match(job, src, |dir| {
+        let (found, first) = self.basis_match(job, src, |dir| {
             self.dest
                 .same_content(dir, name, &job.entry.path)
                 .unwrap_or(false)
-        }) else {
-            return FromBasis::Nothing;
+        });
+        let Some((bdir, m)) = found else {
+            return match first {
+                Some(b) => FromBasis::Copy(self.file_code(src, Some(&b))),
+                None => FromBasis::Nothing,
+            };
         };
         match (m, basis.used) {
             (Match::Exact, BasisUse::Compare) => {
@@ -251,13 +266,14 @@ impl<D: Destination> Engine<'_, D> {
         last: bool,
     ) -> Option<Attempt> {
         let basis = self.cfg.basis.as_ref()?;
-        let (bdir, m) = self.basis_match(job, src, |dir| match target {
+        let (found, _) = self.basis_match(job, src, |dir| match target {
             Some(target) => self
                 .dest
                 .read_link(dir, &job.entry.name)
                 .is_ok_and(|t| t == target),
             None => true,
-        })?;
+        });
+        let (bdir, m) = found?;
         match (m, basis.used) {
             (Match::Exact, BasisUse::Compare) => {
                 Stats::bump(&self.stats.files_skipped);
@@ -267,6 +283,55 @@ impl<D: Destination> Engine<'_, D> {
             (Match::Exact, BasisUse::Link) => self.link_to_basis(job, rel, &bdir, last),
             _ => None,
         }
+    }
+
+    /// rsync's code for a directory this run creates at `rel` (`src` its source
+    /// attributes): with basis directories it is itemized against their directory
+    /// there: not at all when that has the same attributes, `cd..t......` and the like
+    /// when some differ, `cd+++++++++` when none has one.
+    pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Option<String> {
+        let new = Some("cd+++++++++".to_string());
+        let Some(basis) = &self.cfg.basis else {
+            return new;
+        };
+        let mut first = None;
+        for d in &basis.dirs {
+            let p = d.join(rel);
+            let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+                continue;
+            };
+            let Ok(Some(dir)) = self.dest.open_path(parent, false) else {
+                continue;
+            };
+            let Ok(Some(b)) = self.dest.stat(&dir, name) else {
+                continue;
+            };
+            if b.kind != Kind::Dir {
+                continue;
+            }
+            let diff = crate::plan::attr_diff(src, &b, &self.rules, !self.cfg.omit_dir_times);
+            if diff.is_empty() {
+                return None;
+            }
+            first.get_or_insert_with(|| {
+                format!(
+                    "cd..{}{}{}{}...",
+                    if diff.mtime { 't' } else { '.' },
+                    if diff.mode { 'p' } else { '.' },
+                    if diff.owner && self.cfg.owners.owner && src.uid != b.uid {
+                        'o'
+                    } else {
+                        '.'
+                    },
+                    if diff.owner && self.cfg.owners.group && src.gid != b.gid {
+                        'g'
+                    } else {
+                        '.'
+                    },
+                )
+            });
+        }
+        first.or(new)
     }
 
     fn stat_quiet(&self, dir: &D::Dir, name: &OsStr) -> Option<Meta> {
