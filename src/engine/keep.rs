@@ -157,6 +157,27 @@ impl<D: Destination> Engine<'_, D> {
         Ok(true)
     }
 
+    /// Warns, as rsync does, about a basis directory that is not there (the run goes
+    /// on: entries are then copied from the source).
+    pub(super) fn check_basis_dirs(&self) {
+        let Some(b) = &self.cfg.basis else {
+            return;
+        };
+        let option = match b.used {
+            BasisUse::Link => "--link-dest",
+            BasisUse::Compare => "--compare-dest",
+            BasisUse::Copy => "--copy-dest",
+        };
+        for d in &b.dirs {
+            if !matches!(self.dest.open_path(d, false), Ok(Some(_))) {
+                self.out.warn(format_args!(
+                    "{option} arg does not exist: {}",
+                    self.dest_path(d).display()
+                ));
+            }
+        }
+    }
+
     /// The best basis copy of an entry DEST lacks, with the directory holding it, and
     /// the first basis copy of the entry's kind whatever its content (rsync itemizes
     /// an entry sent whole against it). `same` tells whether a basis copy's content

@@ -144,6 +144,7 @@ pub fn run<D: Destination>(
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
     };
     engine.plan_roots()?;
+    engine.check_basis_dirs();
     engine.stats.roots_planned.store(true, Ordering::SeqCst);
 
     let started = std::thread::scope(|s| {

@@ -42,6 +42,8 @@ struct Sides {
     /// What each printed on stdout, its lines sorted (nfsync's come in the order its
     /// parallel jobs finish).
     printed: (Vec<String>, Vec<String>),
+    /// nfsync's stderr.
+    warned: String,
 }
 
 impl Sides {
@@ -121,6 +123,7 @@ fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sid
         .unwrap();
     assert!(out.status.success(), "nfsync {flags:?}: {}", describe(&out));
     let printed = (by_rsync, sorted(&out.stdout));
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
     // The worlds' own directories differ only in when they were made, and so do
     // backup directories (moving a backup in gives them the time of the run) and the
     // source's with --remove-source-files.
@@ -168,6 +171,7 @@ fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sid
         base,
         _server: server,
         printed,
+        warned,
     };
     (sides, d)
 }
@@ -306,7 +310,8 @@ fn link_dest_snapshot_rotation() {
     }
 }
 
-/// `--link-dest` twice: the first directory holding an exact copy wins.
+/// `--link-dest` twice: the first directory holding an exact copy wins; one that does
+/// not exist is warned about, as rsync does, and passed over.
 #[test]
 fn link_dest_repeated() {
     let (sides, d) = side_by_side(
@@ -317,6 +322,12 @@ fn link_dest_repeated() {
     assert!(d.is_empty(), "differs from rsync:\n{d}");
     let m = |p: &str| fs::metadata(sides.nfsync(p)).unwrap();
     assert_eq!(m("dst/big").ino(), m("prev/big").ino());
+    assert!(
+        sides.warned.contains("--link-dest arg does not exist: ")
+            && sides.warned.contains("/dst/../none"),
+        "{}",
+        sides.warned
+    );
 }
 
 /// `--compare-dest`: what the previous snapshot holds unchanged is left out of DEST;
