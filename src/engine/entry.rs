@@ -112,6 +112,18 @@ impl<D: Destination> Engine<'_, D> {
             ),
         };
         match r {
+            // A directory kept because backups stay beside their files in it (rsync:
+            // "could not make way"); one --max-delete kept is counted there.
+            Ok(false)
+                if self.cfg.backup.is_some() && self.delete_budget.load(Ordering::Relaxed) > 0 =>
+            {
+                Stats::bump(&self.stats.errors);
+                self.out.error(
+                    &self.dest_path(rel),
+                    "could not make way: a directory in the way keeps the backups made in it",
+                );
+                false
+            }
             Ok(gone) => gone,
             Err(e) => {
                 self.dest_error(rel, e);

@@ -533,3 +533,26 @@ fn itemized_as_rsync() {
         no_dir_attrs(&sides.printed.0)
     );
 }
+
+/// `-b`: a directory in the way of a file keeps the backups made in it, so the file
+/// cannot take its place: reported, exit 23 (rsync: "could not make way"), never a
+/// silent skip.
+#[test]
+fn backup_beside_cannot_make_way_through_a_directory() {
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("x", "f\n");
+    Tree::new(s.join("dst")).file("x/in", "in\n");
+    let out = nfsync()
+        .args(["-a", "-b"])
+        .arg(slash(&s.join("src")))
+        .arg(slash(&s.join("dst")))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("could not make way"),
+        "{}",
+        describe(&out)
+    );
+    assert!(s.join("dst/x").is_dir());
+}
