@@ -21,6 +21,12 @@ complete -c nfsync -l usermap -d 'Map owners FROM:TO,... (ids, LOW-HIGH ranges, 
 complete -c nfsync -l groupmap -d 'Map groups FROM:TO,..., as --usermap. Implies -g' -r
 complete -c nfsync -s T -l temp-dir -d 'Write updates\' temporaries in DIR (relative to DEST), then move them in place' -r -F
 complete -c nfsync -l bwlimit -d 'Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0: no limit)' -r
+complete -c nfsync -l backup-dir -d 'Keep backups in DIR (relative to DEST; on nfs:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup' -r -F
+complete -c nfsync -l suffix -d 'Backup suffix (default "~", or none with --backup-dir)' -r
+complete -c nfsync -l link-dest -d 'Hard-link a file DEST lacks to DIR\'s copy when that is unchanged (repeatable; relative DIR: relative to DEST)' -r -F
+complete -c nfsync -l compare-dest -d 'Leave out a file DEST lacks when DIR\'s copy is unchanged (repeatable)' -r -F
+complete -c nfsync -l copy-dest -d 'Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)' -r -F
+complete -c nfsync -l partial-dir -d 'Accepted, no effect: an update is written beside the old copy under a hidden temporary name and renamed over it' -r -F
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -94,4 +100,6 @@ complete -c nfsync -l inplace -d 'Update files in place (hard links to them see 
 complete -c nfsync -l append -d 'Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone'
 complete -c nfsync -l append-verify -d '--append, then compare the whole file and rewrite it if it differs'
 complete -c nfsync -l delay-updates -d 'Put all updated files in place at the end of the run'
+complete -c nfsync -s b -l backup -d 'Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)'
+complete -c nfsync -l remove-source-files -d 'Remove each source non-directory once DEST holds it complete (copied, or already up to date); directories stay'
 complete -c nfsync -s V -l version -d 'Print version'

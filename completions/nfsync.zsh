@@ -41,6 +41,12 @@ _nfsync() {
 '-T+[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
 '--temp-dir=[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
 '--bwlimit=[Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0\: no limit)]:RATE:_default' \
+'--backup-dir=[Keep backups in DIR (relative to DEST; on nfs\:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup]:DIR:_files' \
+'--suffix=[Backup suffix (default "~", or none with --backup-dir)]:SUFFIX:_default' \
+'*--link-dest=[Hard-link a file DEST lacks to DIR'\''s copy when that is unchanged (repeatable; relative DIR\: relative to DEST)]:DIR:_files' \
+'*--compare-dest=[Leave out a file DEST lacks when DIR'\''s copy is unchanged (repeatable)]:DIR:_files' \
+'*--copy-dest=[Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)]:DIR:_files' \
+'--partial-dir=[Accepted, no effect\: an update is written beside the old copy under a hidden temporary name and renamed over it]:DIR:_files' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -141,6 +147,9 @@ man\:"The man page (roff)"))' \
 '--append[Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone]' \
 '--append-verify[--append, then compare the whole file and rewrite it if it differs]' \
 '--delay-updates[Put all updated files in place at the end of the run]' \
+'-b[Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)]' \
+'--backup[Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)]' \
+'--remove-source-files[Remove each source non-directory once DEST holds it complete (copied, or already up to date); directories stay]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

@@ -9,6 +9,7 @@ use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::follow::Follow;
 use crate::idmap::IdMap;
+use crate::keep::{Backup, Basis};
 use crate::plan::{Compare, Rules, Skip};
 use crate::report::format::LogFormat;
 use crate::tune::Jobs;
@@ -100,6 +101,14 @@ pub struct Config {
     pub groupmap: Option<IdMap>,
     /// Which extended attributes are copied (`-X`, `-A`).
     pub xattrs: XattrSet,
+    // Safety: what is kept and reused (issue 16).
+    /// `-b/--backup`, `--suffix`, `--backup-dir`.
+    pub backup: Option<Backup>,
+    /// `--link-dest`, `--compare-dest`, `--copy-dest`.
+    pub basis: Option<Basis>,
+    /// `--remove-source-files`: a source non-directory is removed once the destination
+    /// holds it complete.
+    pub remove_source_files: bool,
     // Data: how file data is written (-S, --inplace, --append, --temp-dir, ...).
     /// How file data is written.
     pub data: DataConfig,
@@ -149,6 +158,7 @@ impl Config {
             skip: self.skip,
             delete: self.delete,
             filter: &self.filter,
+            backup: self.backup.as_ref(),
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod exit;
 pub mod filter;
 pub mod follow;
 pub mod idmap;
+pub mod keep;
 pub mod meta;
 pub mod nfs;
 pub mod nfs4;

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use crate::dest::{AttrSet, DestEntry, OwnerPolicy};
 use crate::filter::{Filter, Scope, Side};
+use crate::keep::Backup;
 use crate::meta::{Kind, Meta};
 use crate::temp;
 use crate::walk::SrcEntry;
@@ -54,6 +55,8 @@ pub struct Rules<'a> {
     pub delete: bool,
     /// Exclude/include rules.
     pub filter: &'a Filter,
+    /// `--backup`: its protect rules keep backups from `--delete`.
+    pub backup: Option<&'a Backup>,
 }
 
 /// Entries to leave alone (rsync's `-u`, `--ignore-existing`, `--existing`,
@@ -173,7 +176,9 @@ pub fn plan_dir(
         .flat_map(|m| m.into_values())
         .filter_map(|e| {
             let kind = e.kind.or(e.meta.map(|m| m.kind));
-            if excluded(&e.name, kind == Some(Kind::Dir), Side::Receiver) {
+            if excluded(&e.name, kind == Some(Kind::Dir), Side::Receiver)
+                || rules.backup.is_some_and(|b| b.protects(&rel.join(&e.name)))
+            {
                 return None;
             }
             let remove = if kind == Some(Kind::File) && temp::is_temp(&e.name) {
@@ -315,6 +320,7 @@ mod tests {
             skip: Skip::default(),
             delete: false,
             filter: &NO_FILTER,
+            backup: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! From the parsed command line to the engine's [`Config`].
 
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use crate::config::{Append, Config, DataConfig};
 use crate::dest::OwnerPolicy;
 use crate::filter::{Arg, Filter};
 use crate::follow::Follow;
+use crate::keep::{Backup, Basis, BasisUse};
 use crate::plan::{Compare, Skip};
 use crate::report::format::LogFormat;
 use crate::xattrs::XattrSet;
@@ -100,6 +102,7 @@ impl Cli {
         let times =
             last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
         let data = data_config(r)?;
+        let (backup, basis) = safety(r)?;
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -133,7 +136,9 @@ impl Cli {
             // -A implies -p, as in rsync.
             perms: perms || acls,
             times,
-            omit_dir_times: r.omit_dir_times,
+            // rsync: backups beside their files move directories' mtimes, so -b
+            // without --backup-dir implies -O.
+            omit_dir_times: r.omit_dir_times || backup.as_ref().is_some_and(|b| b.dir.is_none()),
             umask,
             one_file_system: r.one_file_system,
             ignore_errors: r.ignore_errors,
@@ -175,6 +180,9 @@ impl Cli {
             groupmap,
             xattrs: XattrSet { xattrs, acls, root },
             data,
+            backup,
+            basis,
+            remove_source_files: r.remove_source_files,
         })
     }
 }
@@ -280,6 +288,39 @@ pub(super) fn parse_format(s: &str) -> Result<LogFormat, String> {
     LogFormat::parse(s).map_err(|e| e.to_string())
 }
 
+/// `--backup` and the basis directories, as rsync reads them: `--backup-dir` implies
+/// `--backup` and makes the default suffix empty; one kind of basis directory per run.
+fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option<Basis>)> {
+    let backup = (r.backup || r.backup_dir.is_some()).then(|| Backup {
+        suffix: r.suffix.clone().unwrap_or_else(|| match r.backup_dir {
+            Some(_) => OsString::new(),
+            None => "~".into(),
+        }),
+        dir: r.backup_dir.clone(),
+    });
+    if let Some(b) = &backup
+        && b.dir.is_none()
+        && b.suffix.is_empty()
+    {
+        anyhow::bail!("--suffix cannot be a null string without --backup-dir");
+    }
+    let kinds = [
+        (BasisUse::Link, &r.link_dest),
+        (BasisUse::Compare, &r.compare_dest),
+        (BasisUse::Copy, &r.copy_dest),
+    ];
+    let given: Vec<_> = kinds.into_iter().filter(|(_, d)| !d.is_empty()).collect();
+    let basis = match given.as_slice() {
+        [] => None,
+        [(used, dirs)] => Some(Basis {
+            used: *used,
+            dirs: dirs.to_vec(),
+        }),
+        _ => anyhow::bail!("You may not mix --compare-dest, --copy-dest, and --link-dest."),
+    };
+    Ok((backup, basis))
+}
+
 /// The process's umask, read without changing it for good (nfsync clears it later).
 fn current_umask() -> u32 {
     use rustix::fs::Mode;
@@ -297,6 +338,12 @@ fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
     } else {
         Append::Off
     };
+    if (r.backup || r.backup_dir.is_some()) && (r.inplace || append != Append::Off) {
+        anyhow::bail!(
+            "--backup with --inplace or --append is not supported (the old copy is written \
+             over in place, so there is no old file to keep)"
+        );
+    }
     if r.delay_updates {
         if append != Append::Off {
             anyhow::bail!("--append cannot be used with --delay-updates");

@@ -313,6 +313,47 @@ pub struct RsyncOpts {
     /// says otherwise; 0: no limit).
     #[arg(long, value_name = "RATE", value_parser = crate::bwlimit::parse_rate)]
     pub bwlimit: Option<u64>,
+    // Safety: what is kept and reused (issue 16).
+    /// Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir).
+    #[arg(short = 'b', long)]
+    pub backup: bool,
+
+    /// Keep backups in DIR (relative to DEST; on nfs:// an absolute DIR is a path on
+    /// the server), each at its path below DEST; implies --backup.
+    #[arg(long, value_name = "DIR")]
+    pub backup_dir: Option<std::path::PathBuf>,
+
+    /// Backup suffix (default "~", or none with --backup-dir).
+    #[arg(long, value_name = "SUFFIX")]
+    pub suffix: Option<std::ffi::OsString>,
+
+    /// Hard-link a file DEST lacks to DIR's copy when that is unchanged (repeatable;
+    /// relative DIR: relative to DEST).
+    #[arg(long, value_name = "DIR")]
+    pub link_dest: Vec<std::path::PathBuf>,
+
+    /// Leave out a file DEST lacks when DIR's copy is unchanged (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub compare_dest: Vec<std::path::PathBuf>,
+
+    /// Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come
+    /// from the source, the cheaper side of a local-to-NFS copy).
+    #[arg(long, value_name = "DIR")]
+    pub copy_dest: Vec<std::path::PathBuf>,
+
+    /// Remove each source non-directory once DEST holds it complete (copied, or
+    /// already up to date); directories stay.
+    #[arg(long, alias = "remove-sent-files")]
+    pub remove_source_files: bool,
+
+    /// Accepted, no effect: an update is written beside the old copy under a hidden
+    /// temporary name and renamed over it.
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub partial_dir: Option<std::path::PathBuf>,
 }
 
 impl RsyncOpts {
@@ -528,7 +569,8 @@ mod tests {
         let e = check(&["-ave", "ssh"]).unwrap_err();
         assert!(e.starts_with("-e (--rsh) is not supported ("), "{e}");
         assert_eq!(check(&["-a", "--no-xattrs", "--no-A", "a", "b"]), Ok(()));
-        let e = check(&["--link-dest=../x"]).unwrap_err();
-        assert!(e.starts_with("--link-dest is not supported ("), "{e}");
+        let e = check(&["--append"]).unwrap_err();
+        assert!(e.starts_with("--append is not supported ("), "{e}");
+        assert_eq!(check(&["-ab", "--link-dest=../x", "a", "b"]), Ok(()));
     }
 }

@@ -28,9 +28,6 @@ macro_rules! refused {
 /// The list, in rsync(1)'s order.
 pub const LIST: &[Unsupported] = refused![
     (None, "old-args", "nfsync splits no remote arguments"),
-    (Some('b'), "backup", NOT_YET),
-    (None, "backup-dir", NOT_YET),
-    (None, "suffix", NOT_YET),
     (Some('d'), "dirs", NOT_YET),
     (None, "old-dirs", NOT_YET),
     (None, "old-d", NOT_YET),
@@ -50,20 +47,10 @@ pub const LIST: &[Unsupported] = refused![
     (Some('B'), "block-size", "nfsync has no delta transfer"),
     (Some('e'), "rsh", REMOTE),
     (None, "rsync-path", REMOTE),
-    (None, "remove-source-files", NOT_YET),
-    (None, "remove-sent-files", NOT_YET),
     (None, "delete-missing-args", NOT_YET),
     (None, "ignore-missing-args", NOT_YET),
-    (
-        None,
-        "partial-dir",
-        "an update is written beside the old copy and renamed over it"
-    ),
     (Some('m'), "prune-empty-dirs", NOT_YET),
     (Some('y'), "fuzzy", "nfsync has no delta transfer"),
-    (None, "compare-dest", NOT_YET),
-    (None, "copy-dest", NOT_YET),
-    (None, "link-dest", NOT_YET),
     (
         None,
         "compress-choice",

@@ -31,6 +31,7 @@ use crate::dest;
 use crate::meta::{Kind, Meta};
 
 mod data;
+mod paths;
 mod sys;
 mod xattr;
 
@@ -309,6 +310,20 @@ impl Destination for LocalDest {
 
     fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
         Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
+    }
+
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<LocalDir>> {
+        self.open_path_at(path, create)
+    }
+
+    fn rename_into(
+        &self,
+        from_dir: &LocalDir,
+        from: &OsStr,
+        to_dir: &LocalDir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        Ok(rustix::fs::renameat(from_dir.fd(), from, to_dir.fd(), to)?)
     }
 
     fn read_link(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<OsString> {

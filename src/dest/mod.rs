@@ -367,6 +367,25 @@ pub trait Destination: Send + Sync {
     /// `--checksum`: whether the destination file's bytes equal the source's.
     fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> Result<bool>;
 
+    /// Opens the directory at `path`: relative to DEST (`..` allowed), or absolute (on
+    /// the mount path the filesystem's; on `nfs://` a path on the server as the URL
+    /// writes it, within the export for NFSv3). With `create` missing directories are
+    /// made (0755, as `mkdir -p`); without, a missing one is `Ok(None)`. For
+    /// `--backup-dir` and the basis directories of `--link-dest` and its kin, which
+    /// the user names by path and which need not lie below DEST.
+    fn open_path(&self, path: &Path, create: bool) -> Result<Option<Self::Dir>>;
+
+    /// Renames `from_dir/from` to `to_dir/to`, replacing a non-directory at `to` in one
+    /// step (renameat(2), NFS RENAME with two directory handles): how `--backup-dir`
+    /// moves a replaced or deleted entry into the backup tree.
+    fn rename_into(
+        &self,
+        from_dir: &Self::Dir,
+        from: &OsStr,
+        to_dir: &Self::Dir,
+        to: &OsStr,
+    ) -> Result<()>;
+
     /// `-X`/`-A`: the kept extended attributes of `name` in `dir` (of `dir` itself for
     /// `None`). A destination that cannot hold them answers `Unsupported` (the engine
     /// warns once and copies on without them).

@@ -8,7 +8,7 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::Engine;
+use super::{DirNode, Engine};
 use crate::dest::{self, Destination, Removal};
 use crate::meta::Kind;
 use crate::report::Stats;
@@ -66,24 +66,24 @@ impl<D: Destination> Engine<'_, D> {
         ok
     }
 
-    /// Removes `name` of kind `kind` from `dir` (at `base` below DEST), a directory with
+    /// Removes `name` of kind `kind` from `dir` (`at`, below DEST), a directory with
     /// everything in it. Returns whether it is gone (`false`: `--max-delete` kept it or
     /// part of it). A dry run itemizes and counts the same entries and removes nothing.
     pub(super) fn delete(
         &self,
         dir: Option<&D::Dir>,
         name: &OsStr,
-        base: &Path,
+        at: &DirNode<D>,
         kind: Kind,
         budget: Budget,
     ) -> dest::Result<bool> {
         let each = Deleter {
             engine: self,
-            base,
+            base: &at.rel,
             budget,
             protect: None,
         };
-        self.delete_with(dir, name, kind, &each)
+        self.delete_with(dir, name, at, kind, &each)
     }
 
     /// A `--delete` removal from `node`: as [`Engine::delete`], keeping what the
@@ -101,18 +101,22 @@ impl<D: Destination> Engine<'_, D> {
             budget,
             protect: (!self.cfg.filter.is_empty()).then_some(&*node.filters),
         };
-        self.delete_with(node.dir.as_ref(), name, kind, &each)
+        self.delete_with(node.dir.as_ref(), name, node, kind, &each)
     }
 
     fn delete_with(
         &self,
         dir: Option<&D::Dir>,
         name: &OsStr,
+        at: &DirNode<D>,
         kind: Kind,
         each: &Deleter<'_, '_, D>,
     ) -> dest::Result<bool> {
         let rel = Path::new(name);
         match (self.cfg.dry_run, dir) {
+            (false, Some(dir)) if self.cfg.backup.is_some() && each.budget == Budget::Counted => {
+                self.back_up_deleted(dir, (at, &at.rel), (name, rel, kind), each)
+            }
             (false, Some(dir)) if kind == Kind::Dir => self.dest.remove_tree(dir, name, each),
             (false, Some(dir)) => {
                 if !each.may_remove(rel, kind) {

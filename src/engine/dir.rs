@@ -143,7 +143,11 @@ impl<D: Destination> Engine<'_, D> {
         if fresh {
             Stats::bump(&self.stats.dirs_created);
             self.out.created_dest(&self.dest_display);
-            if let Some(op) = operands.first() {
+            let code = match operands.as_slice() {
+                [o] if o.contents => self.new_dir_code(Path::new(""), &o.meta),
+                _ => Some("cd+++++++++".into()),
+            };
+            if let (Some(code), Some(op)) = (code, operands.first()) {
                 // rsync's line for the transfer's top directory, made from scratch.
                 let meta = Meta {
                     kind: Kind::Dir,
@@ -154,7 +158,7 @@ impl<D: Destination> Engine<'_, D> {
                     meta: &meta,
                     path: &path,
                 };
-                self.out.change("cd+++++++++", Path::new("./"), src);
+                self.out.change(&code, Path::new("./"), src);
             }
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
@@ -286,6 +290,7 @@ impl<D: Destination> Engine<'_, D> {
             changed: AtomicBool::new(false),
             deletions: Mutex::new(Vec::new()),
             filters,
+            basis: std::sync::OnceLock::new(),
         })
     }
 
@@ -471,7 +476,7 @@ impl<D: Destination> Engine<'_, D> {
             other => {
                 if let Some(kind) = other {
                     // Something else is in the way of the directory.
-                    match self.delete(pdir, &entry.name, &parent.rel, kind, Budget::Counted) {
+                    match self.delete(pdir, &entry.name, &parent, kind, Budget::Counted) {
                         Ok(true) => {}
                         Ok(false) => {
                             self.complete(&parent);
@@ -515,7 +520,9 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
-                    self.out.change("cd+++++++++", &rel, (&entry).into());
+                    if let Some(code) = self.new_dir_code(&rel, &entry.meta) {
+                        self.out.change(&code, &rel, (&entry).into());
+                    }
                 }
                 made
             }

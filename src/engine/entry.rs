@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
+use super::keep::FromBasis;
 use super::xattr::XattrChange;
 use super::{Engine, EntryJob};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
@@ -92,8 +93,12 @@ impl<D: Destination> Engine<'_, D> {
                 if self.cfg.dry_run {
                     return true;
                 }
+                let gone = match self.cfg.backup {
+                    Some(_) => self.back_up(dir, (&job.parent, &job.parent.rel), &job.entry.name),
+                    None => self.dest.remove(dir, &job.entry.name, existing.kind),
+                };
                 // NotFound: another run removed it a moment ago, which is as good.
-                match self.dest.remove(dir, &job.entry.name, existing.kind) {
+                match gone {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
                     r => r.map(|()| true),
                 }
@@ -101,12 +106,24 @@ impl<D: Destination> Engine<'_, D> {
             _ => self.delete(
                 dir,
                 &job.entry.name,
-                &job.parent.rel,
+                &job.parent,
                 existing.kind,
                 Budget::Counted,
             ),
         };
         match r {
+            // A directory kept because backups stay beside their files in it (rsync:
+            // "could not make way"); one --max-delete kept is counted there.
+            Ok(false)
+                if self.cfg.backup.is_some() && self.delete_budget.load(Ordering::Relaxed) > 0 =>
+            {
+                Stats::bump(&self.stats.errors);
+                self.out.error(
+                    &self.dest_path(rel),
+                    "could not make way: a directory in the way keeps the backups made in it",
+                );
+                false
+            }
             Ok(gone) => gone,
             Err(e) => {
                 self.dest_error(rel, e);
@@ -138,6 +155,7 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         Stats::bump(&self.stats.attrs_updated);
+        self.source_done(job);
         if what.mtime {
             self.note_time(rel, &job.entry.meta);
         }
@@ -208,6 +226,13 @@ impl<D: Destination> Engine<'_, D> {
                 }
             };
         }
+        if decision == Decision::Create && dst.is_none() {
+            match self.file_from_basis(job, rel, src, last) {
+                FromBasis::Nothing => {}
+                FromBasis::Done(a) => return a,
+                FromBasis::Copy(code) => return self.copy_content(job, rel, &code, Put::New, last),
+            }
+        }
         match decision {
             Decision::UpToDate => {
                 // The quick check also brings extended attributes and ACLs in line.
@@ -221,6 +246,9 @@ impl<D: Destination> Engine<'_, D> {
             }
             Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
+                if decision == Decision::UpToDate {
+                    self.source_done(job);
+                }
                 Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
@@ -234,31 +262,7 @@ impl<D: Destination> Engine<'_, D> {
                 Attempt::Done(true)
             }
             Decision::Create | Decision::Replace | Decision::CompareContent => {
-                let code = match &dst {
-                    // rsync's columns: YXcstpoguax.
-                    Some(d) if d.kind == Kind::File => format!(
-                        ">f.{}{}{}{}{}.{}",
-                        if d.size != src.size { 's' } else { '.' },
-                        self.time_flag(src, d),
-                        if self.cfg.perms && d.mode != src.mode {
-                            'p'
-                        } else {
-                            '.'
-                        },
-                        if self.cfg.owners.owner && d.uid != src.uid {
-                            'o'
-                        } else {
-                            '.'
-                        },
-                        if self.cfg.owners.group && d.gid != src.gid {
-                            'g'
-                        } else {
-                            '.'
-                        },
-                        xattr_columns(self.entry_xattrs_diff(job, rel, false)),
-                    ),
-                    _ => ">f+++++++++".to_string(),
-                };
+                let code = self.file_code(src, dst.as_ref(), job, rel);
                 let put = match dst {
                     None => Put::New,
                     Some(d) if d.kind == Kind::File => Put::Replace(d),
@@ -304,7 +308,9 @@ impl<D: Destination> Engine<'_, D> {
             self.stats
                 .bytes_copied
                 .fetch_add(job.entry.meta.size, Ordering::Relaxed);
-            self.out.change(code, rel, (&job.entry).into());
+            if !code.is_empty() {
+                self.out.change(code, rel, (&job.entry).into());
+            }
             return Attempt::Done(true);
         }
         // The source first: a source we cannot read must not cost the old copy.
@@ -358,7 +364,10 @@ impl<D: Destination> Engine<'_, D> {
                 self.note_time(rel, &job.entry.meta);
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
-                self.out.change(code, rel, (&job.entry).into());
+                if !code.is_empty() {
+                    self.out.change(code, rel, (&job.entry).into());
+                }
+                self.source_done(job);
                 true
             }
             Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
@@ -434,9 +443,18 @@ impl<D: Destination> Engine<'_, D> {
                 _ => None,
             };
             let src = self.as_stored(&job.entry.meta);
-            match plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules) {
+            let decision = plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules);
+            if decision == Decision::Create
+                && let Some(a) = self.link_like_from_basis(job, rel, &src, Some(&target), last)
+            {
+                return a;
+            }
+            match decision {
                 Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
+                    if decision == Decision::UpToDate {
+                        self.source_done(job);
+                    }
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {
@@ -463,6 +481,41 @@ impl<D: Destination> Engine<'_, D> {
                 ),
             }
         })
+    }
+
+    /// rsync's code for a file sent whole: new (`>f+++++++++`), or an update of `dst`
+    /// (columns YXcstpoguax: size, time, permissions, owner, group).
+    pub(super) fn file_code(
+        &self,
+        src: &Meta,
+        dst: Option<&Meta>,
+        job: &EntryJob<D>,
+        rel: &Path,
+    ) -> String {
+        match dst {
+            Some(d) if d.kind == Kind::File => format!(
+                ">f.{}{}{}{}{}.{}",
+                if d.size != src.size { 's' } else { '.' },
+                self.time_flag(src, d),
+                if self.cfg.perms && d.mode != src.mode {
+                    'p'
+                } else {
+                    '.'
+                },
+                if self.cfg.owners.owner && d.uid != src.uid {
+                    'o'
+                } else {
+                    '.'
+                },
+                if self.cfg.owners.group && d.gid != src.gid {
+                    'g'
+                } else {
+                    '.'
+                },
+                xattr_columns(self.entry_xattrs_diff(job, rel, false)),
+            ),
+            _ => ">f+++++++++".to_string(),
+        }
     }
 
     /// rsync's `t` column: the times differ by the quick check's rule (`T`: without
@@ -512,6 +565,7 @@ impl<D: Destination> Engine<'_, D> {
         Stats::bump(&self.stats.links_created);
         self.note_time(rel, &job.entry.meta);
         self.out.change_to(code, rel, link, (&job.entry).into());
+        self.source_done(job);
         Attempt::Done(true)
     }
 
@@ -530,10 +584,19 @@ impl<D: Destination> Engine<'_, D> {
             let Ok(dst) = self.dest_meta(job, known, rel) else {
                 return Attempt::Done(false);
             };
-            match plan::decide_special(&self.as_stored(&job.entry.meta), dst.as_ref(), &self.rules)
+            let src = self.as_stored(&job.entry.meta);
+            let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
+            if decision == Decision::Create
+                && let Some(a) = self.link_like_from_basis(job, rel, &src, None, last)
             {
+                return a;
+            }
+            match decision {
                 Decision::UpToDate | Decision::Skip => {
                     Stats::bump(&self.stats.files_skipped);
+                    if decision == Decision::UpToDate {
+                        self.source_done(job);
+                    }
                     Attempt::Done(true)
                 }
                 Decision::FixAttrs(what) => {

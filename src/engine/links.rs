@@ -101,6 +101,7 @@ impl<D: Destination> Engine<'_, D> {
                     match self.dest.stat(ldir, lname) {
                         Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
                             Stats::bump(&self.stats.files_skipped);
+                            self.source_done(job);
                             return Attempt::Done(true);
                         }
                         Ok(_) => {}
@@ -135,6 +136,7 @@ impl<D: Destination> Engine<'_, D> {
             Stats::bump(&self.stats.links_created);
             self.out
                 .hard_link("hf+++++++++", rel, lrel, (&job.entry).into());
+            self.source_done(job);
             Attempt::Done(true)
         })
     }

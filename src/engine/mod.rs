@@ -15,6 +15,7 @@ mod delete;
 mod dir;
 mod dirlinks;
 mod entry;
+mod keep;
 mod links;
 #[cfg(test)]
 mod order;
@@ -28,7 +29,7 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::bwlimit::RateLimit;
@@ -65,6 +66,10 @@ pub struct DirNode<D: Destination> {
     filters: Arc<crate::filter::Scope>,
     /// The source directory (for `-X`/`-A`); `None` where `meta` is.
     src: Option<PathBuf>,
+    // Safety options (issue 16).
+    /// The basis directories' counterparts of this directory (`--link-dest` and its
+    /// kin), opened once for all its children; `None` where one has none.
+    basis: OnceLock<Vec<Option<D::Dir>>>,
 }
 
 /// Where a destination directory came from.
@@ -165,6 +170,7 @@ pub fn run<D: Destination>(
         delayed: Mutex::new(Vec::new()),
     };
     engine.plan_roots()?;
+    engine.check_basis_dirs();
     engine.stats.roots_planned.store(true, Ordering::SeqCst);
 
     let started = std::thread::scope(|s| {

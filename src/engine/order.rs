@@ -299,6 +299,20 @@ impl Destination for Recorder {
     fn same_content(&self, _dir: &PathBuf, _name: &OsStr, _src: &Path) -> dest::Result<bool> {
         Ok(true)
     }
+
+    fn open_path(&self, _path: &Path, _create: bool) -> dest::Result<Option<PathBuf>> {
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported).into())
+    }
+
+    fn rename_into(
+        &self,
+        _from_dir: &PathBuf,
+        _from: &OsStr,
+        _to_dir: &PathBuf,
+        _to: &OsStr,
+    ) -> dest::Result<()> {
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported).into())
+    }
 }
 
 impl Recorder {
@@ -366,6 +380,9 @@ fn config(src: &Path, delete: bool) -> Config {
         groupmap: None,
         xattrs: Default::default(),
         data: Default::default(),
+        backup: None,
+        basis: None,
+        remove_source_files: false,
     }
 }
 

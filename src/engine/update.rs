@@ -31,6 +31,8 @@ pub(super) struct Delayed<D: Destination> {
     in_temp_dir: bool,
     temp: OsString,
     name: OsString,
+    /// Whether it replaces an old copy (which `--backup` then keeps).
+    replaces: bool,
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -83,10 +85,17 @@ impl<D: Destination> Engine<'_, D> {
                 in_temp_dir: self.temp_dir.is_some(),
                 temp,
                 name: name.clone(),
+                replaces: matches!(put, Put::Replace(_)),
             });
             return Ok(written);
         }
-        match self.move_into_place(dir, &temp, name, self.temp_dir.is_some()) {
+        // --backup: the old copy goes to its backup just before the new one takes its
+        // name.
+        let kept = match (&self.cfg.backup, put) {
+            (Some(_), Put::Replace(_)) => self.back_up(dir, (&job.parent, &job.parent.rel), name),
+            _ => Ok(()),
+        };
+        match kept.and_then(|()| self.move_into_place(dir, &temp, name, self.temp_dir.is_some())) {
             Ok(()) => Ok(written),
             Err(e) => {
                 // The temporary's name is ours alone: removing it by name is safe.
@@ -174,7 +183,12 @@ impl<D: Destination> Engine<'_, D> {
             if seen.insert(Arc::as_ptr(&d.parent)) {
                 touched.push((d.parent.clone(), false));
             }
-            let mut r = self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir);
+            let kept = match (&self.cfg.backup, d.replaces) {
+                (Some(_), true) => self.back_up(dir, (&d.parent, &d.parent.rel), &d.name),
+                _ => Ok(()),
+            };
+            let mut r =
+                kept.and_then(|()| self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir));
             // The directory got its final mode when its transfers were done; a
             // read-only one is opened up for the renames (and closed again below).
             if let Err(e) = &r

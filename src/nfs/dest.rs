@@ -88,7 +88,7 @@ pub struct NfsDest {
     pub(super) rt: Runtime,
     pub(super) nfs: Arc<Nfs>,
     root: nfs_fh3,
-    subpath: Vec<String>,
+    pub(super) subpath: Vec<String>,
     label: String,
     pub(super) info: FsInfo,
     pub(super) owners: OwnerPolicy,
@@ -106,6 +106,9 @@ pub struct NfsDest {
     dir_cache: Mutex<HashMap<EntryKey, (nfs_fh3, Meta)>>,
     /// Handles of written files that have other links, for `hard_link`.
     pub(super) link_cache: Mutex<HashMap<EntryKey, nfs_fh3>>,
+    /// The export's path on the server, for `--backup-dir` and the like given as
+    /// absolute paths.
+    pub(super) export: String,
 }
 
 /// (directory handle, entry name): how the handle caches are keyed.
@@ -171,6 +174,7 @@ impl NfsDest {
             budget: Arc::new(Semaphore::new(BUDGET)),
             dir_cache: Mutex::new(HashMap::new()),
             link_cache: Mutex::new(HashMap::new()),
+            export: m.export,
         }
     }
 
@@ -203,7 +207,7 @@ impl NfsDest {
         Ok(dir)
     }
 
-    fn root_nfs_dir(&self) -> NfsDir {
+    pub(super) fn root_nfs_dir(&self) -> NfsDir {
         NfsDir {
             fh: self.root.clone(),
             path: Arc::new(Vec::new()),
@@ -252,7 +256,7 @@ impl NfsDest {
     /// MKDIR of ours, or always when `strict` is false (DEST's own parents). With
     /// `strict`, another creator's directory is EEXIST: the engine then lists it
     /// instead of taking it for an empty one of its own.
-    async fn mkdir_fh(
+    pub(super) async fn mkdir_fh(
         &self,
         dir: &NfsDir,
         name: &[u8],
@@ -558,6 +562,20 @@ impl Destination for NfsDest {
 
     fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> dest::Result<()> {
         self.remove_entry(dir, name.as_bytes(), kind == Kind::Dir)
+    }
+
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<NfsDir>> {
+        self.open_path_impl(path, create)
+    }
+
+    fn rename_into(
+        &self,
+        from_dir: &NfsDir,
+        from: &OsStr,
+        to_dir: &NfsDir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        self.rename_into_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
     }
 
     fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {

@@ -22,6 +22,7 @@ pub mod dest;
 pub mod error;
 pub mod mount;
 mod objects;
+mod paths;
 pub(crate) mod pipeline;
 pub mod rpc;
 pub mod shape;

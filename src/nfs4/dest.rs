@@ -528,6 +528,20 @@ impl Destination for Nfs4Dest {
         self.rt.block_on(self.remove_entry(dir, n.as_bytes()))
     }
 
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<Nfs4Dir>> {
+        self.open_path_impl(path, create)
+    }
+
+    fn rename_into(
+        &self,
+        from_dir: &Nfs4Dir,
+        from: &OsStr,
+        to_dir: &Nfs4Dir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        self.rename_into_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
+    }
+
     fn remove_tree(&self, dir: &Nfs4Dir, n: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
         crate::nfs::tree::remove_tree(self, dir, Path::new(n), each)
     }

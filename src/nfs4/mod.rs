@@ -23,6 +23,7 @@ pub mod dest;
 pub mod error;
 mod objects;
 mod owners;
+mod paths;
 pub mod proto;
 pub mod reply;
 mod root;

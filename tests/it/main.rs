@@ -20,6 +20,7 @@
 //!   --chmod, --chown, -X, -A.
 //! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
 //!   --delay-updates, --bwlimit).
+//! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -43,6 +44,7 @@ mod rsync_data;
 mod rsync_filters;
 mod rsync_links;
 mod rsync_output;
+mod rsync_safety;
 mod scenarios;
 mod support;
 mod tls;

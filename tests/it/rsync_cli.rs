@@ -341,16 +341,16 @@ fn unsupported_rsync_options_are_refused() {
         ),
         (&["--daemon"], "nfsync: --daemon is not supported ("),
         (
-            &["-ab", "a", "b"],
-            "nfsync: -b (--backup) is not supported (",
+            &["-a", "--write-batch=x", "a", "b"],
+            "nfsync: --write-batch is not supported (",
         ),
         (
             &["--address=x", "a", "b"],
             "nfsync: --address is not supported (",
         ),
         (
-            &["--link-dest", "x", "a", "b"],
-            "nfsync: --link-dest is not supported (",
+            &["--read-batch", "x", "a", "b"],
+            "nfsync: --read-batch is not supported (",
         ),
     ] {
         let out = nfsync().args(args).output().unwrap();

@@ -1,0 +1,460 @@
+//! Carrying out rsync's safety options (the decisions are in [`crate::keep`]):
+//! `--backup` moves what an update replaces or `--delete` removes to its backup
+//! instead of losing it; the basis directories of `--link-dest`, `--compare-dest` and
+//! `--copy-dest` stand in for the source where they hold an entry unchanged; and
+//! `--remove-source-files` removes a source entry once the destination holds it.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use super::entry::{Attempt, is_race};
+use super::{DirNode, Engine, EntryJob};
+use crate::dest::{self, Destination, Removal};
+use crate::keep::{self, BasisUse, Match};
+use crate::meta::{Kind, Meta};
+use crate::report::Stats;
+use crate::walk;
+
+/// What a basis directory offers for one entry.
+pub(super) enum FromBasis {
+    /// Nothing: copy from the source as usual.
+    Nothing,
+    /// Done by the basis copy (linked, or left out with `--compare-dest`).
+    Done(Attempt),
+    /// Copy from the source, itemized with this code (`""`: not itemized, as rsync
+    /// says nothing of an entry `--copy-dest` had whole).
+    Copy(String),
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// `--backup`: moves `name` (in `dir`, at `parent` below DEST, `node` the nearest
+    /// directory this run brings over) to its backup: beside it with the suffix, or to
+    /// the same path below `--backup-dir` (made as needed). A backup already there is
+    /// replaced, as rsync does.
+    pub(super) fn back_up(
+        &self,
+        dir: &D::Dir,
+        (node, parent): (&DirNode<D>, &Path),
+        name: &OsStr,
+    ) -> dest::Result<()> {
+        let b = self.cfg.backup.as_ref().expect("--backup is on");
+        let backup = b.name(name);
+        match &b.dir {
+            None => self.dest.rename(dir, name, &backup),
+            Some(root) => {
+                let to = self.backup_dir(root, node, parent)?;
+                self.dest.rename_into(dir, name, &to, &backup)
+            }
+        }
+    }
+
+    /// The directory below `--backup-dir` for DEST's `parent`. Missing levels are made
+    /// as rsync makes them: with the attributes of DEST's directory at that path, as
+    /// rsync's receiver has them by then (the source's mode and owners where the
+    /// command line keeps them; nfsync gives a directory its own only once its
+    /// children are done).
+    fn backup_dir(&self, root: &Path, node: &DirNode<D>, parent: &Path) -> dest::Result<D::Dir> {
+        if let Some(d) = self.dest.open_path(&root.join(parent), false)? {
+            return Ok(d);
+        }
+        let missing = || dest::Error::from(io::Error::from(io::ErrorKind::NotFound));
+        let mut bdir = self.dest.open_path(root, true)?.ok_or_else(missing)?;
+        let mut ddir = self.dest.root_dir()?;
+        let mut below = PathBuf::new();
+        for c in parent.components() {
+            let c = c.as_os_str();
+            below.push(c);
+            let (d, mut meta) = self.dest.open_dir(&ddir, c)?;
+            ddir = d;
+            if let Some(src) = source_meta(node, &below) {
+                if self.cfg.perms {
+                    meta.mode = src.mode;
+                }
+                if self.cfg.owners.owner {
+                    meta.uid = src.uid;
+                }
+                if self.cfg.owners.group {
+                    meta.gid = src.gid;
+                }
+            }
+            bdir = match self.dest.open_dir(&bdir, c) {
+                Ok((b, _)) => b,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match self.dest.mkdir(&bdir, c, &meta) {
+                        Ok((b, todo)) => {
+                            self.dest.set_dir_attrs(&b, &meta, todo)?;
+                            b
+                        }
+                        // Another worker made it first.
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                            self.dest.open_dir(&bdir, c)?.0
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(bdir)
+    }
+
+    /// `--delete` (or an entry of another type in the way) with `--backup`: every
+    /// non-directory goes to its backup and then the emptied directories are removed,
+    /// deepest first. Backups kept beside their files keep their directory too (rsync:
+    /// "cannot delete non-empty directory"). Returns whether `name` is gone.
+    pub(super) fn back_up_deleted(
+        &self,
+        dir: &D::Dir,
+        (node, parent): (&DirNode<D>, &Path),
+        (name, rel, kind): (&OsStr, &Path, Kind),
+        each: &dyn Removal,
+    ) -> dest::Result<bool> {
+        if kind != Kind::Dir {
+            if !each.may_remove(rel, kind) {
+                return Ok(false);
+            }
+            match self.back_up(dir, (node, parent), name) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+                r => r?,
+            }
+            each.removed(rel, kind);
+            return Ok(true);
+        }
+        let (sub, _) = self.dest.open_dir(dir, name)?;
+        let mut children = self.dest.list(&sub)?;
+        children.sort_by(|a, b| a.name.cmp(&b.name));
+        let below = parent.join(name);
+        let mut all = true;
+        for c in children {
+            let ckind = match c.kind.or(c.meta.map(|m| m.kind)) {
+                Some(k) => k,
+                None => match self.dest.stat(&sub, &c.name)? {
+                    Some(m) => m.kind,
+                    None => continue,
+                },
+            };
+            let crel = rel.join(&c.name);
+            all &= self.back_up_deleted(&sub, (node, &below), (&c.name, &crel, ckind), each)?;
+        }
+        if !all || !each.may_remove(rel, kind) {
+            return Ok(false);
+        }
+        match self.dest.remove(dir, name, Kind::Dir) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {
+                self.out.info(format_args!(
+                    "cannot delete non-empty directory: {}",
+                    parent.join(name).display()
+                ));
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
+        each.removed(rel, kind);
+        Ok(true)
+    }
+
+    /// Warns, as rsync does, about a basis directory that is not there (the run goes
+    /// on: entries are then copied from the source).
+    pub(super) fn check_basis_dirs(&self) {
+        let Some(b) = &self.cfg.basis else {
+            return;
+        };
+        let option = match b.used {
+            BasisUse::Link => "--link-dest",
+            BasisUse::Compare => "--compare-dest",
+            BasisUse::Copy => "--copy-dest",
+        };
+        for d in &b.dirs {
+            if !matches!(self.dest.open_path(d, false), Ok(Some(_))) {
+                self.out.warn(format_args!(
+                    "{option} arg does not exist: {}",
+                    self.dest_path(d).display()
+                ));
+            }
+        }
+    }
+
+    /// The best basis copy of an entry DEST lacks, with the directory holding it, and
+    /// the first basis copy of the entry's kind whatever its content (rsync itemizes
+    /// an entry sent whole against it). `same` tells whether a basis copy's content
+    /// is the source's (`--checksum` bytes, a symlink's target). A basis directory
+    /// that is missing or unreadable is passed over, as rsync does.
+    fn basis_match(
+        &self,
+        job: &EntryJob<D>,
+        src: &Meta,
+        same: impl Fn(&D::Dir) -> bool,
+    ) -> (Option<(D::Dir, Match)>, Option<Meta>) {
+        let Some(basis) = self.cfg.basis.as_ref() else {
+            return (None, None);
+        };
+        let dirs = job.parent.basis.get_or_init(|| {
+            basis
+                .dirs
+                .iter()
+                .map(|d| {
+                    let path = d.join(&job.parent.rel);
+                    self.dest.open_path(&path, false).ok().flatten()
+                })
+                .collect()
+        });
+        let mut found = Vec::with_capacity(dirs.len());
+        let mut first = None;
+        for dir in dirs {
+            let Some(dir) = dir else {
+                found.push(None);
+                continue;
+            };
+            let m = match self.dest.stat(dir, &job.entry.name) {
+                Ok(Some(m)) => {
+                    if m.kind == src.kind {
+                        first.get_or_insert(m);
+                    }
+                    keep::compare(src, &m, &self.rules, || same(dir))
+                }
+                _ => None,
+            };
+            let exact = m == Some(Match::Exact);
+            found.push(m.map(|m| (dir.clone(), m)));
+            if exact {
+                break;
+            }
+        }
+        match keep::best(found.iter().map(|f| f.as_ref().map(|x| x.1))) {
+            Some((i, _)) => (found.swap_remove(i), first),
+            None => (None, first),
+        }
+    }
+
+    /// What the basis directories do for a regular file DEST lacks (`src` as the
+    /// destination would store it).
+    pub(super) fn file_from_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        src: &Meta,
+        last: bool,
+    ) -> FromBasis {
+        let Some(basis) = &self.cfg.basis else {
+            return FromBasis::Nothing;
+        };
+        let name = &job.entry.name;
+        let (found, first) = self.basis_match(job, src, |dir| {
+            self.dest
+                .same_content(dir, name, &job.entry.path)
+                .unwrap_or(false)
+        });
+        let Some((bdir, m)) = found else {
+            return match first {
+                Some(b) => FromBasis::Copy(self.file_code(src, Some(&b), job, rel)),
+                None => FromBasis::Nothing,
+            };
+        };
+        match (m, basis.used) {
+            (Match::Exact, BasisUse::Compare) => {
+                Stats::bump(&self.stats.files_skipped);
+                self.source_done(job);
+                FromBasis::Done(Attempt::Done(true))
+            }
+            (Match::Exact, BasisUse::Link) => match self.link_to_basis(job, rel, &bdir, last) {
+                Some(a) => FromBasis::Done(a),
+                None => FromBasis::Copy(String::new()),
+            },
+            (Match::Exact, BasisUse::Copy) => FromBasis::Copy(String::new()),
+            (Match::Content, _) => {
+                let d = self.stat_quiet(&bdir, name);
+                FromBasis::Copy(match d {
+                    Some(d) => local_change_code(src, &d, self),
+                    None => ">f+++++++++".into(),
+                })
+            }
+        }
+    }
+
+    /// What the basis directories do for a symlink (`target` its target) or special
+    /// file DEST lacks: `Some` when it is done (linked or left out), `None` to create
+    /// it as usual.
+    pub(super) fn link_like_from_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        src: &Meta,
+        target: Option<&OsStr>,
+        last: bool,
+    ) -> Option<Attempt> {
+        let basis = self.cfg.basis.as_ref()?;
+        let (found, _) = self.basis_match(job, src, |dir| match target {
+            Some(target) => self
+                .dest
+                .read_link(dir, &job.entry.name)
+                .is_ok_and(|t| t == target),
+            None => true,
+        });
+        let (bdir, m) = found?;
+        match (m, basis.used) {
+            (Match::Exact, BasisUse::Compare) => {
+                Stats::bump(&self.stats.files_skipped);
+                self.source_done(job);
+                Some(Attempt::Done(true))
+            }
+            (Match::Exact, BasisUse::Link) => self.link_to_basis(job, rel, &bdir, last),
+            _ => None,
+        }
+    }
+
+    /// rsync's code for a directory this run creates at `rel` (`src` its source
+    /// attributes): with basis directories it is itemized against their directory
+    /// there: not at all when that has the same attributes, `cd..t......` and the like
+    /// when some differ, `cd+++++++++` when none has one.
+    pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Option<String> {
+        let new = Some("cd+++++++++".to_string());
+        let Some(basis) = &self.cfg.basis else {
+            return new;
+        };
+        let mut first = None;
+        for d in &basis.dirs {
+            let p = d.join(rel);
+            let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+                continue;
+            };
+            let Ok(Some(dir)) = self.dest.open_path(parent, false) else {
+                continue;
+            };
+            let Ok(Some(b)) = self.dest.stat(&dir, name) else {
+                continue;
+            };
+            if b.kind != Kind::Dir {
+                continue;
+            }
+            let diff = crate::plan::attr_diff(src, &b, &self.rules, !self.cfg.omit_dir_times);
+            if diff.is_empty() {
+                return None;
+            }
+            first.get_or_insert_with(|| {
+                format!(
+                    "cd..{}{}{}{}...",
+                    if diff.mtime { 't' } else { '.' },
+                    if diff.mode { 'p' } else { '.' },
+                    if diff.owner && self.cfg.owners.owner && src.uid != b.uid {
+                        'o'
+                    } else {
+                        '.'
+                    },
+                    if diff.owner && self.cfg.owners.group && src.gid != b.gid {
+                        'g'
+                    } else {
+                        '.'
+                    },
+                )
+            });
+        }
+        first.or(new)
+    }
+
+    fn stat_quiet(&self, dir: &D::Dir, name: &OsStr) -> Option<Meta> {
+        self.dest.stat(dir, name).ok().flatten()
+    }
+
+    /// `--link-dest`: `job`'s name becomes a hard link to the basis copy. `None` when
+    /// the link cannot be made (another filesystem, too many links): then it is
+    /// copied, as rsync does.
+    fn link_to_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        bdir: &D::Dir,
+        last: bool,
+    ) -> Option<Attempt> {
+        job.parent.changed.store(true, Ordering::Relaxed);
+        if !self.cfg.dry_run {
+            let dir = job.parent.dir.as_ref()?;
+            match self
+                .dest
+                .hard_link(dir, &job.entry.name, bdir, &job.entry.name)
+            {
+                Ok(()) => {}
+                Err(e) if !last && is_race(&e) => return Some(Attempt::Raced),
+                Err(e) if e.is_fatal() => {
+                    self.dest_error(rel, e);
+                    return Some(Attempt::Done(false));
+                }
+                Err(_) => return None,
+            }
+        }
+        Stats::bump(&self.stats.links_created);
+        self.source_done(job);
+        Some(Attempt::Done(true))
+    }
+
+    /// `--remove-source-files`: the destination now holds `job`'s entry complete, so
+    /// the source entry goes, unless it changed since it was listed (rsync: "Skipping
+    /// sender remove for changed file"). Directories are never removed.
+    pub(super) fn source_done(&self, job: &EntryJob<D>) {
+        if !self.cfg.remove_source_files || self.cfg.dry_run {
+            return;
+        }
+        let path = &job.entry.path;
+        let listed = &job.entry.meta;
+        match walk::short_path(path, |p| fs::symlink_metadata(p)) {
+            Ok(m) => {
+                let now = Meta::from_std(&m);
+                if now.kind != listed.kind
+                    || now.size != listed.size
+                    || now.mtime != listed.mtime
+                    || now.ino != listed.ino
+                {
+                    Stats::bump(&self.stats.errors);
+                    self.out.error(
+                        path,
+                        "changed since it was copied; not removed from the source",
+                    );
+                    return;
+                }
+            }
+            Err(e) => return self.source_error(path, &e),
+        }
+        if let Err(e) = walk::short_path(path, |p| fs::remove_file(p)) {
+            Stats::bump(&self.stats.errors);
+            self.out
+                .error(path, format_args!("cannot remove the source file: {e}"));
+        }
+    }
+}
+
+/// The source attributes of the directory this run brings to DEST's `rel`, if `node`
+/// or one above it is that directory.
+fn source_meta<D: Destination>(node: &DirNode<D>, rel: &Path) -> Option<Meta> {
+    let mut n = Some(node);
+    while let Some(d) = n {
+        if d.rel == rel {
+            return d.meta;
+        }
+        n = d.parent.as_deref();
+    }
+    None
+}
+
+/// rsync's code for a file copied from a basis copy whose attributes differ
+/// (`cf...p.....`): the columns say what differs from the basis copy.
+fn local_change_code<D: Destination>(src: &Meta, basis: &Meta, e: &Engine<'_, D>) -> String {
+    let diff = crate::plan::attr_diff(src, basis, &e.rules, true);
+    format!(
+        "cf..{}{}{}{}...",
+        if diff.mtime { 't' } else { '.' },
+        if diff.mode { 'p' } else { '.' },
+        if diff.owner && e.cfg.owners.owner && src.uid != basis.uid {
+            'o'
+        } else {
+            '.'
+        },
+        if diff.owner && e.cfg.owners.group && src.gid != basis.gid {
+            'g'
+        } else {
+            '.'
+        },
+    )
+}

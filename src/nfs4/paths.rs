@@ -1,0 +1,104 @@
+//! Directories the user names by path beside DEST (`--backup-dir`, `--link-dest`, ...),
+//! and the RENAME between two directories that moves an entry into a backup tree.
+
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, put};
+use super::error::{self, errno_err};
+use super::proto::{Bitmap, Op, RenameArgs, attr, name, status};
+use super::reply::Res;
+use crate::dest;
+use crate::keep::normalize;
+
+impl Nfs4Dest {
+    /// `path` as components below the server's root: relative to DEST, or absolute
+    /// as the `nfs://` URL writes it.
+    fn below_root(&self, path: &Path) -> dest::Result<Vec<Vec<u8>>> {
+        let rel = match path.strip_prefix("/") {
+            Ok(p) => p.to_path_buf(),
+            Err(_) => self
+                .path
+                .iter()
+                .map(|c| std::ffi::OsStr::from_bytes(c))
+                .collect::<PathBuf>()
+                .join(path),
+        };
+        let norm = normalize(&rel).ok_or_else(|| {
+            dest::Error::from(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: above the server's root", path.display()),
+            ))
+        })?;
+        Ok(norm
+            .components()
+            .map(|c| c.as_os_str().as_bytes().to_vec())
+            .collect())
+    }
+
+    pub(super) fn open_path_impl(
+        &self,
+        path: &Path,
+        create: bool,
+    ) -> dest::Result<Option<Nfs4Dir>> {
+        let comps = self.below_root(path)?;
+        if create {
+            return self.dir_of(&comps).map(Some);
+        }
+        self.rt.block_on(async {
+            let mut ops = vec![Op::PutRootFh];
+            ops.extend(comps.iter().map(|c| Op::Lookup(name(c))));
+            ops.push(Op::GetFh);
+            ops.push(Op::GetAttr(Bitmap::of(&[attr::TYPE])));
+            let a = self.client.compound(ops).await?;
+            let r = &a.reply;
+            match r.status {
+                status::OK => {}
+                status::NOENT => return Ok(None),
+                st => return Err(error::status(st)),
+            }
+            if !matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if f.vals.get(..4) == Some(&[0, 0, 0, 2]))
+            {
+                return Err(errno_err(libc::ENOTDIR));
+            }
+            Ok(Some(Nfs4Dir {
+                fh: got_fh(r)?.into(),
+                path: Arc::new(comps),
+            }))
+        })
+    }
+
+    /// RENAME between two directories (SAVEFH holds the source directory); NOENT
+    /// after our own retry is done.
+    pub(super) fn rename_into_impl(
+        &self,
+        from_dir: &Nfs4Dir,
+        from: &[u8],
+        to_dir: &Nfs4Dir,
+        to: &[u8],
+    ) -> dest::Result<()> {
+        self.rt.block_on(async {
+            let tdir = to_dir.fh.clone();
+            let a = self
+                .in_dir(from_dir, |fh| {
+                    vec![
+                        put(fh),
+                        Op::SaveFh,
+                        put(&tdir),
+                        Op::Rename(RenameArgs {
+                            from: name(from),
+                            to: name(to),
+                        }),
+                    ]
+                })
+                .await?;
+            match a.reply.status {
+                status::OK => Ok(()),
+                status::NOENT if a.ambiguous => Ok(()),
+                st => Err(error::status(st)),
+            }
+        })
+    }
+}
