@@ -241,14 +241,12 @@ impl<D: Destination> Engine<'_, D> {
                     self.fix_attrs(job, rel, AttrSet::default(), ('f', None), Some(x));
                 } else {
                     Stats::bump(&self.stats.files_skipped);
+                    self.source_done(job);
                 }
                 Attempt::Done(true)
             }
             Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
-                if decision == Decision::UpToDate {
-                    self.source_done(job);
-                }
                 Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
