@@ -73,6 +73,17 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
+    // Which paths are sent (-R, --files-from, -d, -m, --list-only).
+    /// `-R`: each source's path (after a `/./`) is recreated under DEST.
+    pub relative: bool,
+    /// `--files-from`: the names read, relative to the one source.
+    pub files_from: Option<Vec<std::ffi::OsString>>,
+    /// `-d`: without `-r`, directories are created, not entered.
+    pub dirs: bool,
+    /// `-m`: directories with no file below them are left out.
+    pub prune_empty_dirs: bool,
+    /// `--list-only`: list the sources, copy nothing.
+    pub list_only: bool,
 }
 
 impl Config {

@@ -26,6 +26,7 @@ pub mod nfs;
 pub mod nfs4;
 pub mod plan;
 pub mod progress;
+pub mod relative;
 pub mod report;
 pub mod temp;
 pub mod tune;

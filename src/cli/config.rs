@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::BufReader;
 use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Cli;
@@ -26,7 +27,16 @@ impl Cli {
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
         let mut paths = self.paths;
-        let dest = paths.pop().expect("clap requires two paths");
+        // --list-only needs no DEST (rsync lists a lone source); a DEST given is left alone.
+        let dest = match paths.len() {
+            1 if self.rsync.list_only => PathBuf::new(),
+            1 => anyhow::bail!("a SRC and a DEST are needed"),
+            _ => paths.pop().expect("clap requires a path"),
+        };
+        let files_from = self.rsync.read_files_from()?;
+        if files_from.is_some() && paths.len() != 1 {
+            anyhow::bail!("--files-from takes one SRC, which the names are relative to");
+        }
         let mut filter = Filter::default();
         // rsync applies rules in command-line order; clap gives each option's values
         // separately, so interleave them by their original positions.
@@ -101,7 +111,11 @@ impl Cli {
                 max_size: r.max_size,
                 min_size: r.min_size,
             },
-            recursive: !r.no_recursive && (all || r.recursive),
+            // rsync: with --files-from, -a does not imply -r (an explicit -r does);
+            // --list-only alone lists the top level.
+            recursive: !r.no_recursive
+                && (r.recursive
+                    || (r.files_from.is_none() && (r.archive || (all && !r.list_only)))),
             links: !r.no_links && (all || r.links),
             perms: !r.no_perms && (all || r.perms),
             times: !r.no_times && (all || r.times),
@@ -127,6 +141,11 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            relative: !r.no_relative && (r.relative || files_from.is_some()),
+            dirs: r.dirs || files_from.is_some() || r.list_only,
+            files_from,
+            prune_empty_dirs: r.prune_empty_dirs,
+            list_only: r.list_only,
         })
     }
 }

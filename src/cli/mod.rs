@@ -65,7 +65,7 @@ pub struct Cli {
     pub help: Option<bool>,
 
     /// Source files and directories, then DEST.
-    #[arg(value_name = "SRC... DEST", required_unless_present = "generate", num_args = 2.., value_parser = clap::value_parser!(PathBuf))]
+    #[arg(value_name = "SRC... DEST", required_unless_present = "generate", num_args = 1.., value_parser = clap::value_parser!(PathBuf))]
     pub paths: Vec<PathBuf>,
 
     /// Show what would change; change nothing.

@@ -38,7 +38,6 @@ pub const LIST: &[Unsupported] = refused![
     ),
     (None, "append", NOT_YET),
     (None, "append-verify", NOT_YET),
-    (Some('d'), "dirs", NOT_YET),
     (None, "old-dirs", NOT_YET),
     (None, "old-d", NOT_YET),
     (
@@ -84,7 +83,6 @@ pub const LIST: &[Unsupported] = refused![
         "an update is written beside the old copy and renamed over it"
     ),
     (None, "delay-updates", NOT_YET),
-    (Some('m'), "prune-empty-dirs", NOT_YET),
     (
         Some('T'),
         "temp-dir",
@@ -117,8 +115,6 @@ pub const LIST: &[Unsupported] = refused![
     (Some('f'), "filter", NOT_YET),
     (Some('F'), "", NOT_YET),
     (None, "include-from", NOT_YET),
-    (None, "files-from", NOT_YET),
-    (Some('0'), "from0", NOT_YET),
     (Some('s'), "secluded-args", REMOTE),
     (None, "protect-args", REMOTE),
     (None, "trust-sender", REMOTE),
@@ -135,7 +131,6 @@ pub const LIST: &[Unsupported] = refused![
     (Some('8'), "8-bit-output", NOT_YET),
     (None, "password-file", REMOTE),
     (None, "early-input", REMOTE),
-    (None, "list-only", NOT_YET),
     (None, "bwlimit", NOT_YET),
     (None, "stop-after", NOT_YET),
     (None, "time-limit", NOT_YET),
@@ -159,8 +154,11 @@ pub const LIST: &[Unsupported] = refused![
     (None, "config", REMOTE),
     (None, "dparam", REMOTE),
     (None, "no-detach", REMOTE),
-    (Some('R'), "relative", NOT_YET),
-    (None, "no-implied-dirs", NOT_YET),
+    (
+        None,
+        "no-implied-dirs",
+        "-R always sends the directories above a named path, with their attributes"
+    ),
     (None, "msgs2stderr", NOT_YET),
     (None, "stderr", NOT_YET),
     (None, "no-motd", REMOTE),

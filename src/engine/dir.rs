@@ -52,7 +52,14 @@ impl<D: Destination> Engine<'_, D> {
     /// Resolves sources and DEST, then queues the first work.
     pub(super) fn plan_roots(&self) -> Result<(), Error> {
         let mut operands = Vec::new();
+        // -R and --files-from names go into one tree, walked beside the operands.
+        let named = self.named_paths();
         for src in &self.cfg.sources {
+            if self.cfg.files_from.is_some()
+                || (self.cfg.relative && !crate::relative::is_anchor_only(src))
+            {
+                continue;
+            }
             let contents = names_contents(src);
             // `SRC/` names the directory a symlink points to; `SRC` the link itself.
             let m = if contents {
@@ -84,13 +91,21 @@ impl<D: Destination> Engine<'_, D> {
         // One non-directory source onto a DEST that is not a directory: DEST is the
         // new name of that file, as with cp and rsync.
         if operands.len() == 1
+            && named.is_none()
             && operands[0].meta.kind != Kind::Dir
             && !root_is_dir(&state)
             && !dest_slash
         {
             let op = operands.pop().unwrap();
             let (dir, name) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
-            let node = self.new_node(PathBuf::new(), Some(dir), None, Origin::Imagined, None);
+            let node = self.new_node(
+                PathBuf::new(),
+                Some(dir),
+                None,
+                Origin::Imagined,
+                None,
+                None,
+            );
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
@@ -133,7 +148,7 @@ impl<D: Destination> Engine<'_, D> {
             self.out.change("cd+++++++++", Path::new("./"));
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
-        let only_contents = operands.iter().all(|o| o.contents);
+        let only_contents = named.is_none() && operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
         let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
         // DEST as it is now: one `root_dir` just made is finalized like one that was
@@ -154,12 +169,13 @@ impl<D: Destination> Engine<'_, D> {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
-        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None);
+        let node = self.new_node(PathBuf::new(), dir, root_meta, origin, None, named);
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
         for op in operands {
-            if op.meta.kind == Kind::Dir && !self.cfg.recursive {
+            // -d: a directory named is created, `SRC/`'s top level sent.
+            if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.dirs {
                 let name = if op.contents {
                     Path::new(".")
                 } else {
@@ -192,6 +208,9 @@ impl<D: Destination> Engine<'_, D> {
                 });
             }
         }
+        if let Some(t) = &node.implied {
+            entries.extend(self.implied_entries(t));
+        }
         // Several sources giving one name: the first one's entry is copied, as rsync's
         // file list keeps the first of duplicate names.
         let mut seen = std::collections::HashSet::new();
@@ -210,6 +229,7 @@ impl<D: Destination> Engine<'_, D> {
         meta: Option<Meta>,
         origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
+        implied: Option<Arc<crate::relative::Named>>,
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
             rel,
@@ -220,6 +240,7 @@ impl<D: Destination> Engine<'_, D> {
             parent,
             changed: AtomicBool::new(false),
             deletions: Mutex::new(Vec::new()),
+            implied,
         })
     }
 
@@ -255,10 +276,13 @@ impl<D: Destination> Engine<'_, D> {
     fn plan_children(
         &self,
         node: &Arc<DirNode<D>>,
-        entries: Vec<SrcEntry>,
+        mut entries: Vec<SrcEntry>,
         fresh: bool,
         source_whole: bool,
     ) {
+        if self.cfg.prune_empty_dirs {
+            entries.retain(|e| !self.prunes(node, e));
+        }
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
@@ -274,7 +298,11 @@ impl<D: Destination> Engine<'_, D> {
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
         for (entry, known) in plan.children {
-            if entry.meta.kind == Kind::Dir && self.leaves_out(node, &entry) {
+            let implied = node
+                .implied
+                .as_ref()
+                .and_then(|t| t.children.get(&entry.name).cloned());
+            if entry.meta.kind == Kind::Dir && self.leaves_out(node, &entry, implied.as_deref()) {
                 continue;
             }
             if entry.meta.kind == Kind::Dir {
@@ -290,6 +318,7 @@ impl<D: Destination> Engine<'_, D> {
                     parent: node.clone(),
                     entry,
                     known,
+                    implied,
                 });
             } else {
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
@@ -319,6 +348,7 @@ impl<D: Destination> Engine<'_, D> {
             parent,
             entry,
             known,
+            implied,
         } = job;
         let rel = parent.rel.join(&entry.name);
         let dry = self.cfg.dry_run;
@@ -417,23 +447,52 @@ impl<D: Destination> Engine<'_, D> {
             self.note_written_root(&m);
         }
         let fresh = !matches!(origin, Origin::Found(_));
-        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent));
+        // Without -r (-d, or a -R path) a directory is entered only for what is named
+        // below it, or for its top level when named `DIR/`.
+        let list = match &implied {
+            None => self.cfg.recursive,
+            Some(t) => t.named && (self.cfg.recursive || t.contents),
+        };
+        let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent), implied);
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
-            match self.list_source(&entry.path) {
-                Some(children) => self.plan_children(&node, children, fresh, true),
-                None if self.cfg.ignore_errors => self.plan_children(&node, vec![], fresh, true),
-                None => {}
+            let listed = if list {
+                match self.list_source(&entry.path) {
+                    Some(children) => Some((children, true)),
+                    None if self.cfg.ignore_errors => Some((vec![], true)),
+                    None => None,
+                }
+            } else {
+                Some((vec![], false))
+            };
+            if let Some((mut children, whole)) = listed {
+                if let Some(t) = &node.implied {
+                    let implied = self.implied_entries(t);
+                    let have: std::collections::HashSet<_> =
+                        children.iter().map(|c| c.name.clone()).collect();
+                    children.extend(implied.into_iter().filter(|e| !have.contains(&e.name)));
+                    children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+                }
+                if list || node.implied.is_some() {
+                    self.plan_children(&node, children, fresh, whole);
+                }
             }
         }
         self.complete(&node);
     }
 
     /// Whether a source directory is left out of its parent: without -r (said as
-    /// rsync says it), or as a mount point under -xx.
-    fn leaves_out(&self, parent: &DirNode<D>, entry: &SrcEntry) -> bool {
-        if !self.cfg.recursive {
+    /// rsync says it) unless -d or a -R path below it keeps it, or as a mount point
+    /// under -xx.
+    fn leaves_out(
+        &self,
+        parent: &DirNode<D>,
+        entry: &SrcEntry,
+        implied: Option<&crate::relative::Named>,
+    ) -> bool {
+        let kept = implied.map_or(self.cfg.dirs, |t| !t.named || self.cfg.dirs);
+        if !self.cfg.recursive && !kept {
             let rel = parent.rel.join(&entry.name);
             self.out
                 .info(format_args!("skipping directory {}", rel.display()));

@@ -17,6 +17,7 @@ mod entry;
 mod links;
 #[cfg(test)]
 mod order;
+mod paths;
 pub mod sched;
 
 use std::collections::HashMap;
@@ -32,6 +33,7 @@ use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, DestKnown};
+use crate::relative::Named;
 use crate::report::{Output, Stats, Summary};
 use crate::tune::Controller;
 use crate::walk::SrcEntry;
@@ -55,6 +57,8 @@ pub struct DirNode<D: Destination> {
     changed: AtomicBool,
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
+    /// The `-R`/`--files-from` names at and below it, when it is on their path.
+    implied: Option<Arc<Named>>,
 }
 
 /// Where a destination directory came from.
@@ -74,6 +78,8 @@ pub struct ScanJob<D: Destination> {
     parent: Arc<DirNode<D>>,
     entry: SrcEntry,
     known: DestKnown,
+    /// Its `-R` node: what is named below it (see [`crate::relative`]).
+    implied: Option<Arc<Named>>,
 }
 
 /// One non-directory entry to bring up to date.

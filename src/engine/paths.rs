@@ -1,0 +1,119 @@
+//! Which source paths a run sends beyond "the operands and everything below them":
+//! the `-R`/`--files-from` tree of named paths (see [`crate::relative`]) and `-m`'s
+//! pruning of directories that would hold no file.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{DirNode, Engine};
+use crate::dest::Destination;
+use crate::meta::{Kind, Meta};
+use crate::relative::Named;
+use crate::walk::{self, SrcEntry};
+
+impl<D: Destination> Engine<'_, D> {
+    /// The tree of `-R` operands and `--files-from` names; `None` when there are none
+    /// (then the operands are copied as plain `SRC` and `SRC/`).
+    pub(super) fn named_paths(&self) -> Option<Arc<Named>> {
+        let mut tree = Named::default();
+        if let Some(names) = &self.cfg.files_from {
+            let source = self.cfg.sources.first()?;
+            for name in names {
+                tree.add_listed(source, Path::new(name), self.cfg.relative);
+            }
+        } else if self.cfg.relative {
+            for src in &self.cfg.sources {
+                if crate::relative::is_anchor_only(src) {
+                    continue;
+                }
+                // A directory not to be entered is skipped whole, with the directories
+                // above it: they are only sent for something below them (rsync).
+                if !self.cfg.recursive
+                    && !self.cfg.dirs
+                    && fs::metadata(src).is_ok_and(|m| m.is_dir())
+                {
+                    let rel = crate::relative::split_anchor(src).1;
+                    let shown = rel.as_os_str().as_encoded_bytes();
+                    let shown = shown.strip_suffix(b"/").unwrap_or(shown);
+                    self.out.info(format_args!(
+                        "skipping directory {}",
+                        String::from_utf8_lossy(shown)
+                    ));
+                    continue;
+                }
+                tree.add_operand(src);
+            }
+        }
+        (!tree.children.is_empty()).then(|| Arc::new(tree))
+    }
+
+    /// The entries named at or implied below `t`, read from the source; one that
+    /// cannot be read is reported (rsync's "link_stat failed", exit 23) and left out.
+    pub(super) fn implied_entries(&self, t: &Named) -> Vec<SrcEntry> {
+        let mut out = Vec::with_capacity(t.children.len());
+        for (name, child) in &t.children {
+            // `DIR/` names what a symlink points to, as a plain `SRC/` does.
+            let m = if child.contents {
+                fs::metadata(&child.src)
+            } else {
+                fs::symlink_metadata(&child.src)
+            };
+            match m {
+                Ok(m) => out.push(SrcEntry {
+                    name: name.clone(),
+                    path: child.src.clone(),
+                    meta: Meta::from_std(&m),
+                }),
+                Err(e) => self.source_error(&child.src, &e),
+            }
+        }
+        out
+    }
+
+    /// `-m`: whether a source directory is left out because nothing but directories
+    /// (after the filter) would be sent below it. rsync decides this on its complete
+    /// file list; a streaming walk looks ahead instead, down to the first file, so a
+    /// pruned directory is one the source lacks (kept if DEST has it, deleted there
+    /// by --delete, as rsync does). Directories on a -R path or not entered (-d) are
+    /// kept.
+    pub(super) fn prunes(&self, node: &DirNode<D>, e: &SrcEntry) -> bool {
+        if e.meta.kind != Kind::Dir || !self.cfg.recursive {
+            return false;
+        }
+        if node
+            .implied
+            .as_ref()
+            .is_some_and(|t| t.children.contains_key(&e.name))
+        {
+            return false;
+        }
+        !self.holds_files(&node.rel.join(&e.name), &e.path, e.meta.dev)
+    }
+
+    /// Whether a file (any entry but a directory) not excluded lies below `path`; a
+    /// directory that cannot be read counts as holding one, so its error is reported
+    /// where it is copied.
+    fn holds_files(&self, rel: &Path, path: &Path, dev: u64) -> bool {
+        let Ok((entries, _)) = walk::list_dir(path) else {
+            return true;
+        };
+        let filter = &self.cfg.filter;
+        let mut dirs = Vec::new();
+        for c in entries {
+            let is_dir = c.meta.kind == Kind::Dir;
+            let crel = rel.join(&c.name);
+            if !filter.is_empty() && filter.is_excluded(&crel, is_dir) {
+                continue;
+            }
+            if !is_dir {
+                return true;
+            }
+            // -x: what is on another filesystem is not sent.
+            if self.cfg.one_file_system == 0 || c.meta.dev == dev {
+                dirs.push((crel, c.path));
+            }
+        }
+        dirs.iter().any(|(crel, p)| self.holds_files(crel, p, dev))
+    }
+}
