@@ -84,6 +84,8 @@ pub struct Config {
     pub prune_empty_dirs: bool,
     /// `--list-only`: list the sources, copy nothing.
     pub list_only: bool,
+    /// `-h` count, for `--list-only`'s sizes (units of 1000, or 1024 from 2).
+    pub list_human_readable: u8,
 }
 
 impl Config {

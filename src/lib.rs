@@ -21,6 +21,7 @@ pub mod dest;
 pub mod engine;
 pub mod exit;
 pub mod filter;
+pub mod list_only;
 pub mod meta;
 pub mod nfs;
 pub mod nfs4;

@@ -57,8 +57,15 @@ fn real_main() -> Result<ExitCode, Error> {
     let cfg = cli
         .into_config(&matches)
         .map_err(|e| Error::Usage(format!("{e:#}")))?;
-    prepare_process();
     let out = Arc::new(Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json));
+    if cfg.list_only {
+        return Ok(nfsync::list_only::run(
+            &cfg,
+            &out,
+            &mut std::io::stdout().lock(),
+        ));
+    }
+    prepare_process();
     sync(&cfg, &out)
 }
 

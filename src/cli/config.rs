@@ -116,7 +116,9 @@ impl Cli {
             recursive: !r.no_recursive
                 && (r.recursive
                     || (r.files_from.is_none() && (r.archive || (all && !r.list_only)))),
-            links: !r.no_links && (all || r.links),
+            // --list-only shows link targets only with -l, as rsync (its default
+            // selection is rsync's, not nfsync's -a).
+            links: !r.no_links && (r.links || r.archive || (all && !r.list_only)),
             perms: !r.no_perms && (all || r.perms),
             times: !r.no_times && (all || r.times),
             omit_dir_times: r.omit_dir_times,
@@ -146,6 +148,7 @@ impl Cli {
             files_from,
             prune_empty_dirs: r.prune_empty_dirs,
             list_only: r.list_only,
+            list_human_readable: r.human_readable,
         })
     }
 }
