@@ -60,21 +60,27 @@ impl Lister<'_> {
     fn top(&mut self) -> io::Result<()> {
         let mut items: Vec<Item> = Vec::new();
         let mut tree = Named::default();
-        if let Some(names) = &self.cfg.files_from {
-            if let Some(source) = self.cfg.sources.first() {
-                for n in names {
-                    tree.add_listed(source, Path::new(n), self.cfg.relative);
-                }
+        let mut listed = Vec::new();
+        if let Some(names) = &self.cfg.files_from
+            && let Some(source) = self.cfg.sources.first()
+        {
+            for n in names {
+                listed.extend(tree.add_listed(source, Path::new(n), self.cfg.relative));
             }
         }
-        for src in &self.cfg.sources {
-            if self.cfg.files_from.is_some() {
-                break;
-            }
+        let given = match self.cfg.files_from {
+            Some(_) => &[][..],
+            None => &self.cfg.sources[..],
+        };
+        let mut operands = Vec::new();
+        for src in given {
             if self.cfg.relative && !relative::is_anchor_only(src) {
                 tree.add_operand(src);
-                continue;
+            } else {
+                operands.push(src);
             }
+        }
+        for src in operands.into_iter().chain(&listed) {
             let b = src.as_os_str().as_bytes();
             let contents = b.ends_with(b"/") || b.ends_with(b"/.") || b == b".";
             let m = if contents {

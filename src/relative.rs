@@ -61,10 +61,23 @@ impl Named {
         self.add(&base, &rel, names_contents(operand));
     }
 
-    /// Adds one `--files-from` name, relative to `source`; without `-R` only its last
-    /// component is recreated.
-    pub fn add_listed(&mut self, source: &Path, name: &Path, relative: bool) {
+    /// Adds one `--files-from` name, relative to `source` (a leading `/` too); without
+    /// `-R` only its last component is recreated. A name that stands for a directory's
+    /// contents at DEST's top (`.` with `-R`, `DIR/` without) is not added: it is
+    /// returned, as the `SRC/` operand it amounts to.
+    pub fn add_listed(&mut self, source: &Path, name: &Path, relative: bool) -> Option<PathBuf> {
+        let b = name.as_os_str().as_encoded_bytes();
+        let start = b.iter().position(|&c| c != b'/').unwrap_or(b.len());
+        // SAFETY: split after ASCII bytes of a string that came from an OsStr.
+        let name = Path::new(unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(&b[start..]) });
         let contents = names_contents(name);
+        if (relative && is_anchor_only(name)) || (!relative && contents) {
+            let mut operand = source.join(name).into_os_string();
+            if !names_contents(Path::new(&operand)) {
+                operand.push("/");
+            }
+            return Some(operand.into());
+        }
         if relative {
             let (base, rel) = split_anchor(name);
             self.add(&source.join(base), &rel, contents);
@@ -73,6 +86,7 @@ impl Named {
             let last = name.file_name().map(Path::new).unwrap_or(Path::new(""));
             self.add(&source.join(parent), last, contents);
         }
+        None
     }
 }
 
@@ -103,14 +117,15 @@ pub fn is_anchor_only(p: &Path) -> bool {
         .any(|c| matches!(c, Component::Normal(_)))
 }
 
-fn names_contents(p: &Path) -> bool {
+/// Whether `p` ends in `/` or `/.`: it names a directory's contents.
+pub fn names_contents(p: &Path) -> bool {
     let b = p.as_os_str().as_encoded_bytes();
     b.ends_with(b"/") || b.ends_with(b"/.")
 }
 
 /// rsync's reading of a `--files-from` list: names end at a newline (a NUL with
-/// `--from0`); without `--from0` a trailing CR is dropped and blank lines and lines
-/// starting with `#` or `;` are skipped.
+/// `--from0`); without `--from0` a trailing CR is dropped; empty names and names
+/// starting with `#` or `;` are skipped (with `--from0` too, as rsync does).
 pub fn parse_list(data: &[u8], from0: bool) -> Vec<OsString> {
     use std::os::unix::ffi::OsStringExt;
     let sep = if from0 { 0 } else { b'\n' };
@@ -122,7 +137,7 @@ pub fn parse_list(data: &[u8], from0: bool) -> Vec<OsString> {
                 l.strip_suffix(b"\r").unwrap_or(l)
             }
         })
-        .filter(|l| !l.is_empty() && (from0 || !matches!(l[0], b'#' | b';')))
+        .filter(|l| !l.is_empty() && !matches!(l[0], b'#' | b';'))
         .map(|l| OsString::from_vec(l.to_vec()))
         .collect()
 }
@@ -170,9 +185,6 @@ mod tests {
             parse_list(b"#c\n;c\n\na\r\nb c\n", false),
             vec![OsString::from("a"), OsString::from("b c")]
         );
-        assert_eq!(
-            parse_list(b"#a\0b\n\0", true),
-            vec![OsString::from("#a"), OsString::from("b\n")]
-        );
+        assert_eq!(parse_list(b"#a\0b\n\0", true), vec![OsString::from("b\n")]);
     }
 }

@@ -350,7 +350,11 @@ pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
             match long(name) {
                 Some(a) if takes_value(a) && !has_value => i += 1,
                 Some(_) => {}
-                None if name.starts_with("no-") && unsupported::long(name).is_some() => {
+                // `--no-X` of a refused `--X`; a refused option that is itself spelled
+                // `--no-...` (`--no-implied-dirs`) stays refused.
+                None if name.starts_with("no-")
+                    && unsupported::long(name).is_some_and(|u| u.long != name) =>
+                {
                     i -= 1;
                     args.remove(i);
                 }

@@ -53,13 +53,12 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn plan_roots(&self) -> Result<(), Error> {
         let mut operands = Vec::new();
         // -R and --files-from names go into one tree, walked beside the operands.
-        let named = self.named_paths();
-        for src in &self.cfg.sources {
-            if self.cfg.files_from.is_some()
-                || (self.cfg.relative && !crate::relative::is_anchor_only(src))
-            {
-                continue;
-            }
+        let (named, listed) = self.named_paths();
+        let given = self.cfg.sources.iter().filter(|src| {
+            self.cfg.files_from.is_none()
+                && !(self.cfg.relative && !crate::relative::is_anchor_only(src))
+        });
+        for src in given.chain(&listed) {
             let contents = names_contents(src);
             // `SRC/` names the directory a symlink points to; `SRC` the link itself.
             let m = if contents {
@@ -150,7 +149,8 @@ impl<D: Destination> Engine<'_, D> {
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
         let only_contents = named.is_none() && operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
-        let root_meta = (operands.len() == 1 && only_contents).then(|| operands[0].meta);
+        // (-R and --files-from names beside it too: rsync sends its `.` with them.)
+        let root_meta = (operands.len() == 1 && operands[0].contents).then(|| operands[0].meta);
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
         let now = match (&state, &dir) {

@@ -3,7 +3,7 @@
 //! pruning of directories that would hold no file.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{DirNode, Engine};
@@ -13,14 +13,16 @@ use crate::relative::Named;
 use crate::walk::{self, SrcEntry};
 
 impl<D: Destination> Engine<'_, D> {
-    /// The tree of `-R` operands and `--files-from` names; `None` when there are none
-    /// (then the operands are copied as plain `SRC` and `SRC/`).
-    pub(super) fn named_paths(&self) -> Option<Arc<Named>> {
+    /// The tree of `-R` operands and `--files-from` names (`None` when there are
+    /// none), and the listed names that amount to `SRC/` operands.
+    pub(super) fn named_paths(&self) -> (Option<Arc<Named>>, Vec<PathBuf>) {
         let mut tree = Named::default();
+        let mut operands = Vec::new();
         if let Some(names) = &self.cfg.files_from {
-            let source = self.cfg.sources.first()?;
-            for name in names {
-                tree.add_listed(source, Path::new(name), self.cfg.relative);
+            if let Some(source) = self.cfg.sources.first() {
+                for name in names {
+                    operands.extend(tree.add_listed(source, Path::new(name), self.cfg.relative));
+                }
             }
         } else if self.cfg.relative {
             for src in &self.cfg.sources {
@@ -45,7 +47,10 @@ impl<D: Destination> Engine<'_, D> {
                 tree.add_operand(src);
             }
         }
-        (!tree.children.is_empty()).then(|| Arc::new(tree))
+        (
+            (!tree.children.is_empty()).then(|| Arc::new(tree)),
+            operands,
+        )
     }
 
     /// The entries named at or implied below `t`, read from the source; one that
@@ -65,7 +70,11 @@ impl<D: Destination> Engine<'_, D> {
                     path: child.src.clone(),
                     meta: Meta::from_std(&m),
                 }),
-                Err(e) => self.source_error(&child.src, &e),
+                // Named, so not vanished: rsync's "link_stat failed", exit 23.
+                Err(e) => {
+                    crate::report::Stats::bump(&self.stats.errors);
+                    self.out.error(&child.src, e);
+                }
             }
         }
         out

@@ -12,6 +12,8 @@
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
 //!   compared; unknown and unsupported options.
+//! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
+//!   `--list-only`), against rsync the same way.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -31,6 +33,7 @@ mod mount;
 mod nfs4;
 mod progress;
 mod rsync_cli;
+mod rsync_paths;
 mod scenarios;
 mod support;
 mod tls;

@@ -90,22 +90,35 @@ fn against_rsync(flags: &[&str], operands: &[&str], compare_extra: &[&str]) -> S
 
 /// Where nfsync writes in [`against_rsync_via`].
 #[derive(Clone, Copy, PartialEq)]
-enum Via {
+pub(crate) enum Via {
     /// A local directory (the mount path).
     Mount,
     /// The in-process NFSv3 server's export (the NFS path; no MKNOD, no LINK there).
     InProc,
 }
 
-fn against_rsync_via(
+pub(crate) fn against_rsync_via(
     via: Via,
     flags: &[&str],
     operands: &[&str],
     compare_extra: &[&str],
 ) -> String {
+    against_rsync_setup(via, flags, operands, compare_extra, &|_, _| {})
+}
+
+/// [`against_rsync_via`] with `setup(SRC, START)` run on the source and the starting
+/// destination once they are built, for trees a test needs beyond [`source`] and [`start`].
+pub(crate) fn against_rsync_setup(
+    via: Via,
+    flags: &[&str],
+    operands: &[&str],
+    compare_extra: &[&str],
+    setup: &dyn Fn(&Path, &Path),
+) -> String {
     let s = Scratch::new();
     let src = source(&s.join("src"));
     start(&s.join("start"));
+    setup(src.root(), &s.join("start"));
     copy_tree(&s.join("start"), &s.join("by_rsync"));
     copy_tree(&s.join("start"), &s.join("by_nfsync"));
     let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
@@ -141,7 +154,7 @@ fn against_rsync_via(
 }
 
 /// `rsync -anciH --delete EXTRA A/ B/`: what would change to make B like A.
-fn diff(a: &Path, b: &Path, extra: &[&str]) -> String {
+pub(crate) fn diff(a: &Path, b: &Path, extra: &[&str]) -> String {
     let out = Command::new("rsync")
         .args(["-anciH", "--delete"])
         .args(extra)
