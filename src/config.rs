@@ -73,7 +73,14 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
-    // Which paths are sent (-R, --files-from, -d, -m, --list-only).
+    /// Which paths are sent (-R, --files-from, -d, -m, --list-only).
+    pub paths: Paths,
+}
+
+/// rsync's options that choose which source paths are sent, beyond the operands and
+/// everything below them.
+#[derive(Clone, Debug, Default)]
+pub struct Paths {
     /// `-R`: each source's path (after a `/./`) is recreated under DEST.
     pub relative: bool,
     /// `--files-from`: the names read, relative to the one source.

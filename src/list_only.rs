@@ -61,20 +61,20 @@ impl Lister<'_> {
         let mut items: Vec<Item> = Vec::new();
         let mut tree = Named::default();
         let mut listed = Vec::new();
-        if let Some(names) = &self.cfg.files_from
+        if let Some(names) = &self.cfg.paths.files_from
             && let Some(source) = self.cfg.sources.first()
         {
             for n in names {
-                listed.extend(tree.add_listed(source, Path::new(n), self.cfg.relative));
+                listed.extend(tree.add_listed(source, Path::new(n), self.cfg.paths.relative));
             }
         }
-        let given = match self.cfg.files_from {
+        let given = match self.cfg.paths.files_from {
             Some(_) => &[][..],
             None => &self.cfg.sources[..],
         };
         let mut operands = Vec::new();
         for src in given {
-            if self.cfg.relative && !relative::is_anchor_only(src) {
+            if self.cfg.paths.relative && !relative::is_anchor_only(src) {
                 tree.add_operand(src);
             } else {
                 operands.push(src);
@@ -248,7 +248,7 @@ impl Lister<'_> {
             self.w,
             "{} {:>14} {} {}",
             perm_string(&e.meta),
-            size_string(size, self.cfg.list_human_readable),
+            size_string(size, self.cfg.paths.list_human_readable),
             time_string(e.meta.mtime.sec),
             name
         )?;

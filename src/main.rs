@@ -58,7 +58,7 @@ fn real_main() -> Result<ExitCode, Error> {
         .into_config(&matches)
         .map_err(|e| Error::Usage(format!("{e:#}")))?;
     let out = Arc::new(Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json));
-    if cfg.list_only {
+    if cfg.paths.list_only {
         return Ok(nfsync::list_only::run(
             &cfg,
             &out,

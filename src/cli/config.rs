@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::Cli;
-use crate::config::Config;
+use crate::config::{Config, Paths};
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::plan::{Compare, Skip};
@@ -143,12 +143,14 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
-            relative: !r.no_relative && (r.relative || files_from.is_some()),
-            dirs: r.dirs || files_from.is_some() || r.list_only,
-            files_from,
-            prune_empty_dirs: r.prune_empty_dirs,
-            list_only: r.list_only,
-            list_human_readable: r.human_readable,
+            paths: Paths {
+                relative: !r.no_relative && (r.relative || files_from.is_some()),
+                dirs: r.dirs || files_from.is_some() || r.list_only,
+                files_from,
+                prune_empty_dirs: r.prune_empty_dirs,
+                list_only: r.list_only,
+                list_human_readable: r.human_readable,
+            },
         })
     }
 }

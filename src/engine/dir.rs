@@ -55,8 +55,8 @@ impl<D: Destination> Engine<'_, D> {
         // -R and --files-from names go into one tree, walked beside the operands.
         let (named, listed) = self.named_paths();
         let given = self.cfg.sources.iter().filter(|src| {
-            self.cfg.files_from.is_none()
-                && !(self.cfg.relative && !crate::relative::is_anchor_only(src))
+            self.cfg.paths.files_from.is_none()
+                && !(self.cfg.paths.relative && !crate::relative::is_anchor_only(src))
         });
         for src in given.chain(&listed) {
             let contents = names_contents(src);
@@ -175,7 +175,7 @@ impl<D: Destination> Engine<'_, D> {
         let mut listing_ok = true;
         for op in operands {
             // -d: a directory named is created, `SRC/`'s top level sent.
-            if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.dirs {
+            if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.paths.dirs {
                 let name = if op.contents {
                     Path::new(".")
                 } else {
@@ -280,7 +280,7 @@ impl<D: Destination> Engine<'_, D> {
         fresh: bool,
         source_whole: bool,
     ) {
-        if self.cfg.prune_empty_dirs {
+        if self.cfg.paths.prune_empty_dirs {
             entries.retain(|e| !self.prunes(node, e));
         }
         let listing = match &node.dir {
@@ -491,7 +491,7 @@ impl<D: Destination> Engine<'_, D> {
         entry: &SrcEntry,
         implied: Option<&crate::relative::Named>,
     ) -> bool {
-        let kept = implied.map_or(self.cfg.dirs, |t| !t.named || self.cfg.dirs);
+        let kept = implied.map_or(self.cfg.paths.dirs, |t| !t.named || self.cfg.paths.dirs);
         if !self.cfg.recursive && !kept {
             let rel = parent.rel.join(&entry.name);
             self.out

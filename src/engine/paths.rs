@@ -18,13 +18,17 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn named_paths(&self) -> (Option<Arc<Named>>, Vec<PathBuf>) {
         let mut tree = Named::default();
         let mut operands = Vec::new();
-        if let Some(names) = &self.cfg.files_from {
+        if let Some(names) = &self.cfg.paths.files_from {
             if let Some(source) = self.cfg.sources.first() {
                 for name in names {
-                    operands.extend(tree.add_listed(source, Path::new(name), self.cfg.relative));
+                    operands.extend(tree.add_listed(
+                        source,
+                        Path::new(name),
+                        self.cfg.paths.relative,
+                    ));
                 }
             }
-        } else if self.cfg.relative {
+        } else if self.cfg.paths.relative {
             for src in &self.cfg.sources {
                 if crate::relative::is_anchor_only(src) {
                     continue;
@@ -32,7 +36,7 @@ impl<D: Destination> Engine<'_, D> {
                 // A directory not to be entered is skipped whole, with the directories
                 // above it: they are only sent for something below them (rsync).
                 if !self.cfg.recursive
-                    && !self.cfg.dirs
+                    && !self.cfg.paths.dirs
                     && fs::metadata(src).is_ok_and(|m| m.is_dir())
                 {
                     let rel = crate::relative::split_anchor(src).1;
