@@ -10,6 +10,7 @@ complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -l files-from -d 'Copy the paths listed in FILE (\'-\' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync' -r -F
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -56,7 +57,7 @@ complete -c nfsync -s x -l one-file-system -d 'Don\'t cross filesystem boundarie
 complete -c nfsync -l del -d 'Same as --delete (for a local-to-NFS copy every rsync delete timing gives the same result)'
 complete -c nfsync -l ignore-errors -d 'Delete even when a source directory could not be read completely'
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
-complete -c nfsync -s h -l human-readable -d 'Accepted, no effect: --stats prints sizes in bytes'
+complete -c nfsync -s h -l human-readable -d '--list-only\'s sizes in units of 1000 (-hh: 1024); elsewhere no effect (--stats prints sizes in bytes)'
 complete -c nfsync -s P -d '--partial --progress'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
@@ -65,4 +66,10 @@ complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
+complete -c nfsync -s R -l relative -d 'Recreate each source\'s path under DEST (the part after a `/./`, or all of it)'
+complete -c nfsync -l no-relative -d 'Don\'t recreate source paths (takes back the -R that --files-from implies)'
+complete -c nfsync -s 0 -l from0 -d '--files-from names are separated by NUL bytes, not newlines'
+complete -c nfsync -s d -l dirs -d 'Without -r, create the directories named (and `SRC/`\'s top-level ones), not their contents'
+complete -c nfsync -s m -l prune-empty-dirs -d 'Don\'t create directories that would end up holding no file (empty or only excluded entries below them)'
+complete -c nfsync -l list-only -d 'List the sources in rsync\'s format instead of copying (DEST may be left out)'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -28,6 +28,7 @@ _nfsync() {
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
 '*--debug=[Accepted, no effect (rsync'\''s debug output)]:FLAGS:_default' \
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
+'--files-from=[Copy the paths listed in FILE ('\''-'\'' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync]:FILE:_files' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -92,8 +93,8 @@ man\:"The man page (roff)"))' \
 '--ignore-errors[Delete even when a source directory could not be read completely]' \
 '-z[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
 '--compress[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
-'*-h[Accepted, no effect\: --stats prints sizes in bytes]' \
-'*--human-readable[Accepted, no effect\: --stats prints sizes in bytes]' \
+'*-h[--list-only'\''s sizes in units of 1000 (-hh\: 1024); elsewhere no effect (--stats prints sizes in bytes)]' \
+'*--human-readable[--list-only'\''s sizes in units of 1000 (-hh\: 1024); elsewhere no effect (--stats prints sizes in bytes)]' \
 '-P[--partial --progress]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
@@ -103,6 +104,16 @@ man\:"The man page (roff)"))' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
+'-R[Recreate each source'\''s path under DEST (the part after a \`/./\`, or all of it)]' \
+'--relative[Recreate each source'\''s path under DEST (the part after a \`/./\`, or all of it)]' \
+'--no-relative[Don'\''t recreate source paths (takes back the -R that --files-from implies)]' \
+'-0[--files-from names are separated by NUL bytes, not newlines]' \
+'--from0[--files-from names are separated by NUL bytes, not newlines]' \
+'-d[Without -r, create the directories named (and \`SRC/\`'\''s top-level ones), not their contents]' \
+'--dirs[Without -r, create the directories named (and \`SRC/\`'\''s top-level ones), not their contents]' \
+'-m[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
+'--prune-empty-dirs[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
+'--list-only[List the sources in rsync'\''s format instead of copying (DEST may be left out)]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

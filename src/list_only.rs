@@ -121,7 +121,7 @@ impl Lister<'_> {
                 self.push(&mut items, Path::new(name), e, Some(child.clone()));
             }
         }
-        items.sort_by(|a, b| order(a, b));
+        items.sort_by(order);
         for item in items {
             self.line(&item.shown, &item.entry)?;
             if item.entry.meta.kind == Kind::Dir && item.shown != Path::new(".") {
@@ -172,7 +172,7 @@ impl Lister<'_> {
                 }
             }
         }
-        items.sort_by(|a, b| order(a, b));
+        items.sort_by(order);
         for item in items {
             self.line(&item.shown, &item.entry)?;
             if item.entry.meta.kind == Kind::Dir {
@@ -327,7 +327,7 @@ fn size_string(n: u64, human: u8) -> String {
     let digits = n.to_string();
     let mut s = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             s.push(',');
         }
         s.push(c);

@@ -127,7 +127,8 @@ pub struct RsyncOpts {
     #[arg(short = 'z', long, help_heading = "Accepted for rsync, no effect")]
     pub compress: bool,
 
-    /// Accepted, no effect: --stats prints sizes in bytes.
+    /// --list-only's sizes in units of 1000 (-hh: 1024); elsewhere no effect (--stats
+    /// prints sizes in bytes).
     #[arg(short = 'h', long, action = ArgAction::Count, help_heading = "Accepted for rsync, no effect")]
     pub human_readable: u8,
 

@@ -56,7 +56,7 @@ impl<D: Destination> Engine<'_, D> {
         let (named, listed) = self.named_paths();
         let given = self.cfg.sources.iter().filter(|src| {
             self.cfg.paths.files_from.is_none()
-                && !(self.cfg.paths.relative && !crate::relative::is_anchor_only(src))
+                && (!self.cfg.paths.relative || crate::relative::is_anchor_only(src))
         });
         for src in given.chain(&listed) {
             let contents = names_contents(src);
