@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::BufReader;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::Cli;
@@ -36,6 +36,21 @@ impl Cli {
         let files_from = self.rsync.read_files_from()?;
         if files_from.is_some() && paths.len() != 1 {
             anyhow::bail!("--files-from takes one SRC, which the names are relative to");
+        }
+        // rsync refuses a `..` in the part of a path -R recreates: it would climb out
+        // of DEST.
+        let relative = !self.rsync.no_relative && (self.rsync.relative || files_from.is_some());
+        if relative {
+            let named: Vec<&Path> = match &files_from {
+                Some(names) => names.iter().map(Path::new).collect(),
+                None => paths.iter().map(|p| p.as_path()).collect(),
+            };
+            for p in named {
+                let rel = crate::relative::split_anchor(p).1;
+                if rel.components().any(|c| c == Component::ParentDir) {
+                    anyhow::bail!("found \"..\" dir in relative path: {}", rel.display());
+                }
+            }
         }
         let mut filter = Filter::default();
         // rsync applies rules in command-line order; clap gives each option's values
@@ -144,7 +159,7 @@ impl Cli {
                 s => s,
             }),
             paths: Paths {
-                relative: !r.no_relative && (r.relative || files_from.is_some()),
+                relative,
                 dirs: r.dirs || files_from.is_some() || r.list_only,
                 files_from,
                 prune_empty_dirs: r.prune_empty_dirs,

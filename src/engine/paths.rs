@@ -88,26 +88,48 @@ impl<D: Destination> Engine<'_, D> {
     /// (after the filter) would be sent below it. rsync decides this on its complete
     /// file list; a streaming walk looks ahead instead, down to the first file, so a
     /// pruned directory is one the source lacks (kept if DEST has it, deleted there
-    /// by --delete, as rsync does). Directories on a -R path or not entered (-d) are
-    /// kept.
+    /// by --delete, as rsync does). A directory that is not entered (-d without -r)
+    /// sends nothing below it, so it is pruned too.
     pub(super) fn prunes(&self, node: &DirNode<D>, e: &SrcEntry) -> bool {
-        if e.meta.kind != Kind::Dir || !self.cfg.recursive {
+        if e.meta.kind != Kind::Dir {
             return false;
         }
-        if node
-            .implied
-            .as_ref()
-            .is_some_and(|t| t.children.contains_key(&e.name))
+        let rel = node.rel.join(&e.name);
+        match node.implied.as_ref().and_then(|t| t.children.get(&e.name)) {
+            None if !self.cfg.recursive => true,
+            None => !self.holds_files(&rel, &e.path, e.meta.dev, true),
+            Some(t) => !self.named_hold_files(t, &rel, e.meta.dev),
+        }
+    }
+
+    /// [`Self::holds_files`] for a directory on a -R path: what is named below it,
+    /// and what is below those.
+    fn named_hold_files(&self, t: &Named, rel: &Path, dev: u64) -> bool {
+        if t.named
+            && (self.cfg.recursive || t.contents)
+            && self.holds_files(rel, &t.src, dev, self.cfg.recursive)
         {
-            return false;
+            return true;
         }
-        !self.holds_files(&node.rel.join(&e.name), &e.path, e.meta.dev)
+        t.children.iter().any(|(name, child)| {
+            let crel = rel.join(name);
+            match fs::symlink_metadata(&child.src) {
+                // Unreadable: kept, so the error is reported where it is copied.
+                Err(_) => true,
+                Ok(m) if m.is_dir() => self.named_hold_files(child, &crel, dev),
+                Ok(_) => {
+                    let f = &self.cfg.filter;
+                    f.is_empty() || !f.is_excluded(&crel, false)
+                }
+            }
+        })
     }
 
     /// Whether a file (any entry but a directory) not excluded lies below `path`; a
     /// directory that cannot be read counts as holding one, so its error is reported
     /// where it is copied.
-    fn holds_files(&self, rel: &Path, path: &Path, dev: u64) -> bool {
+    /// `deep`: look below its subdirectories too (-r).
+    fn holds_files(&self, rel: &Path, path: &Path, dev: u64, deep: bool) -> bool {
         let Ok((entries, _)) = walk::list_dir(path) else {
             return true;
         };
@@ -123,10 +145,11 @@ impl<D: Destination> Engine<'_, D> {
                 return true;
             }
             // -x: what is on another filesystem is not sent.
-            if self.cfg.one_file_system == 0 || c.meta.dev == dev {
+            if deep && (self.cfg.one_file_system == 0 || c.meta.dev == dev) {
                 dirs.push((crel, c.path));
             }
         }
-        dirs.iter().any(|(crel, p)| self.holds_files(crel, p, dev))
+        dirs.iter()
+            .any(|(crel, p)| self.holds_files(crel, p, dev, true))
     }
 }

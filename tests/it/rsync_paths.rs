@@ -169,6 +169,23 @@ fn prune_empty_dirs() {
         let d = against_rsync_setup(Via::Mount, flags, &[""], &[], &prune_trees);
         assert!(d.is_empty(), "nfsync {flags:?} differs from rsync:\n{d}");
     }
+    // Without -r nothing below a directory is sent, so each one is pruned; on a -R path
+    // a named directory holding no file is pruned, and so are the implied ones above
+    // it that are left holding nothing.
+    for (flags, operands) in [
+        (&["-lptgoD", "-d", "-m"][..], &[""][..]),
+        (
+            &["-a", "-m", "-R"],
+            &["./prune/onlyempty", "./prune/keep/deep", "./prune/exonly"],
+        ),
+        (&["-a", "-m", "-R"], &["./prune/onlyempty/empty", "./older"]),
+    ] {
+        let d = against_rsync_setup(Via::Mount, flags, operands, &[], &prune_trees);
+        assert!(
+            d.is_empty(),
+            "nfsync {flags:?} {operands:?} differs from rsync:\n{d}"
+        );
+    }
 }
 
 /// The NFS path (in-process NFSv3 server) sends the same paths.
@@ -250,6 +267,28 @@ fn list_only_is_rsyncs_listing() {
         );
     }
     assert!(!s.join("nowhere").exists(), "--list-only wrote to DEST");
+}
+
+/// A `..` in the part of a path -R recreates is refused, as rsync refuses it.
+#[test]
+fn relative_refuses_dot_dot() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("a/f", "f\n");
+    let op = format!("{}/./a/../a/f", src.root().display());
+    for cmd in [
+        &mut Command::new("rsync"),
+        &mut Command::new(crate::support::bin()),
+    ] {
+        let out = cmd.args(["-aR", &op]).arg(s.join("dst")).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("found \"..\" dir in relative path: a/../a/f"),
+            "{err}"
+        );
+    }
+    assert!(!s.join("dst/a").exists());
 }
 
 /// What rsync has and nfsync does not do here is refused by name.
