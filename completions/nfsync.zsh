@@ -116,7 +116,7 @@ man\:"The man page (roff)"))' \
 '--list-only[List the sources in rsync'\''s format instead of copying (DEST may be left out)]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::paths -- Source files and directories, then DEST:_files' \
+'*::paths -- Source files and directories, then DEST (a lone SRC is listed, as --list-only):_files' \
 && ret=0
 }
 

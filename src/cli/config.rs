@@ -27,10 +27,11 @@ impl Cli {
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
         let mut paths = self.paths;
-        // --list-only needs no DEST (rsync lists a lone source); a DEST given is left alone.
+        // A lone SRC is listed, as rsync infers --list-only then; a DEST given with
+        // --list-only is left alone.
+        let list_only = self.rsync.list_only || paths.len() == 1;
         let dest = match paths.len() {
-            1 if self.rsync.list_only => PathBuf::new(),
-            1 => anyhow::bail!("a SRC and a DEST are needed"),
+            1 => PathBuf::new(),
             _ => paths.pop().expect("clap requires a path"),
         };
         let files_from = self.rsync.read_files_from()?;
@@ -129,11 +130,10 @@ impl Cli {
             // rsync: with --files-from, -a does not imply -r (an explicit -r does);
             // --list-only alone lists the top level.
             recursive: !r.no_recursive
-                && (r.recursive
-                    || (r.files_from.is_none() && (r.archive || (all && !r.list_only)))),
+                && (r.recursive || (r.files_from.is_none() && (r.archive || (all && !list_only)))),
             // --list-only shows link targets only with -l, as rsync (its default
             // selection is rsync's, not nfsync's -a).
-            links: !r.no_links && (r.links || r.archive || (all && !r.list_only)),
+            links: !r.no_links && (r.links || r.archive || (all && !list_only)),
             perms: !r.no_perms && (all || r.perms),
             times: !r.no_times && (all || r.times),
             omit_dir_times: r.omit_dir_times,
@@ -160,10 +160,10 @@ impl Cli {
             }),
             paths: Paths {
                 relative,
-                dirs: r.dirs || files_from.is_some() || r.list_only,
+                dirs: r.dirs || files_from.is_some() || list_only,
                 files_from,
                 prune_empty_dirs: r.prune_empty_dirs,
-                list_only: r.list_only,
+                list_only,
                 list_human_readable: r.human_readable,
             },
         })

@@ -267,6 +267,17 @@ fn list_only_is_rsyncs_listing() {
         );
     }
     assert!(!s.join("nowhere").exists(), "--list-only wrote to DEST");
+    // A lone SRC is listed, as rsync infers --list-only then.
+    let r = Command::new("rsync")
+        .arg(format!("{root}/"))
+        .output()
+        .unwrap();
+    let n = nfsync().arg(format!("{root}/")).output().unwrap();
+    assert!(n.status.success(), "{}", describe(&n));
+    assert_eq!(
+        String::from_utf8_lossy(&n.stdout),
+        String::from_utf8_lossy(&r.stdout)
+    );
 }
 
 /// A `..` in the part of a path -R recreates is refused, as rsync refuses it.
