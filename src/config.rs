@@ -83,6 +83,8 @@ pub struct Config {
 pub struct Paths {
     /// `-R`: each source's path (after a `/./`) is recreated under DEST.
     pub relative: bool,
+    /// `--no-implied-dirs`: the directories above a -R path are not sent.
+    pub no_implied_dirs: bool,
     /// `--files-from`: the names read, relative to the one source.
     pub files_from: Option<Vec<std::ffi::OsString>>,
     /// `-d`: without `-r`, directories are created, not entered.

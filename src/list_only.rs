@@ -123,7 +123,7 @@ impl Lister<'_> {
         }
         items.sort_by(order);
         for item in items {
-            self.line(&item.shown, &item.entry)?;
+            self.item(&item)?;
             if item.entry.meta.kind == Kind::Dir && item.shown != Path::new(".") {
                 self.below(&item)?;
             }
@@ -174,7 +174,7 @@ impl Lister<'_> {
         }
         items.sort_by(order);
         for item in items {
-            self.line(&item.shown, &item.entry)?;
+            self.item(&item)?;
             if item.entry.meta.kind == Kind::Dir {
                 self.below(&item)?;
             }
@@ -233,6 +233,14 @@ impl Lister<'_> {
     fn fail(&mut self, p: &Path, e: &io::Error) {
         self.errors += 1;
         self.out.error(p, e);
+    }
+
+    /// An item's line; none for a directory --no-implied-dirs does not send.
+    fn item(&mut self, item: &Item) -> io::Result<()> {
+        if self.cfg.paths.no_implied_dirs && item.implied.as_ref().is_some_and(|t| !t.named) {
+            return Ok(());
+        }
+        self.line(&item.shown, &item.entry)
     }
 
     fn line(&mut self, shown: &Path, e: &SrcEntry) -> io::Result<()> {

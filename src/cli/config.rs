@@ -160,6 +160,7 @@ impl Cli {
             }),
             paths: Paths {
                 relative,
+                no_implied_dirs: r.no_implied_dirs,
                 dirs: r.dirs || files_from.is_some() || list_only,
                 files_from,
                 prune_empty_dirs: r.prune_empty_dirs,

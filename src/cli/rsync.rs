@@ -190,6 +190,11 @@ pub struct RsyncOpts {
     #[arg(short = 'R', long)]
     pub relative: bool,
 
+    /// With -R, don't send the directories above a named path: DEST's own are used as
+    /// they are, missing ones made with default permissions.
+    #[arg(long)]
+    pub no_implied_dirs: bool,
+
     /// Don't recreate source paths (takes back the -R that --files-from implies).
     #[arg(long, alias = "no-R", hide = true)]
     pub no_relative: bool,

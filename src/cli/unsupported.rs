@@ -154,11 +154,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "config", REMOTE),
     (None, "dparam", REMOTE),
     (None, "no-detach", REMOTE),
-    (
-        None,
-        "no-implied-dirs",
-        "-R always sends the directories above a named path, with their attributes"
-    ),
     (None, "msgs2stderr", NOT_YET),
     (None, "stderr", NOT_YET),
     (None, "no-motd", REMOTE),

@@ -245,7 +245,7 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Lists a source directory, reporting problems; `None` when it could not be read.
-    fn list_source(&self, path: &Path) -> Option<Vec<SrcEntry>> {
+    pub(super) fn list_source(&self, path: &Path) -> Option<Vec<SrcEntry>> {
         match walk::list_dir(path) {
             Ok((entries, problems)) => {
                 for p in problems {
@@ -273,7 +273,7 @@ impl<D: Destination> Engine<'_, D> {
     /// [`plan::plan_dir`] match it with the source's `entries`, then queues the children
     /// and keeps the deletions for [`Engine::finalize`]. `source_whole` is false when
     /// the source listing failed part-way (then nothing is deleted).
-    fn plan_children(
+    pub(super) fn plan_children(
         &self,
         node: &Arc<DirNode<D>>,
         mut entries: Vec<SrcEntry>,
@@ -350,6 +350,9 @@ impl<D: Destination> Engine<'_, D> {
             known,
             implied,
         } = job;
+        if let Some(t) = implied.as_ref().filter(|t| self.bare_implied(t)) {
+            return self.scan_bare(parent, entry, known, t.clone());
+        }
         let rel = parent.rel.join(&entry.name);
         let dry = self.cfg.dry_run;
         let pdir = parent.dir.as_ref();
@@ -447,37 +450,9 @@ impl<D: Destination> Engine<'_, D> {
             self.note_written_root(&m);
         }
         let fresh = !matches!(origin, Origin::Found(_));
-        // Without -r (-d, or a -R path) a directory is entered only for what is named
-        // below it, or for its top level when named `DIR/`.
-        let list = match &implied {
-            None => self.cfg.recursive,
-            Some(t) => t.named && (self.cfg.recursive || t.contents),
-        };
         let node = self.new_node(rel, dir, Some(entry.meta), origin, Some(parent), implied);
-        // An unreadable source directory is still created, but nothing is deleted in it
-        // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
-            let listed = if list {
-                match self.list_source(&entry.path) {
-                    Some(children) => Some((children, true)),
-                    None if self.cfg.ignore_errors => Some((vec![], true)),
-                    None => None,
-                }
-            } else {
-                Some((vec![], false))
-            };
-            if let Some((mut children, whole)) = listed {
-                if let Some(t) = &node.implied {
-                    let implied = self.implied_entries(t);
-                    let have: std::collections::HashSet<_> =
-                        children.iter().map(|c| c.name.clone()).collect();
-                    children.extend(implied.into_iter().filter(|e| !have.contains(&e.name)));
-                    children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-                }
-                if list || node.implied.is_some() {
-                    self.plan_children(&node, children, fresh, whole);
-                }
-            }
+            self.scan_children(&node, &entry.path, fresh);
         }
         self.complete(&node);
     }
@@ -503,7 +478,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Opens a destination directory that exists; on failure reports it and completes
     /// the parent's count (the caller then gives up on this directory).
-    fn open_existing(
+    pub(super) fn open_existing(
         &self,
         pdir: &D::Dir,
         name: &std::ffi::OsStr,

@@ -6,10 +6,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{DirNode, Engine};
-use crate::dest::Destination;
+use super::{DestKnown, DirNode, Engine, Origin};
+use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
 use crate::relative::Named;
+use crate::report::Stats;
 use crate::walk::{self, SrcEntry};
 
 impl<D: Destination> Engine<'_, D> {
@@ -55,6 +56,115 @@ impl<D: Destination> Engine<'_, D> {
             (!tree.children.is_empty()).then(|| Arc::new(tree)),
             operands,
         )
+    }
+
+    /// Lists the children of a directory just made or opened and queues them. Without
+    /// -r (-d, or a -R path) a directory is entered only for what is named below it,
+    /// or for its top level when named `DIR/`. An unreadable source directory is
+    /// still created, but nothing is deleted in it (unless --ignore-errors says to
+    /// delete anyway, as rsync does).
+    pub(super) fn scan_children(&self, node: &Arc<DirNode<D>>, src: &Path, fresh: bool) {
+        let list = match &node.implied {
+            None => self.cfg.recursive,
+            Some(t) => t.named && (self.cfg.recursive || t.contents),
+        };
+        let (mut children, whole) = if list {
+            match self.list_source(src) {
+                Some(children) => (children, true),
+                None if self.cfg.ignore_errors => (vec![], true),
+                None => return,
+            }
+        } else {
+            (vec![], false)
+        };
+        if let Some(t) = &node.implied {
+            let implied = self.implied_entries(t);
+            let have: std::collections::HashSet<_> =
+                children.iter().map(|c| c.name.clone()).collect();
+            children.extend(implied.into_iter().filter(|e| !have.contains(&e.name)));
+            children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        }
+        if list || node.implied.is_some() {
+            self.plan_children(node, children, fresh, whole);
+        }
+    }
+
+    /// Whether `t` is a directory --no-implied-dirs does not send: only on the path
+    /// to a named one.
+    pub(super) fn bare_implied(&self, t: &Named) -> bool {
+        self.cfg.paths.no_implied_dirs && !t.named
+    }
+
+    /// A scan for a directory --no-implied-dirs does not send: one DEST has is used as
+    /// it is (nothing set on it), a missing one is made with default permissions
+    /// (`0777` less the umask) and no itemized line, and anything else in the way is
+    /// left and reported (rsync's "mkdir failed: Not a directory", exit 23).
+    pub(super) fn scan_bare(
+        &self,
+        parent: Arc<DirNode<D>>,
+        entry: SrcEntry,
+        known: DestKnown,
+        implied: Arc<Named>,
+    ) {
+        let rel = parent.rel.join(&entry.name);
+        let pdir = parent.dir.as_ref();
+        let existing = match (known, pdir) {
+            (DestKnown::Missing, _) | (_, None) => None,
+            (DestKnown::Present(m), _) => Some(m),
+            (DestKnown::Unknown(_), Some(pd)) => match self.dest.stat(pd, &entry.name) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.dest_error(&rel, e);
+                    self.complete(&parent);
+                    return;
+                }
+            },
+        };
+        let (dir, origin) = match (existing, pdir) {
+            (Some(m), Some(pd)) if m.kind == Kind::Dir => {
+                let Some((d, m)) = self.open_existing(pd, &entry.name, &rel, &parent) else {
+                    return;
+                };
+                (Some(d), Origin::Found(m))
+            }
+            (Some(_), _) => {
+                let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+                self.dest_error(&rel, dest::Error::Entry(e));
+                self.complete(&parent);
+                return;
+            }
+            (None, Some(pd)) if !self.cfg.dry_run => {
+                let mut m = self.give(&entry.meta);
+                m.mode = 0o777 & !self.cfg.umask;
+                match self.dest.mkdir(pd, &entry.name, &m) {
+                    Ok((d, todo)) => {
+                        Stats::bump(&self.stats.dirs_created);
+                        parent
+                            .changed
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        (Some(d), Origin::Created(todo))
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let Some((d, m)) = self.open_existing(pd, &entry.name, &rel, &parent)
+                        else {
+                            return;
+                        };
+                        (Some(d), Origin::Found(m))
+                    }
+                    Err(e) => {
+                        self.dest_error(&rel, e);
+                        self.complete(&parent);
+                        return;
+                    }
+                }
+            }
+            (None, _) => (None, Origin::Imagined),
+        };
+        let fresh = !matches!(origin, Origin::Found(_));
+        // No source attributes: finalizing sets nothing on it.
+        let node = self.new_node(rel, dir, None, origin, Some(parent), Some(implied));
+        self.scan_children(&node, &entry.path, fresh);
+        self.complete(&node);
     }
 
     /// The entries named at or implied below `t`, read from the source; one that
