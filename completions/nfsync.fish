@@ -67,6 +67,7 @@ complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
 complete -c nfsync -s R -l relative -d 'Recreate each source\'s path under DEST (the part after a `/./`, or all of it)'
+complete -c nfsync -l no-implied-dirs -d 'With -R, don\'t send the directories above a named path: DEST\'s own are used as they are, missing ones made with default permissions'
 complete -c nfsync -l no-relative -d 'Don\'t recreate source paths (takes back the -R that --files-from implies)'
 complete -c nfsync -s 0 -l from0 -d '--files-from names are separated by NUL bytes, not newlines'
 complete -c nfsync -s d -l dirs -d 'Without -r, create the directories named (and `SRC/`\'s top-level ones), not their contents'

@@ -106,6 +106,7 @@ man\:"The man page (roff)"))' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
 '-R[Recreate each source'\''s path under DEST (the part after a \`/./\`, or all of it)]' \
 '--relative[Recreate each source'\''s path under DEST (the part after a \`/./\`, or all of it)]' \
+'--no-implied-dirs[With -R, don'\''t send the directories above a named path\: DEST'\''s own are used as they are, missing ones made with default permissions]' \
 '--no-relative[Don'\''t recreate source paths (takes back the -R that --files-from implies)]' \
 '-0[--files-from names are separated by NUL bytes, not newlines]' \
 '--from0[--files-from names are separated by NUL bytes, not newlines]' \
