@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::rsync_cli::{Via, against_rsync_setup, against_rsync_via, diff};
-use crate::support::{Scratch, Tree, describe, nfsync, slash};
+use crate::support::{Scratch, Tree, describe, nfsync};
 
 fn same_as_rsync(via: Via, flags: &[&str], operands: &[&str]) {
     let d = against_rsync_via(via, flags, operands, &[]);
