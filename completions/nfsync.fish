@@ -27,6 +27,7 @@ complete -c nfsync -l link-dest -d 'Hard-link a file DEST lacks to DIR\'s copy w
 complete -c nfsync -l compare-dest -d 'Leave out a file DEST lacks when DIR\'s copy is unchanged (repeatable)' -r -F
 complete -c nfsync -l copy-dest -d 'Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)' -r -F
 complete -c nfsync -l partial-dir -d 'Accepted, no effect: an update is written beside the old copy under a hidden temporary name and renamed over it' -r -F
+complete -c nfsync -l files-from -d 'Copy the paths listed in FILE (\'-\' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync' -r -F
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -73,7 +74,7 @@ complete -c nfsync -s x -l one-file-system -d 'Don\'t cross filesystem boundarie
 complete -c nfsync -l del -d 'Same as --delete (for a local-to-NFS copy every rsync delete timing gives the same result)'
 complete -c nfsync -l ignore-errors -d 'Delete even when a source directory could not be read completely'
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
-complete -c nfsync -s h -l human-readable -d 'Numbers in --stats in units (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
+complete -c nfsync -s h -l human-readable -d 'Numbers in units: --stats and --list-only sizes (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
 complete -c nfsync -s P -d '--partial --progress'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
@@ -102,4 +103,11 @@ complete -c nfsync -l append-verify -d '--append, then compare the whole file an
 complete -c nfsync -l delay-updates -d 'Put all updated files in place at the end of the run'
 complete -c nfsync -s b -l backup -d 'Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)'
 complete -c nfsync -l remove-source-files -d 'Remove each source non-directory once DEST holds it complete (copied, or already up to date); directories stay'
+complete -c nfsync -s R -l relative -d 'Recreate each source\'s path under DEST (the part after a `/./`, or all of it)'
+complete -c nfsync -l no-implied-dirs -d 'With -R, don\'t send the directories above a named path: DEST\'s own are used as they are, missing ones made with default permissions'
+complete -c nfsync -l no-relative -d 'Don\'t recreate source paths (takes back the -R that --files-from implies)'
+complete -c nfsync -s 0 -l from0 -d '--files-from names are separated by NUL bytes, not newlines'
+complete -c nfsync -s d -l dirs -d 'Without -r, create the directories named (and `SRC/`\'s top-level ones), not their contents'
+complete -c nfsync -s m -l prune-empty-dirs -d 'Don\'t create directories that would end up holding no file (empty or only excluded entries below them)'
+complete -c nfsync -l list-only -d 'List the sources in rsync\'s format instead of copying (DEST may be left out)'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -47,6 +47,7 @@ _nfsync() {
 '*--compare-dest=[Leave out a file DEST lacks when DIR'\''s copy is unchanged (repeatable)]:DIR:_files' \
 '*--copy-dest=[Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)]:DIR:_files' \
 '--partial-dir=[Accepted, no effect\: an update is written beside the old copy under a hidden temporary name and renamed over it]:DIR:_files' \
+'--files-from=[Copy the paths listed in FILE ('\''-'\'' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync]:FILE:_files' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -111,8 +112,8 @@ man\:"The man page (roff)"))' \
 '--ignore-errors[Delete even when a source directory could not be read completely]' \
 '-z[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
 '--compress[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
-'*-h[Numbers in --stats in units (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
-'*--human-readable[Numbers in --stats in units (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
+'*-h[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
+'*--human-readable[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
 '-P[--partial --progress]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
@@ -150,9 +151,20 @@ man\:"The man page (roff)"))' \
 '-b[Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)]' \
 '--backup[Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir)]' \
 '--remove-source-files[Remove each source non-directory once DEST holds it complete (copied, or already up to date); directories stay]' \
+'-R[Recreate each source'\''s path under DEST (the part after a \`/./\`, or all of it)]' \
+'--relative[Recreate each source'\''s path under DEST (the part after a \`/./\`, or all of it)]' \
+'--no-implied-dirs[With -R, don'\''t send the directories above a named path\: DEST'\''s own are used as they are, missing ones made with default permissions]' \
+'--no-relative[Don'\''t recreate source paths (takes back the -R that --files-from implies)]' \
+'-0[--files-from names are separated by NUL bytes, not newlines]' \
+'--from0[--files-from names are separated by NUL bytes, not newlines]' \
+'-d[Without -r, create the directories named (and \`SRC/\`'\''s top-level ones), not their contents]' \
+'--dirs[Without -r, create the directories named (and \`SRC/\`'\''s top-level ones), not their contents]' \
+'-m[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
+'--prune-empty-dirs[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
+'--list-only[List the sources in rsync'\''s format instead of copying (DEST may be left out)]' \
 '-V[Print version]' \
 '--version[Print version]' \
-'*::paths -- Source files and directories, then DEST:_files' \
+'*::paths -- Source files and directories, then DEST (a lone SRC is listed, as --list-only):_files' \
 && ret=0
 }
 

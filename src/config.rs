@@ -109,6 +109,8 @@ pub struct Config {
     /// `--remove-source-files`: a source non-directory is removed once the destination
     /// holds it complete.
     pub remove_source_files: bool,
+    /// Which paths are sent (-R, --files-from, -d, -m, --list-only).
+    pub paths: Paths,
     // Data: how file data is written (-S, --inplace, --append, --temp-dir, ...).
     /// How file data is written.
     pub data: DataConfig,
@@ -144,6 +146,26 @@ pub enum Append {
     Append,
     /// As `Append`, then the whole file is compared, and rewritten if it differs.
     Verify,
+}
+
+/// rsync's options that choose which source paths are sent, beyond the operands and
+/// everything below them.
+#[derive(Clone, Debug, Default)]
+pub struct Paths {
+    /// `-R`: each source's path (after a `/./`) is recreated under DEST.
+    pub relative: bool,
+    /// `--no-implied-dirs`: the directories above a -R path are not sent.
+    pub no_implied_dirs: bool,
+    /// `--files-from`: the names read, relative to the one source.
+    pub files_from: Option<Vec<std::ffi::OsString>>,
+    /// `-d`: without `-r`, directories are created, not entered.
+    pub dirs: bool,
+    /// `-m`: directories with no file below them are left out.
+    pub prune_empty_dirs: bool,
+    /// `--list-only`: list the sources, copy nothing.
+    pub list_only: bool,
+    /// `-h` count, for `--list-only`'s sizes (units of 1000, or 1024 from 2).
+    pub list_human_readable: u8,
 }
 
 impl Config {

@@ -59,7 +59,6 @@ fn real_main() -> Result<ExitCode, Error> {
     let cfg = cli
         .into_config(&matches)
         .map_err(|e| Error::Usage(format!("{e:#}")))?;
-    prepare_process();
     let log = cfg.log_file.as_ref().and_then(|p| {
         LogFile::open(p, cfg.log_file_format.clone())
             .map_err(|e| {
@@ -76,6 +75,14 @@ fn real_main() -> Result<ExitCode, Error> {
         cfg.dry_run,
     );
     let out = Arc::new(out);
+    if cfg.paths.list_only {
+        return Ok(nfsync::list_only::run(
+            &cfg,
+            &out,
+            &mut std::io::stdout().lock(),
+        ));
+    }
+    prepare_process();
     sync(&cfg, &out)
 }
 

@@ -2,12 +2,13 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::Cli;
 use super::rsync::RsyncOpts;
 use crate::chmod::Chmod;
-use crate::config::{Append, Config, DataConfig};
+use crate::config::{Append, Config, DataConfig, Paths};
 use crate::dest::OwnerPolicy;
 use crate::filter::{Arg, Filter};
 use crate::follow::Follow;
@@ -31,9 +32,34 @@ impl Cli {
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
         let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
-        let dest = paths.pop().expect("clap requires two paths");
+        // A lone SRC is listed, as rsync infers --list-only then; a DEST given with
+        // --list-only is left alone.
+        let list_only = self.rsync.list_only || paths.len() == 1;
+        let dest = match paths.len() {
+            1 => PathBuf::new(),
+            _ => paths.pop().expect("clap requires a path"),
+        };
+        let files_from = self.rsync.read_files_from()?;
+        if files_from.is_some() && paths.len() != 1 {
+            anyhow::bail!("--files-from takes one SRC, which the names are relative to");
+        }
+        // rsync refuses a `..` in the part of a path -R recreates: it would climb out
+        // of DEST.
+        let relative = !self.rsync.no_relative && (self.rsync.relative || files_from.is_some());
+        if relative {
+            let named: Vec<&Path> = match &files_from {
+                Some(names) => names.iter().map(Path::new).collect(),
+                None => paths.iter().map(|p| p.as_path()).collect(),
+            };
+            for p in named {
+                let rel = crate::relative::split_anchor(p).1;
+                if rel.components().any(|c| c == Component::ParentDir) {
+                    anyhow::bail!("found \"..\" dir in relative path: {}", rel.display());
+                }
+            }
+        }
         let euid = rustix::process::geteuid().as_raw();
-        if !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
+        if !list_only && !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
             crate::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
         }
         let r = &self.rsync;
@@ -89,14 +115,18 @@ impl Cli {
         // rsync makes devices only as root (its `am_root && preserve_devices`); as
         // another user they are skipped as non-regular files, not failed on.
         let devices = root && d_parts("devices", "no_devices");
+        // rsync: with --files-from, -a does not imply -r (an explicit -r does);
+        // --list-only alone lists the top level.
         let recursive = last(&[
-            ("archive", true),
+            ("archive", r.files_from.is_none()),
             ("recursive", true),
             ("no_recursive", false),
         ])
-        .unwrap_or(default);
-        let links =
-            last(&[("archive", true), ("links", true), ("no_links", false)]).unwrap_or(default);
+        .unwrap_or(default && !list_only && r.files_from.is_none());
+        // --list-only shows link targets only with -l, as rsync (its default
+        // selection is rsync's, not nfsync's -a).
+        let links = last(&[("archive", true), ("links", true), ("no_links", false)])
+            .unwrap_or(default && !list_only);
         let perms =
             last(&[("archive", true), ("perms", true), ("no_perms", false)]).unwrap_or(default);
         let times =
@@ -183,6 +213,15 @@ impl Cli {
             backup,
             basis,
             remove_source_files: r.remove_source_files,
+            paths: Paths {
+                relative,
+                no_implied_dirs: r.no_implied_dirs,
+                dirs: r.dirs || files_from.is_some() || list_only,
+                files_from,
+                prune_empty_dirs: r.prune_empty_dirs,
+                list_only,
+                list_human_readable: r.human_readable,
+            },
         })
     }
 }

@@ -65,8 +65,8 @@ pub struct Cli {
     #[arg(long, action = ArgAction::HelpLong)]
     pub help: Option<bool>,
 
-    /// Source files and directories, then DEST.
-    #[arg(value_name = "SRC... DEST", required_unless_present = "generate", num_args = 2.., value_parser = clap::value_parser!(PathBuf))]
+    /// Source files and directories, then DEST (a lone SRC is listed, as --list-only).
+    #[arg(value_name = "SRC... DEST", required_unless_present = "generate", num_args = 1.., value_parser = clap::value_parser!(PathBuf))]
     pub paths: Vec<PathBuf>,
 
     /// Show what would change; change nothing.

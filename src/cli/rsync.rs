@@ -127,8 +127,8 @@ pub struct RsyncOpts {
     #[arg(short = 'z', long, help_heading = "Accepted for rsync, no effect")]
     pub compress: bool,
 
-    /// Numbers in --stats in units (-h: of 1000, -hh: of 1024); with other options
-    /// (-avh) rsync's --human-readable, alone --help.
+    /// Numbers in units: --stats and --list-only sizes (-h: of 1000, -hh: of 1024);
+    /// with other options (-avh) rsync's --human-readable, alone --help.
     #[arg(short = 'h', long, action = ArgAction::Count)]
     pub human_readable: u8,
 
@@ -354,6 +354,43 @@ pub struct RsyncOpts {
         help_heading = "Accepted for rsync, no effect"
     )]
     pub partial_dir: Option<std::path::PathBuf>,
+    // Which paths are sent (-R, --files-from, -d, -m, --list-only).
+    /// Recreate each source's path under DEST (the part after a `/./`, or all of it).
+    #[arg(short = 'R', long)]
+    pub relative: bool,
+
+    /// With -R, don't send the directories above a named path: DEST's own are used as
+    /// they are, missing ones made with default permissions.
+    #[arg(long)]
+    pub no_implied_dirs: bool,
+
+    /// Don't recreate source paths (takes back the -R that --files-from implies).
+    #[arg(long, alias = "no-R", hide = true)]
+    pub no_relative: bool,
+
+    /// Copy the paths listed in FILE ('-' for stdin), relative to the one SRC; implies
+    /// -R and -d, and -a does not imply -r here (a listed directory is created, its
+    /// contents copied only with an explicit -r), as rsync.
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<std::path::PathBuf>,
+
+    /// --files-from names are separated by NUL bytes, not newlines.
+    #[arg(short = '0', long)]
+    pub from0: bool,
+
+    /// Without -r, create the directories named (and `SRC/`'s top-level ones), not
+    /// their contents.
+    #[arg(short = 'd', long)]
+    pub dirs: bool,
+
+    /// Don't create directories that would end up holding no file (empty or only
+    /// excluded entries below them).
+    #[arg(short = 'm', long)]
+    pub prune_empty_dirs: bool,
+
+    /// List the sources in rsync's format instead of copying (DEST may be left out).
+    #[arg(long)]
+    pub list_only: bool,
 }
 
 impl RsyncOpts {
@@ -366,6 +403,22 @@ impl RsyncOpts {
             || self.perms
             || self.times
             || self.devices_specials
+    }
+
+    /// The names `--files-from` lists (`-` reads them from stdin).
+    pub fn read_files_from(&self) -> anyhow::Result<Option<Vec<OsString>>> {
+        use std::io::Read;
+        let Some(f) = &self.files_from else {
+            return Ok(None);
+        };
+        let mut data = Vec::new();
+        let read = if f.as_os_str() == "-" {
+            std::io::stdin().lock().read_to_end(&mut data)
+        } else {
+            std::fs::File::open(f).and_then(|mut r| r.read_to_end(&mut data))
+        };
+        read.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
+        Ok(Some(crate::relative::parse_list(&data, self.from0)))
     }
 
     /// What `--info` asks of the progress bar: `Some(true)` for a progress level above
@@ -472,7 +525,11 @@ pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
             match long(name) {
                 Some(a) if takes_value(a) && !has_value => i += 1,
                 Some(_) => {}
-                None if name.starts_with("no-") && unsupported::long(name).is_some() => {
+                // `--no-X` of a refused `--X`; a refused option that is itself spelled
+                // `--no-...` (`--no-implied-dirs`) stays refused.
+                None if name.starts_with("no-")
+                    && unsupported::long(name).is_some_and(|u| u.long != name) =>
+                {
                     i -= 1;
                     args.remove(i);
                 }

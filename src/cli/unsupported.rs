@@ -28,7 +28,6 @@ macro_rules! refused {
 /// The list, in rsync(1)'s order.
 pub const LIST: &[Unsupported] = refused![
     (None, "old-args", "nfsync splits no remote arguments"),
-    (Some('d'), "dirs", NOT_YET),
     (None, "old-dirs", NOT_YET),
     (None, "old-d", NOT_YET),
     (None, "munge-links", NOT_YET),
@@ -49,7 +48,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "rsync-path", REMOTE),
     (None, "delete-missing-args", NOT_YET),
     (None, "ignore-missing-args", NOT_YET),
-    (Some('m'), "prune-empty-dirs", NOT_YET),
     (Some('y'), "fuzzy", "nfsync has no delta transfer"),
     (
         None,
@@ -70,8 +68,6 @@ pub const LIST: &[Unsupported] = refused![
     ),
     (None, "checksum-choice", "-c compares the bytes themselves"),
     (None, "cc", "-c compares the bytes themselves"),
-    (None, "files-from", NOT_YET),
-    (Some('0'), "from0", NOT_YET),
     (Some('s'), "secluded-args", REMOTE),
     (None, "protect-args", REMOTE),
     (None, "trust-sender", REMOTE),
@@ -84,7 +80,6 @@ pub const LIST: &[Unsupported] = refused![
     (Some('8'), "8-bit-output", NOT_YET),
     (None, "password-file", REMOTE),
     (None, "early-input", REMOTE),
-    (None, "list-only", NOT_YET),
     (None, "stop-after", NOT_YET),
     (None, "time-limit", NOT_YET),
     (None, "stop-at", NOT_YET),
@@ -107,8 +102,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "config", REMOTE),
     (None, "dparam", REMOTE),
     (None, "no-detach", REMOTE),
-    (Some('R'), "relative", NOT_YET),
-    (None, "no-implied-dirs", NOT_YET),
     (None, "msgs2stderr", NOT_YET),
     (None, "stderr", NOT_YET),
     (None, "no-motd", REMOTE),

@@ -52,7 +52,13 @@ impl<D: Destination> Engine<'_, D> {
     /// Resolves sources and DEST, then queues the first work.
     pub(super) fn plan_roots(&self) -> Result<(), Error> {
         let mut operands = Vec::new();
-        for src in &self.cfg.sources {
+        // -R and --files-from names go into one tree, walked beside the operands.
+        let (named, listed) = self.named_paths();
+        let given = self.cfg.sources.iter().filter(|src| {
+            self.cfg.paths.files_from.is_none()
+                && (!self.cfg.paths.relative || crate::relative::is_anchor_only(src))
+        });
+        for src in given.chain(&listed) {
             let contents = names_contents(src);
             // `SRC/` names the directory a symlink points to; `SRC` the link itself.
             let m = if contents {
@@ -84,6 +90,7 @@ impl<D: Destination> Engine<'_, D> {
         // One non-directory source onto a DEST that is not a directory: DEST is the
         // new name of that file, as with cp and rsync.
         if operands.len() == 1
+            && named.is_none()
             && operands[0].meta.kind != Kind::Dir
             && !self.follows_to_dir(&operands[0].path, &operands[0].meta)
             && !root_is_dir(&state)
@@ -98,6 +105,7 @@ impl<D: Destination> Engine<'_, D> {
                 Origin::Imagined,
                 None,
                 Default::default(),
+                None,
             );
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
@@ -162,11 +170,12 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
-        let only_contents = operands.iter().all(|o| o.contents);
+        let only_contents = named.is_none() && operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
-        let root_src = (operands.len() == 1 && only_contents).then(|| operands[0].path.clone());
-        let root_meta =
-            (operands.len() == 1 && only_contents).then(|| self.shape_meta(operands[0].meta));
+        // (-R and --files-from names beside it too: rsync sends its `.` with them.)
+        let lone = operands.len() == 1 && operands[0].contents;
+        let root_src = lone.then(|| operands[0].path.clone());
+        let root_meta = lone.then(|| self.shape_meta(operands[0].meta));
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
         let now = match (&state, &dir) {
@@ -198,12 +207,14 @@ impl<D: Destination> Engine<'_, D> {
             origin,
             None,
             filters,
+            named,
         );
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
         for op in operands {
-            if op.meta.kind == Kind::Dir && !self.cfg.recursive {
+            // -d: a directory named is created, `SRC/`'s top level sent.
+            if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.paths.dirs {
                 let name = if op.contents {
                     Path::new(".")
                 } else {
@@ -235,6 +246,9 @@ impl<D: Destination> Engine<'_, D> {
                     meta: op.meta,
                 });
             }
+        }
+        if let Some(t) = &node.implied {
+            entries.extend(self.implied_entries(t));
         }
         // Several sources giving one name: the first one's entry is copied, as rsync's
         // file list keeps the first of duplicate names.
@@ -278,6 +292,7 @@ impl<D: Destination> Engine<'_, D> {
         origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
         filters: Arc<crate::filter::Scope>,
+        implied: Option<Arc<crate::relative::Named>>,
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
             src,
@@ -291,6 +306,7 @@ impl<D: Destination> Engine<'_, D> {
             deletions: Mutex::new(Vec::new()),
             filters,
             basis: std::sync::OnceLock::new(),
+            implied,
         })
     }
 
@@ -324,7 +340,7 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Lists a source directory, reporting problems; `None` when it could not be read.
-    fn list_source(&self, path: &Path) -> Option<Vec<SrcEntry>> {
+    pub(super) fn list_source(&self, path: &Path) -> Option<Vec<SrcEntry>> {
         match walk::list_dir(path) {
             Ok((entries, problems)) => {
                 for p in problems {
@@ -352,7 +368,7 @@ impl<D: Destination> Engine<'_, D> {
     /// [`plan::plan_dir`] match it with the source's `entries`, then queues the children
     /// and keeps the deletions for [`Engine::finalize`]. `source_whole` is false when
     /// the source listing failed part-way (then nothing is deleted).
-    fn plan_children(
+    pub(super) fn plan_children(
         &self,
         node: &Arc<DirNode<D>>,
         mut entries: Vec<SrcEntry>,
@@ -360,6 +376,9 @@ impl<D: Destination> Engine<'_, D> {
         source_whole: bool,
     ) {
         let source_whole = self.shape_entries(&node.rel, &mut entries) && source_whole;
+        if self.cfg.paths.prune_empty_dirs {
+            entries.retain(|e| !self.prunes(node, e));
+        }
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
@@ -382,7 +401,11 @@ impl<D: Destination> Engine<'_, D> {
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
         for (entry, known) in plan.children {
-            if entry.meta.kind == Kind::Dir && self.leaves_out(node, &entry) {
+            let implied = node
+                .implied
+                .as_ref()
+                .and_then(|t| t.children.get(&entry.name).cloned());
+            if entry.meta.kind == Kind::Dir && self.leaves_out(node, &entry, implied.as_deref()) {
                 continue;
             }
             if entry.meta.kind == Kind::Dir {
@@ -398,6 +421,7 @@ impl<D: Destination> Engine<'_, D> {
                     parent: node.clone(),
                     entry,
                     known,
+                    implied,
                 });
             } else {
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
@@ -428,7 +452,11 @@ impl<D: Destination> Engine<'_, D> {
             parent,
             entry,
             known,
+            implied,
         } = job;
+        if let Some(t) = implied.as_ref().filter(|t| self.bare_implied(t)) {
+            return self.scan_bare(parent, entry, known, t.clone());
+        }
         let rel = parent.rel.join(&entry.name);
         let dry = self.cfg.dry_run;
         let pdir = parent.dir.as_ref();
@@ -553,23 +581,27 @@ impl<D: Destination> Engine<'_, D> {
             origin,
             Some(parent),
             filters,
+            implied,
         );
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
-            match self.list_source(&entry.path) {
-                Some(children) => self.plan_children(&node, children, fresh, true),
-                None if self.cfg.ignore_errors => self.plan_children(&node, vec![], fresh, true),
-                None => {}
-            }
+            self.scan_children(&node, &entry.path, fresh);
         }
         self.complete(&node);
     }
 
     /// Whether a source directory is left out of its parent: without -r (said as
-    /// rsync says it), or as a mount point under -xx.
-    fn leaves_out(&self, parent: &DirNode<D>, entry: &SrcEntry) -> bool {
-        if !self.cfg.recursive {
+    /// rsync says it) unless -d or a -R path below it keeps it, or as a mount point
+    /// under -xx.
+    fn leaves_out(
+        &self,
+        parent: &DirNode<D>,
+        entry: &SrcEntry,
+        implied: Option<&crate::relative::Named>,
+    ) -> bool {
+        let kept = implied.map_or(self.cfg.paths.dirs, |t| !t.named || self.cfg.paths.dirs);
+        if !self.cfg.recursive && !kept {
             let rel = parent.rel.join(&entry.name);
             self.out
                 .info(format_args!("skipping directory {}", rel.display()));
@@ -580,7 +612,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Opens a destination directory that exists; on failure reports it and completes
     /// the parent's count (the caller then gives up on this directory).
-    fn open_existing(
+    pub(super) fn open_existing(
         &self,
         pdir: &D::Dir,
         name: &std::ffi::OsStr,

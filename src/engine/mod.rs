@@ -19,6 +19,7 @@ mod keep;
 mod links;
 #[cfg(test)]
 mod order;
+mod paths;
 pub mod sched;
 mod shape;
 mod update;
@@ -38,6 +39,7 @@ use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, DestKnown};
+use crate::relative::Named;
 use crate::report::{Output, Stats, Summary};
 use crate::tune::Controller;
 use crate::walk::SrcEntry;
@@ -70,6 +72,8 @@ pub struct DirNode<D: Destination> {
     /// The basis directories' counterparts of this directory (`--link-dest` and its
     /// kin), opened once for all its children; `None` where one has none.
     basis: OnceLock<Vec<Option<D::Dir>>>,
+    /// The `-R`/`--files-from` names at and below it, when it is on their path.
+    implied: Option<Arc<Named>>,
 }
 
 /// Where a destination directory came from.
@@ -89,6 +93,8 @@ pub struct ScanJob<D: Destination> {
     parent: Arc<DirNode<D>>,
     entry: SrcEntry,
     known: DestKnown,
+    /// Its `-R` node: what is named below it (see [`crate::relative`]).
+    implied: Option<Arc<Named>>,
 }
 
 /// One non-directory entry to bring up to date.

@@ -383,6 +383,7 @@ fn config(src: &Path, delete: bool) -> Config {
         backup: None,
         basis: None,
         remove_source_files: false,
+        paths: Default::default(),
     }
 }
 

@@ -21,6 +21,8 @@
 //! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
 //!   --delay-updates, --bwlimit).
 //! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
+//! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
+//!   `--list-only`), against rsync the same way.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -44,6 +46,7 @@ mod rsync_data;
 mod rsync_filters;
 mod rsync_links;
 mod rsync_output;
+mod rsync_paths;
 mod rsync_safety;
 mod scenarios;
 mod support;

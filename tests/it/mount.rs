@@ -57,7 +57,7 @@ fn usage_errors_exit_1() {
     };
     let cases = vec![
         vec![],
-        vec![src.clone().into()],
+        // (A lone SRC is listed, as rsync does: see rsync_paths.)
         with(&["--no-such-option"]),
         with(&["--jobs", "lots"]),
         with(&["--modify-window", "-x"]),

@@ -103,9 +103,22 @@ pub(crate) fn against_rsync_via(
     operands: &[&str],
     compare_extra: &[&str],
 ) -> String {
+    against_rsync_setup(via, flags, operands, compare_extra, &|_, _| {})
+}
+
+/// [`against_rsync_via`] with `setup(SRC, START)` run on the source and the starting
+/// destination once they are built, for trees a test needs beyond [`source`] and [`start`].
+pub(crate) fn against_rsync_setup(
+    via: Via,
+    flags: &[&str],
+    operands: &[&str],
+    compare_extra: &[&str],
+    setup: &dyn Fn(&Path, &Path),
+) -> String {
     let s = Scratch::new();
     let src = source(&s.join("src"));
     start(&s.join("start"));
+    setup(src.root(), &s.join("start"));
     copy_tree(&s.join("start"), &s.join("by_rsync"));
     copy_tree(&s.join("start"), &s.join("by_nfsync"));
     let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));

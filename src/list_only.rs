@@ -1,0 +1,399 @@
+//! `--list-only`: the sources listed in rsync's format instead of copied.
+//!
+//! rsync prints one line per entry of its file list: permissions, size (14 columns;
+//! commas, or with `-h` units of 1000 and `-hh` of 1024), local mtime and the name,
+//! `-> target` after a symlink when `-l` is on. The order is its incremental file
+//! list's: the top level (`.` first for a `SRC/`), files before directories, each
+//! directory followed by what is below it. The listing is written as the walk goes,
+//! depth first, so memory is bounded by the depth of the tree times its widest
+//! directory, as for the copy.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::exit::ExitCode;
+use crate::meta::{Kind, Meta};
+use crate::relative::{self, Named};
+use crate::report::{Output, escape_name};
+use crate::walk::{self, ListError, SrcEntry};
+
+/// Lists the sources on `w`; per-entry errors go to `out` and give exit 23.
+pub fn run(cfg: &Config, out: &Output, w: &mut dyn Write) -> ExitCode {
+    let mut l = Lister {
+        cfg,
+        out,
+        w,
+        errors: 0,
+    };
+    let r = l.top();
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::Success,
+        Err(e) => {
+            out.error(Path::new("stdout"), e);
+            ExitCode::Partial
+        }
+        Ok(()) if l.errors > 0 => ExitCode::Partial,
+        Ok(()) => ExitCode::Success,
+    }
+}
+
+struct Lister<'a> {
+    cfg: &'a Config,
+    out: &'a Output,
+    w: &'a mut dyn Write,
+    errors: u64,
+}
+
+/// One entry to list: its path in the listing, where it is, and the `-R` names below it.
+struct Item {
+    shown: PathBuf,
+    entry: SrcEntry,
+    implied: Option<Arc<Named>>,
+}
+
+impl Lister<'_> {
+    fn top(&mut self) -> io::Result<()> {
+        let mut items: Vec<Item> = Vec::new();
+        let mut tree = Named::default();
+        let mut listed = Vec::new();
+        if let Some(names) = &self.cfg.paths.files_from
+            && let Some(source) = self.cfg.sources.first()
+        {
+            for n in names {
+                listed.extend(tree.add_listed(source, Path::new(n), self.cfg.paths.relative));
+            }
+        }
+        let given = match self.cfg.paths.files_from {
+            Some(_) => &[][..],
+            None => &self.cfg.sources[..],
+        };
+        let mut operands = Vec::new();
+        for src in given {
+            if self.cfg.paths.relative && !relative::is_anchor_only(src) {
+                tree.add_operand(src);
+            } else {
+                operands.push(src);
+            }
+        }
+        for src in operands.into_iter().chain(&listed) {
+            let b = src.as_os_str().as_bytes();
+            let contents = b.ends_with(b"/") || b.ends_with(b"/.") || b == b".";
+            let m = if contents {
+                fs::metadata(src)
+            } else {
+                fs::symlink_metadata(src)
+            };
+            let meta = match m {
+                Ok(m) => Meta::from_std(&m),
+                Err(e) => {
+                    self.fail(src, &e);
+                    continue;
+                }
+            };
+            if contents && meta.kind == Kind::Dir {
+                let dot = SrcEntry {
+                    name: ".".into(),
+                    path: src.clone(),
+                    meta,
+                };
+                self.push(&mut items, Path::new("."), dot, None);
+                for e in self.list(src, Path::new("")) {
+                    let shown = PathBuf::from(&e.name);
+                    self.push(&mut items, &shown, e, None);
+                }
+            } else {
+                let name = src.file_name().map(OsString::from).unwrap_or(".".into());
+                let e = SrcEntry {
+                    name: name.clone(),
+                    path: src.clone(),
+                    meta,
+                };
+                self.push(&mut items, Path::new(&name), e, None);
+            }
+        }
+        for (name, child) in &tree.children {
+            if let Some(e) = self.stat_named(name, child) {
+                self.push(&mut items, Path::new(name), e, Some(child.clone()));
+            }
+        }
+        items.sort_by(order);
+        for item in items {
+            self.item(&item)?;
+            if item.entry.meta.kind == Kind::Dir && item.shown != Path::new(".") {
+                self.below(&item)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the first entry of a name, as rsync's file list does.
+    fn push(&self, items: &mut Vec<Item>, shown: &Path, entry: SrcEntry, t: Option<Arc<Named>>) {
+        if items.iter().any(|i| i.shown == shown) {
+            return;
+        }
+        items.push(Item {
+            shown: shown.to_path_buf(),
+            entry,
+            implied: t,
+        });
+    }
+
+    /// Lists what is below a directory item: all of it with -r, else only `-R` names
+    /// (and a `DIR/`'s top level).
+    fn below(&mut self, dir: &Item) -> io::Result<()> {
+        let list = match &dir.implied {
+            None => self.cfg.recursive,
+            Some(t) => t.named && (self.cfg.recursive || t.contents),
+        };
+        let mut items = Vec::new();
+        if list {
+            for e in self.list(&dir.entry.path, &dir.shown) {
+                let shown = dir.shown.join(&e.name);
+                let t = dir
+                    .implied
+                    .as_ref()
+                    .and_then(|t| t.children.get(&e.name).cloned());
+                self.push(&mut items, &shown, e, t);
+            }
+        }
+        if let Some(t) = &dir.implied {
+            for (name, child) in &t.children {
+                let shown = dir.shown.join(name);
+                if items.iter().any(|i| i.shown == shown) {
+                    continue;
+                }
+                if let Some(e) = self.stat_named(name, child) {
+                    self.push(&mut items, &shown, e, Some(child.clone()));
+                }
+            }
+        }
+        items.sort_by(order);
+        for item in items {
+            self.item(&item)?;
+            if item.entry.meta.kind == Kind::Dir {
+                self.below(&item)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn stat_named(&mut self, name: &OsString, t: &Named) -> Option<SrcEntry> {
+        let m = if t.contents {
+            fs::metadata(&t.src)
+        } else {
+            fs::symlink_metadata(&t.src)
+        };
+        match m {
+            Ok(m) => Some(SrcEntry {
+                name: name.clone(),
+                path: t.src.clone(),
+                meta: Meta::from_std(&m),
+            }),
+            Err(e) => {
+                self.fail(&t.src, &e);
+                None
+            }
+        }
+    }
+
+    /// A source directory's entries the filter lets through (`rel`: its path in the
+    /// listing, which the rules match).
+    fn list(&mut self, dir: &Path, rel: &Path) -> Vec<SrcEntry> {
+        let (entries, problems) = match walk::list_dir(dir) {
+            Ok(r) => r,
+            Err(ListError::Dir(e)) => {
+                self.fail(dir, &e);
+                return vec![];
+            }
+            Err(_) => return vec![],
+        };
+        for p in problems {
+            match p {
+                ListError::Entry(p, e) => self.fail(&p, &e),
+                ListError::Vanished(p) => self
+                    .out
+                    .warn(format_args!("file has vanished: {}", p.display())),
+                ListError::Dir(e) => self.fail(dir, &e),
+            }
+        }
+        let f = &self.cfg.filter;
+        entries
+            .into_iter()
+            .filter(|e| {
+                f.is_empty() || !f.is_excluded(&rel.join(&e.name), e.meta.kind == Kind::Dir)
+            })
+            .collect()
+    }
+
+    fn fail(&mut self, p: &Path, e: &io::Error) {
+        self.errors += 1;
+        self.out.error(p, e);
+    }
+
+    /// An item's line; none for a directory --no-implied-dirs does not send.
+    fn item(&mut self, item: &Item) -> io::Result<()> {
+        if self.cfg.paths.no_implied_dirs && item.implied.as_ref().is_some_and(|t| !t.named) {
+            return Ok(());
+        }
+        self.line(&item.shown, &item.entry)
+    }
+
+    fn line(&mut self, shown: &Path, e: &SrcEntry) -> io::Result<()> {
+        let size = match e.meta.kind {
+            Kind::Symlink => {
+                fs::read_link(&e.path).map_or(e.meta.size, |t| t.as_os_str().len() as u64)
+            }
+            Kind::File | Kind::Dir => e.meta.size,
+            _ => 0,
+        };
+        let name = escape_name(shown.as_os_str().as_bytes());
+        write!(
+            self.w,
+            "{} {:>14} {} {}",
+            perm_string(&e.meta),
+            size_string(size, self.cfg.paths.list_human_readable),
+            time_string(e.meta.mtime.sec),
+            name
+        )?;
+        if e.meta.kind == Kind::Symlink
+            && self.cfg.links
+            && let Ok(t) = fs::read_link(&e.path)
+        {
+            write!(self.w, " -> {}", escape_name(t.as_os_str().as_bytes()))?;
+        }
+        writeln!(self.w)
+    }
+}
+
+/// rsync's order within one directory: `.` first, files before directories, then by
+/// name (bytes).
+fn order(a: &Item, b: &Item) -> std::cmp::Ordering {
+    let rank = |i: &Item| match (i.shown == Path::new("."), i.entry.meta.kind == Kind::Dir) {
+        (true, _) => 0,
+        (false, false) => 1,
+        (false, true) => 2,
+    };
+    rank(a)
+        .cmp(&rank(b))
+        .then_with(|| a.entry.name.as_bytes().cmp(b.entry.name.as_bytes()))
+}
+
+/// `drwxr-xr-x`, as `ls -l` and rsync print it.
+fn perm_string(m: &Meta) -> String {
+    let t = match m.kind {
+        Kind::Dir => 'd',
+        Kind::Symlink => 'l',
+        Kind::Fifo => 'p',
+        Kind::Socket => 's',
+        Kind::CharDev => 'c',
+        Kind::BlockDev => 'b',
+        _ => '-',
+    };
+    let mut s = String::with_capacity(10);
+    s.push(t);
+    let bit = |s: &mut String, on: bool, c: char| s.push(if on { c } else { '-' });
+    for (shift, special, lower, upper) in [
+        (6, 0o4000, 's', 'S'),
+        (3, 0o2000, 's', 'S'),
+        (0, 0o1000, 't', 'T'),
+    ] {
+        let p = (m.mode >> shift) & 7;
+        bit(&mut s, p & 4 != 0, 'r');
+        bit(&mut s, p & 2 != 0, 'w');
+        let x = p & 1 != 0;
+        s.push(match (m.mode & special != 0, x) {
+            (true, true) => lower,
+            (true, false) => upper,
+            (false, true) => 'x',
+            (false, false) => '-',
+        });
+    }
+    s
+}
+
+/// rsync's `human_num`: digits with commas, or with `-h` (`-hh`) two decimals and a
+/// unit of 1000 (1024) from 1000 (1024) up.
+fn size_string(n: u64, human: u8) -> String {
+    if human > 0 {
+        let mult = if human == 1 { 1000.0 } else { 1024.0 };
+        if n as f64 >= mult {
+            let units = ['K', 'M', 'G', 'T', 'P', 'E'];
+            let mut d = n as f64 / mult;
+            let mut u = 0;
+            while d >= mult && u + 1 < units.len() {
+                d /= mult;
+                u += 1;
+            }
+            return format!("{d:.2}{}", units[u]);
+        }
+    }
+    let digits = n.to_string();
+    let mut s = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            s.push(',');
+        }
+        s.push(c);
+    }
+    s
+}
+
+/// `YYYY/MM/DD hh:mm:ss` in local time, as rsync's `timestring`.
+fn time_string(sec: i64) -> String {
+    let t = sec as libc::time_t;
+    // SAFETY: localtime_r writes only into the tm given.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("{sec}");
+    }
+    format!(
+        "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_printed_like_rsync() {
+        assert_eq!(size_string(0, 0), "0");
+        assert_eq!(size_string(4096, 0), "4,096");
+        assert_eq!(size_string(123_456_789, 0), "123,456,789");
+        assert_eq!(size_string(999, 1), "999");
+        assert_eq!(size_string(4096, 1), "4.10K");
+        assert_eq!(size_string(4096, 2), "4.00K");
+        assert_eq!(size_string(123_456_789, 1), "123.46M");
+    }
+
+    #[test]
+    fn permissions_are_spelled_like_ls() {
+        let m = |kind, mode| Meta {
+            kind,
+            mode,
+            size: 0,
+            uid: 0,
+            gid: 0,
+            mtime: Default::default(),
+            nlink: 1,
+            dev: 0,
+            ino: 0,
+            rdev: 0,
+        };
+        assert_eq!(perm_string(&m(Kind::Dir, 0o755)), "drwxr-xr-x");
+        assert_eq!(perm_string(&m(Kind::File, 0o4754)), "-rwsr-xr--");
+        assert_eq!(perm_string(&m(Kind::Dir, 0o1777)), "drwxrwxrwt");
+        assert_eq!(perm_string(&m(Kind::File, 0o2640)), "-rw-r-S---");
+    }
+}
