@@ -104,8 +104,7 @@ impl<D: Destination> Engine<'_, D> {
                 (None, None),
                 Origin::Imagined,
                 None,
-                Default::default(),
-                None,
+                (Default::default(), None),
             );
             let known = match state {
                 RootState::Missing => DestKnown::Missing,
@@ -206,8 +205,7 @@ impl<D: Destination> Engine<'_, D> {
             (root_meta, root_src),
             origin,
             None,
-            filters,
-            named,
+            (filters, named),
         );
 
         let mut entries = Vec::new();
@@ -291,8 +289,10 @@ impl<D: Destination> Engine<'_, D> {
         (meta, src): (Option<Meta>, Option<PathBuf>),
         origin: Origin,
         parent: Option<Arc<DirNode<D>>>,
-        filters: Arc<crate::filter::Scope>,
-        implied: Option<Arc<crate::relative::Named>>,
+        (filters, implied): (
+            Arc<crate::filter::Scope>,
+            Option<Arc<crate::relative::Named>>,
+        ),
     ) -> Arc<DirNode<D>> {
         Arc::new(DirNode {
             src,
@@ -580,8 +580,7 @@ impl<D: Destination> Engine<'_, D> {
             (Some(entry.meta), Some(entry.path.clone())),
             origin,
             Some(parent),
-            filters,
-            implied,
+            (filters, implied),
         );
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).

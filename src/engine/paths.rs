@@ -170,8 +170,7 @@ impl<D: Destination> Engine<'_, D> {
             (None, None),
             origin,
             Some(parent),
-            filters,
-            Some(implied),
+            (filters, Some(implied)),
         );
         self.scan_children(&node, &entry.path, fresh);
         self.complete(&node);
