@@ -294,20 +294,6 @@ impl Destination for LocalDest {
         self.write_into_impl(dir, name, src, from)
     }
 
-    fn temp_dir(&self, path: &Path) -> dest::Result<LocalDir> {
-        Ok(self.temp_dir_impl(path)?)
-    }
-
-    fn rename_between(
-        &self,
-        from_dir: &LocalDir,
-        from: &OsStr,
-        to_dir: &LocalDir,
-        to: &OsStr,
-    ) -> dest::Result<()> {
-        Ok(self.rename_between_impl(from_dir, from, to_dir, to)?)
-    }
-
     fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
         Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
     }
@@ -323,7 +309,7 @@ impl Destination for LocalDest {
         to_dir: &LocalDir,
         to: &OsStr,
     ) -> dest::Result<()> {
-        Ok(rustix::fs::renameat(from_dir.fd(), from, to_dir.fd(), to)?)
+        Ok(self.rename_between_impl(from_dir, from, to_dir, to)?)
     }
 
     fn read_link(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<OsString> {

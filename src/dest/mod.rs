@@ -284,45 +284,6 @@ pub trait Destination: Send + Sync {
         )))
     }
 
-    /// `--temp-dir DIR`: the directory updates' temporaries are written in, `path`
-    /// taken relative to DEST (rsync's receiver works in DEST). This default walks
-    /// down from DEST, so it takes only relative paths; the mount path also takes an
-    /// absolute one.
-    fn temp_dir(&self, path: &Path) -> Result<Self::Dir> {
-        use std::path::Component;
-        let mut d = self.root_dir()?;
-        for c in path.components() {
-            match c {
-                Component::Normal(n) => d = self.open_dir(&d, n)?.0,
-                Component::CurDir => {}
-                _ => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "this destination takes a --temp-dir below DEST, without `..`",
-                    )
-                    .into());
-                }
-            }
-        }
-        Ok(d)
-    }
-
-    /// Renames `from` in `from_dir` to `to` in `to_dir`, replacing a file there (a
-    /// temporary written in `--temp-dir` put in place). Where the two are on
-    /// different filesystems the mount path copies, as rsync does.
-    fn rename_between(
-        &self,
-        from_dir: &Self::Dir,
-        from: &OsStr,
-        to_dir: &Self::Dir,
-        to: &OsStr,
-    ) -> Result<()> {
-        let _ = (from_dir, from, to_dir, to);
-        Err(unsupported(
-            "renaming between directories is not supported by this destination",
-        ))
-    }
-
     /// Reads a symbolic link's target (to compare it with the source's).
     fn read_link(&self, dir: &Self::Dir, name: &OsStr) -> Result<OsString>;
 
@@ -371,13 +332,15 @@ pub trait Destination: Send + Sync {
     /// the mount path the filesystem's; on `nfs://` a path on the server as the URL
     /// writes it, within the export for NFSv3). With `create` missing directories are
     /// made (0755, as `mkdir -p`); without, a missing one is `Ok(None)`. For
-    /// `--backup-dir` and the basis directories of `--link-dest` and its kin, which
-    /// the user names by path and which need not lie below DEST.
+    /// `--backup-dir`, `--temp-dir` and the basis directories of `--link-dest` and its
+    /// kin, which the user names by path and which need not lie below DEST.
     fn open_path(&self, path: &Path, create: bool) -> Result<Option<Self::Dir>>;
 
     /// Renames `from_dir/from` to `to_dir/to`, replacing a non-directory at `to` in one
     /// step (renameat(2), NFS RENAME with two directory handles): how `--backup-dir`
-    /// moves a replaced or deleted entry into the backup tree.
+    /// moves a replaced or deleted entry into the backup tree, and how an update
+    /// written in `--temp-dir` is put in place. Where the two are on different
+    /// filesystems the mount path copies, as rsync does.
     fn rename_into(
         &self,
         from_dir: &Self::Dir,

@@ -149,7 +149,7 @@ impl<D: Destination> Engine<'_, D> {
         in_temp_dir: bool,
     ) -> dest::Result<()> {
         match (&self.temp_dir, in_temp_dir) {
-            (Some(tdir), true) => self.dest.rename_between(tdir, temp, dir, name),
+            (Some(tdir), true) => self.dest.rename_into(tdir, temp, dir, name),
             _ => self.dest.rename(dir, temp, name),
         }
     }
@@ -250,8 +250,12 @@ pub(super) fn open_temp_dir<D: Destination>(
     dest: &D,
 ) -> Result<Option<D::Dir>, Error> {
     match &cfg.data.temp_dir {
-        Some(p) if !cfg.dry_run => match dest.temp_dir(p) {
-            Ok(d) => Ok(Some(d)),
+        Some(p) if !cfg.dry_run => match dest.open_path(p, false) {
+            Ok(Some(d)) => Ok(Some(d)),
+            Ok(None) => Err(Error::Usage(format!(
+                "--temp-dir {}: the temp-dir does not exist",
+                p.display()
+            ))),
             Err(e) => Err(Error::Usage(format!("--temp-dir {}: {e}", p.display()))),
         },
         _ => Ok(None),

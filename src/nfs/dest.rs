@@ -528,16 +528,6 @@ impl Destination for NfsDest {
         self.write_into_impl(dir, name.as_bytes(), src, from)
     }
 
-    fn rename_between(
-        &self,
-        from_dir: &NfsDir,
-        from: &OsStr,
-        to_dir: &NfsDir,
-        to: &OsStr,
-    ) -> dest::Result<()> {
-        self.rename_between_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
-    }
-
     fn symlink(&self, dir: &NfsDir, name: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
         self.symlink_impl(dir, name, target, m)
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfsstat3};
 
 use super::client::dirop;
-use super::dest::{NfsDest, NfsDir};
+use super::dest::{NfsDest, NfsDir, cache_key};
 use super::error;
 use crate::dest;
 use crate::keep::normalize;
@@ -86,14 +86,18 @@ impl NfsDest {
                 })
                 .await?;
             match a.res {
-                Ok(_) => Ok(()),
+                Ok(_) => {}
                 Err(nfsstat3::NFS3ERR_NOENT)
-                    if a.ambiguous && self.lookup(to_dir, to).await?.is_some() =>
-                {
-                    Ok(())
-                }
-                Err(s) => Err(error::status(s)),
+                    if a.ambiguous && self.lookup(to_dir, to).await?.is_some() => {}
+                Err(s) => return Err(error::status(s)),
             }
+            // A file written for -H is remembered by name for the links to it.
+            if let Ok(mut c) = self.link_cache.lock()
+                && let Some(fh) = c.remove(&cache_key(&from_dir.fh, from))
+            {
+                c.insert(cache_key(&to_dir.fh, to), fh);
+            }
+            Ok(())
         })
     }
 }

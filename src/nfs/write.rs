@@ -314,37 +314,6 @@ impl NfsDest {
         Ok(ranges.iter().map(|r| r.1).sum())
     }
 
-    /// `--temp-dir`'s rename between directories.
-    pub(super) fn rename_between_impl(
-        &self,
-        from_dir: &NfsDir,
-        from: &[u8],
-        to_dir: &NfsDir,
-        to: &[u8],
-    ) -> dest::Result<()> {
-        let args = v3::RENAME3args {
-            from: dirop(&from_dir.fh, from),
-            to: dirop(&to_dir.fh, to),
-        };
-        let a = self.rt.block_on(
-            self.nfs
-                .call::<_, v3::RENAME3resok, v3::RENAME3resfail>(P::NFSPROC3_RENAME, &args),
-        )?;
-        match a.res {
-            Ok(_) => {}
-            // Our own RENAME, sent again after a lost reply, found it done.
-            Err(nfsstat3::NFS3ERR_NOENT) if a.ambiguous => {}
-            Err(s) => return Err(error::status(s)),
-        }
-        // A file written for -H is remembered by name for the links to it.
-        if let Ok(mut c) = self.link_cache.lock()
-            && let Some(fh) = c.remove(&cache_key(&from_dir.fh, from))
-        {
-            c.insert(cache_key(&to_dir.fh, to), fh);
-        }
-        Ok(())
-    }
-
     /// The `ranges` of the source: one FILE_SYNC WRITE when they are one piece that
     /// fits, else UNSTABLE WRITEs and COMMIT.
     fn send_data(

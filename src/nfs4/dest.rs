@@ -492,16 +492,6 @@ impl Destination for Nfs4Dest {
         self.write_into_impl(dir, n.as_bytes(), src, from)
     }
 
-    fn rename_between(
-        &self,
-        from_dir: &Nfs4Dir,
-        from: &OsStr,
-        to_dir: &Nfs4Dir,
-        to: &OsStr,
-    ) -> dest::Result<()> {
-        self.rename_between_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
-    }
-
     fn symlink(&self, dir: &Nfs4Dir, n: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
         self.symlink_impl(dir, n.as_bytes(), target.as_bytes(), m)
     }

@@ -6,10 +6,10 @@
 //! size when it differs, the mode, owners that differ, and the mtime last.
 
 use super::dest::{Nfs4Dest, Nfs4Dir, ok, put};
-use super::error;
+
 use super::error::errno_err;
-use super::proto::{AttrsBuilder, Op, RenameArgs, SetAttrArgs, StateId, name, status};
-use crate::dest::{self, CopyError, SourceFile, sparse};
+use super::proto::{AttrsBuilder, Op, SetAttrArgs, StateId};
+use crate::dest::{CopyError, SourceFile, sparse};
 use crate::meta::Kind;
 
 impl Nfs4Dest {
@@ -69,29 +69,5 @@ impl Nfs4Dest {
             .and_then(ok)
             .map_err(CopyError::dest)?;
         Ok(ranges.iter().map(|r| r.1).sum())
-    }
-
-    pub(super) fn rename_between_impl(
-        &self,
-        from_dir: &Nfs4Dir,
-        from: &[u8],
-        to_dir: &Nfs4Dir,
-        to: &[u8],
-    ) -> dest::Result<()> {
-        let a = self.rt.block_on(self.client.compound(vec![
-            put(&from_dir.fh),
-            Op::SaveFh,
-            put(&to_dir.fh),
-            Op::Rename(RenameArgs {
-                from: name(from),
-                to: name(to),
-            }),
-        ]))?;
-        match a.reply.status {
-            status::OK => Ok(()),
-            // Our own RENAME, sent again after a lost reply, found it done.
-            status::NOENT if a.ambiguous => Ok(()),
-            st => Err(error::status(st)),
-        }
     }
 }

@@ -152,10 +152,6 @@ impl LocalDest {
 
 impl LocalDest {
     /// `--temp-dir`: relative to DEST, or absolute (anywhere on this machine).
-    pub(super) fn temp_dir_impl(&self, path: &std::path::Path) -> std::io::Result<LocalDir> {
-        LocalDir::open_path(&self.root.join(path))
-    }
-
     /// A rename between directories; across filesystems (EXDEV) a copy under a
     /// temporary name in `to_dir`, renamed over `to`, then `from` removed, as rsync
     /// does for a `--temp-dir` on another filesystem. The copy keeps the
