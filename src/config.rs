@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::dest::OwnerPolicy;
 use crate::filter::Filter;
 use crate::plan::{Compare, Rules, Skip};
+use crate::shard::Shard;
 use crate::tune::Jobs;
 
 /// Everything the engine needs to know about one run.
@@ -73,6 +74,10 @@ pub struct Config {
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.
     pub timeout: Duration,
+
+    // Many machines (issue 17).
+    /// `--shard`: this process's share (see [`crate::shard`]); `None` copies everything.
+    pub shard: Option<Shard>,
 }
 
 impl Config {

@@ -27,6 +27,7 @@ pub mod nfs4;
 pub mod plan;
 pub mod progress;
 pub mod report;
+pub mod shard;
 pub mod temp;
 pub mod tune;
 pub mod walk;

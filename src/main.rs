@@ -85,7 +85,9 @@ fn sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
     if let Err(e) = &r
         && cfg.json
     {
-        print_json(&Summary::failed(e, cfg.dry_run));
+        let mut summary = Summary::failed(e, cfg.dry_run);
+        summary.shard = cfg.shard.map(|s| s.to_string());
+        print_json(&summary);
     }
     r
 }

@@ -114,6 +114,9 @@ pub struct Summary {
     /// Why the run stopped early (exit 10, 11 or 30), so scripts see how far it got.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fatal: Option<String>,
+    /// `--shard`: the share these totals are of ("K/N"), so a job script can add them up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
 }
 
 impl Summary {
@@ -148,6 +151,7 @@ impl Summary {
             nfs_version: None,
             rpcs: None,
             fatal: None,
+            shard: None,
         }
     }
 

@@ -58,6 +58,12 @@ impl Cli {
             };
             res.map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         }
+        let shard = self
+            .shard
+            .as_deref()
+            .map(|spec| super::shard::resolve(spec, |k| std::env::var(k).ok()))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?;
         let r = &self.rsync;
         // Without an rsync selection nfsync works like -a without -D; with one, what
         // it leaves out is left out, as rsync would.
@@ -127,6 +133,7 @@ impl Cli {
                 0 => u64::from(u32::MAX),
                 s => s,
             }),
+            shard,
         })
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::delete::Budget;
+use super::share::keep_share;
 use super::{DestKnown, DirNode, Engine, EntryJob, Origin, ScanJob, root_is_dir};
 use crate::dest::{self, Destination, RootState};
 use crate::exit::Error;
@@ -100,6 +101,15 @@ impl<D: Destination> Engine<'_, D> {
                 path: op.path,
                 meta: op.meta,
             };
+            let entry = [entry];
+            if self
+                .share_of(Path::new(""), &entry)
+                .is_some_and(|share| share.is_empty())
+            {
+                self.complete(&node);
+                return Ok(());
+            }
+            let [entry] = entry;
             self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
             self.sched.push(
                 vec![],
@@ -259,9 +269,15 @@ impl<D: Destination> Engine<'_, D> {
         fresh: bool,
         source_whole: bool,
     ) {
+        let share = self.share_of(&node.rel, &entries);
+        // A shard lists the destination only where it has entries or may delete.
+        let needs_listing = share
+            .as_ref()
+            .is_none_or(|s| self.cfg.delete || !s.is_empty());
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
+            _ if !needs_listing => Listing::Unknown,
             Some(dir) => match self.dest.list(dir) {
                 Ok(list) => Listing::Listed(list),
                 Err(e) => {
@@ -270,7 +286,10 @@ impl<D: Destination> Engine<'_, D> {
                 }
             },
         };
-        let plan = plan::plan_dir(&node.rel, entries, listing, source_whole, &self.rules);
+        let mut plan = plan::plan_dir(&node.rel, entries, listing, source_whole, &self.rules);
+        if let (Some(shard), Some(share)) = (self.cfg.shard, share) {
+            keep_share(&node.rel, &mut plan, &share, shard);
+        }
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
         for (entry, known) in plan.children {
@@ -374,10 +393,11 @@ impl<D: Destination> Engine<'_, D> {
                 let made = if dry {
                     None
                 } else {
-                    match self
-                        .dest
-                        .mkdir(pdir.unwrap(), &entry.name, &self.give(&entry.meta))
-                    {
+                    match self.dest.mkdir(
+                        pdir.unwrap(),
+                        &entry.name,
+                        &self.give_new_dir(&entry.meta),
+                    ) {
                         Ok((d, todo)) => {
                             origin = Origin::Created(todo);
                             Some(d)
@@ -504,7 +524,8 @@ impl<D: Destination> Engine<'_, D> {
         let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
             return;
         };
-        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
+        // Shards leave directory attributes to the finalize run (see crate::shard).
+        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) || self.cfg.shard.is_some() {
             return;
         }
         let mut given = self.give(meta);

@@ -18,6 +18,7 @@ mod links;
 #[cfg(test)]
 mod order;
 pub mod sched;
+mod share;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -223,6 +224,7 @@ pub fn run<D: Destination>(
         ctl.report(),
         cfg.dry_run,
     );
+    summary.shard = cfg.shard.map(|s| s.to_string());
     if let Some(w) = dest.wire() {
         summary.nfs_version = Some(w.version);
         summary.rpcs = Some(w.rpcs);

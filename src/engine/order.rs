@@ -355,6 +355,7 @@ fn config(src: &Path, delete: bool) -> Config {
         itemize: false,
         json: false,
         timeout: Duration::from_secs(5),
+        shard: None,
     }
 }
 

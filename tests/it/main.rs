@@ -12,6 +12,7 @@
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
 //!   compared; unknown and unsupported options.
+//! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -32,5 +33,6 @@ mod nfs4;
 mod progress;
 mod rsync_cli;
 mod scenarios;
+mod shards;
 mod support;
 mod tls;

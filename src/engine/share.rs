@@ -1,0 +1,54 @@
+//! `--shard`: keeping a directory's plan to this process's share (see [`crate::shard`]).
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use super::Engine;
+use crate::dest::Destination;
+use crate::meta::{Kind, Meta};
+use crate::plan::DirPlan;
+use crate::shard::Shard;
+use crate::walk::SrcEntry;
+
+impl<D: Destination> Engine<'_, D> {
+    /// The names of `entries` (the source listing of `dir`, below DEST) that are not
+    /// directories and are this process's to bring over; `None` without `--shard`.
+    pub(super) fn share_of(&self, dir: &Path, entries: &[SrcEntry]) -> Option<HashSet<OsString>> {
+        let shard = self.cfg.shard?;
+        let view: Vec<(&[u8], &Meta)> = entries
+            .iter()
+            .map(|e| (e.name.as_bytes(), &e.meta))
+            .collect();
+        let mine = shard.mine(dir, &view, self.cfg.hard_links);
+        Some(
+            entries
+                .iter()
+                .zip(mine)
+                .filter(|(e, m)| *m && e.meta.kind != Kind::Dir)
+                .map(|(e, _)| e.name.clone())
+                .collect(),
+        )
+    }
+
+    /// A new directory's attributes at creation: a shard makes it writable for its
+    /// owner whatever the source's mode, so the other shards can still write into it
+    /// (the finalize run gives the source's mode).
+    pub(super) fn give_new_dir(&self, m: &Meta) -> Meta {
+        let mut g = self.give(m);
+        if self.cfg.shard.is_some() {
+            g.mode |= 0o700;
+        }
+        g
+    }
+}
+
+/// Keeps the directories (every share walks them), the other entries of `share`, and
+/// the deletions of names this share owns.
+pub(super) fn keep_share(rel: &Path, plan: &mut DirPlan, share: &HashSet<OsString>, shard: Shard) {
+    plan.children
+        .retain(|(e, _)| e.meta.kind == Kind::Dir || share.contains(&e.name));
+    plan.deletions
+        .retain(|(name, _)| shard.owns_absent(&rel.join(name)));
+}
