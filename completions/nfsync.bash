@@ -23,7 +23,7 @@ _nfsync() {
 
     case "${cmd}" in
         nfsync)
-            opts="-n -c -j -H -o -g -v -q -i -a -r -l -p -t -D -O -u -I -x -z -h -P -W -V --help --dry-run --delete --max-delete --exclude --include --exclude-from --checksum --size-only --modify-window --jobs --hard-links --specials --no-specials --devices --no-devices --owner --no-owner --group --no-group --numeric-ids --verbose --quiet --progress --no-progress --stats --itemize-changes --json --timeout --archive --recursive --no-recursive --links --no-links --perms --no-perms --times --no-times --no-D --omit-dir-times --update --ignore-existing --existing --max-size --min-size --ignore-times --one-file-system --del --ignore-errors --info --debug --compress --human-readable --partial --whole-file --no-inc-recursive --max-alloc --preallocate --super --force --mkpath --generate --version"
+            opts="-n -c -j -H -o -g -v -q -i -a -r -l -p -t -D -O -u -I -x -z -h -P -W -V --help --dry-run --delete --max-delete --exclude --include --exclude-from --checksum --size-only --modify-window --jobs --hard-links --specials --no-specials --devices --no-devices --owner --no-owner --group --no-group --numeric-ids --verbose --quiet --progress --no-progress --stats --itemize-changes --json --timeout --archive --recursive --no-recursive --links --no-links --perms --no-perms --times --no-times --no-D --omit-dir-times --update --ignore-existing --existing --max-size --min-size --ignore-times --one-file-system --del --ignore-errors --info --debug --compress --human-readable --partial --whole-file --no-inc-recursive --max-alloc --preallocate --super --force --mkpath --generate --shard --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -83,6 +83,10 @@ _nfsync() {
                     ;;
                 --generate)
                     COMPREPLY=($(compgen -W "bash zsh fish man" -- "${cur}"))
+                    return 0
+                    ;;
+                --shard)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

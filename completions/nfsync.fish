@@ -14,6 +14,7 @@ complete -c nfsync -l generate -d 'Write a completion script or the man page to 
 zsh\t'zsh completion script'
 fish\t'fish completion script'
 man\t'The man page (roff)'"
+complete -c nfsync -l shard -d 'Copy, update and delete only share K of N (K/N, 0 <= K < N; \'slurm\' reads a job array\'s SLURM_ARRAY_TASK_*; \'k8s/N\' an Indexed Job\'s JOB_COMPLETION_INDEX). Run every share at once into one DEST, then the same command without --shard once (the finalize step): it sets directory attributes and copies nothing the shards copied' -r
 complete -c nfsync -l help -d 'Print help (-h alone too; with other options -h is rsync\'s --human-readable)'
 complete -c nfsync -s n -l dry-run -d 'Show what would change; change nothing'
 complete -c nfsync -l delete -d 'Delete destination entries the source lacks (in each directory after its copy)'

@@ -32,6 +32,7 @@ _nfsync() {
 zsh\:"zsh completion script"
 fish\:"fish completion script"
 man\:"The man page (roff)"))' \
+'--shard=[Copy, update and delete only share K of N (K/N, 0 <= K < N; '\''slurm'\'' reads a job array'\''s SLURM_ARRAY_TASK_*; '\''k8s/N'\'' an Indexed Job'\''s JOB_COMPLETION_INDEX). Run every share at once into one DEST, then the same command without --shard once (the finalize step)\: it sets directory attributes and copies nothing the shards copied]:K/N|slurm|k8s/N:_default' \
 '--help[Print help (-h alone too; with other options -h is rsync'\''s --human-readable)]' \
 '-n[Show what would change; change nothing]' \
 '--dry-run[Show what would change; change nothing]' \

@@ -181,7 +181,7 @@ mod tests {
                 .sum();
             assert!((95..=106).contains(&files), "shard {k}: {files} files");
             assert!(
-                bytes >= 4 << 20 && bytes < (4 << 20) + 60_000,
+                ((4 << 20)..(4 << 20) + 60_000).contains(&bytes),
                 "shard {k}: {bytes}"
             );
         }
