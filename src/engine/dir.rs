@@ -270,10 +270,12 @@ impl<D: Destination> Engine<'_, D> {
         source_whole: bool,
     ) {
         let share = self.share_of(&node.rel, &entries);
-        // A shard lists the destination only where it has entries or may delete.
-        let needs_listing = share
-            .as_ref()
-            .is_none_or(|s| self.cfg.delete || !s.is_empty());
+        // A shard skips the destination listing of a directory where nothing is its
+        // own: no entry of its share, no deletion, no subdirectory (whose LOOKUP the
+        // listing would save: a READDIRPLUS gives every subdirectory's handle).
+        let needs_listing = share.as_ref().is_none_or(|s| {
+            self.cfg.delete || !s.is_empty() || entries.iter().any(|e| e.meta.kind == Kind::Dir)
+        });
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
