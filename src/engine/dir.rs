@@ -384,6 +384,9 @@ impl<D: Destination> Engine<'_, D> {
                             self.complete(&parent);
                             return;
                         }
+                        // Another shard replaced it with the directory first: the
+                        // mkdir below finds it.
+                        Err(_) if self.replaced_by_another_shard(pdir, &entry.name) => {}
                         Err(e) => {
                             self.dest_error(&rel, e);
                             self.complete(&parent);

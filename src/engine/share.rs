@@ -1,7 +1,7 @@
 //! `--shard`: keeping a directory's plan to this process's share (see [`crate::shard`]).
 
 use std::collections::HashSet;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -30,6 +30,16 @@ impl<D: Destination> Engine<'_, D> {
                 .map(|(e, _)| e.name.clone())
                 .collect(),
         )
+    }
+
+    /// Whether `name` in `dir`, which this shard failed to remove from the way of a
+    /// directory, is a directory now: every shard walks every directory, so all of
+    /// them try to replace what is in its way, and all but one find it done.
+    pub(super) fn replaced_by_another_shard(&self, dir: Option<&D::Dir>, name: &OsStr) -> bool {
+        self.cfg.shard.is_some()
+            && dir.is_some_and(
+                |d| matches!(self.dest.stat(d, name), Ok(Some(m)) if m.kind == Kind::Dir),
+            )
     }
 
     /// A new directory's attributes at creation: a shard makes it writable for its

@@ -241,6 +241,11 @@ fn shards_delete_only_extras(src: &Path, dest_arg: &str, dest_path: &Path, nfs: 
     old.file("node_modules/gone/index.js", b"x")
         .file("node_modules/gone/lib/a.js", b"x");
     extras += 4; // gone/, gone/index.js, gone/lib/, gone/lib/a.js
+    // A file where the source has a directory: every share walks that directory, so
+    // all try to replace the file; one does, the others find the directory.
+    std::fs::remove_dir_all(dest_path.join("node_modules/pkg7/lib")).unwrap();
+    old.file("node_modules/pkg7/lib", b"in the way");
+    extras += 1;
     let (files, links, _) = totals(src);
 
     let stats = shard_stats(&run_shards(&["--delete"], src, dest_arg));
