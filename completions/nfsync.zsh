@@ -104,6 +104,7 @@ man\:"The man page (roff)"))' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
+'(--shard)--mpi[Under mpirun\: every rank copies a share (rank/size), rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST:_files' \

@@ -78,6 +78,8 @@ pub struct Config {
     // Many machines (issue 17).
     /// `--shard`: this process's share (see [`crate::shard`]); `None` copies everything.
     pub shard: Option<Shard>,
+    /// `--mpi`: the share comes from the MPI rank (see `crate::mpi`, feature `mpi`).
+    pub mpi: bool,
 }
 
 impl Config {

@@ -22,6 +22,8 @@ pub mod engine;
 pub mod exit;
 pub mod filter;
 pub mod meta;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod nfs;
 pub mod nfs4;
 pub mod plan;

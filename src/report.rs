@@ -117,6 +117,9 @@ pub struct Summary {
     /// `--shard`: the share these totals are of ("K/N"), so a job script can add them up.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// `--mpi`: how many ranks these totals add up (rank 0's report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u64>,
 }
 
 impl Summary {
@@ -152,6 +155,7 @@ impl Summary {
             rpcs: None,
             fatal: None,
             shard: None,
+            ranks: None,
         }
     }
 

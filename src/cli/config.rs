@@ -64,6 +64,9 @@ impl Cli {
             .map(|spec| super::shard::resolve(spec, |k| std::env::var(k).ok()))
             .transpose()
             .map_err(|e| anyhow::anyhow!(e))?;
+        if self.mpi && !cfg!(feature = "mpi") {
+            anyhow::bail!("--mpi: this nfsync was built without MPI (cargo build --features mpi)");
+        }
         let r = &self.rsync;
         // Without an rsync selection nfsync works like -a without -D; with one, what
         // it leaves out is left out, as rsync would.
@@ -134,6 +137,7 @@ impl Cli {
                 s => s,
             }),
             shard,
+            mpi: self.mpi,
         })
     }
 }

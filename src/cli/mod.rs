@@ -200,6 +200,11 @@ pub struct Cli {
     /// copied.
     #[arg(long, value_name = "K/N|slurm|k8s/N", help_heading = "Many machines")]
     pub shard: Option<String>,
+
+    /// Under mpirun: every rank copies a share (rank/size), rank 0 then sets directory
+    /// attributes and prints the totals of all (needs a build with --features mpi).
+    #[arg(long, conflicts_with = "shard", help_heading = "Many machines")]
+    pub mpi: bool,
 }
 
 /// Writes a completion script or the man page for the CLI to `out`.

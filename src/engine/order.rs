@@ -356,6 +356,7 @@ fn config(src: &Path, delete: bool) -> Config {
         json: false,
         timeout: Duration::from_secs(5),
         shard: None,
+        mpi: false,
     }
 }
 
