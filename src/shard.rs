@@ -3,8 +3,11 @@
 //!
 //! Every process walks the whole source tree and creates every directory (whoever gets
 //! there first; the others find it made). The entries that are not directories are
-//! dealt out per directory, the same way in every process on every machine, from the
-//! source listing alone, so no process talks to another:
+//! dealt the same way in every process on every machine, from the source listing
+//! alone, so no process talks to another. First the whole tree is dealt as one list
+//! ([`tree`]: each share alike in files and in bytes); past `tree::MAX_ENTRIES`
+//! entries, and for entries that appear after that deal, each directory is dealt on
+//! its own ([`Shard::mine`]):
 //!
 //! 1. Each entry costs its size in bytes plus [`ENTRY_COST`] (regular files; others
 //!    cost `ENTRY_COST` alone): a file's fixed cost — its create, attribute and close
@@ -37,6 +40,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::meta::{Kind, Meta};
+
+pub mod tree;
 
 /// What an entry's fixed cost counts as, in bytes (see the module doc).
 pub const ENTRY_COST: u64 = 64 * 1024;
@@ -77,7 +82,7 @@ impl Shard {
     }
 
     /// Which of a directory's source entries (directory `dir` below DEST) are this
-    /// share's, in the order given. Directories are always included (every share walks
+    /// share's, in the order given, dealing the directory on its own. Directories are always included (every share walks
     /// them); with `hard_links`, files with several links never are.
     pub fn mine(&self, dir: &Path, entries: &[(&[u8], &Meta)], hard_links: bool) -> Vec<bool> {
         let n = self.count;

@@ -208,6 +208,7 @@ impl<D: Destination> Engine<'_, D> {
         entries.retain(|e| seen.insert(e.name.clone()));
         // Deleting at DEST's top level only makes sense when DEST mirrors `SRC/`.
         let whole = listing_ok || self.cfg.ignore_errors;
+        self.deal_tree(&entries);
         self.plan_children(&node, entries, fresh, whole && only_contents);
         self.complete(&node);
         Ok(())

@@ -110,6 +110,8 @@ pub struct Engine<'a, D: Destination> {
     written_roots: Mutex<Vec<(u64, u64)>>,
     /// Deletions `--max-delete` still allows.
     delete_budget: AtomicU64,
+    /// `--shard`: the deal over the whole tree, made once the roots are listed.
+    deal: std::sync::OnceLock<Option<crate::shard::tree::TreeDeal>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -138,6 +140,7 @@ pub fn run<D: Destination>(
         dest_display: display_dest(&cfg.dest),
         written_roots: Mutex::new(Vec::new()),
         delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
+        deal: std::sync::OnceLock::new(),
     };
     engine.plan_roots()?;
     engine.stats.roots_planned.store(true, Ordering::SeqCst);

@@ -10,6 +10,7 @@ use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::plan::DirPlan;
 use crate::shard::Shard;
+use crate::shard::tree::TreeDeal;
 use crate::walk::SrcEntry;
 
 impl<D: Destination> Engine<'_, D> {
@@ -17,19 +18,46 @@ impl<D: Destination> Engine<'_, D> {
     /// directories and are this process's to bring over; `None` without `--shard`.
     pub(super) fn share_of(&self, dir: &Path, entries: &[SrcEntry]) -> Option<HashSet<OsString>> {
         let shard = self.cfg.shard?;
-        let view: Vec<(&[u8], &Meta)> = entries
-            .iter()
-            .map(|e| (e.name.as_bytes(), &e.meta))
-            .collect();
+        let deal = self.deal.get().and_then(Option::as_ref);
+        let mut share = HashSet::new();
+        // What the tree's deal did not see is dealt within its directory.
+        let mut rest = Vec::new();
+        for e in entries.iter().filter(|e| e.meta.kind != Kind::Dir) {
+            match deal.and_then(|d| d.lookup(dir, &e.name)) {
+                Some(true) => {
+                    share.insert(e.name.clone());
+                }
+                Some(false) => {}
+                None => rest.push(e),
+            }
+        }
+        let view: Vec<(&[u8], &Meta)> = rest.iter().map(|e| (e.name.as_bytes(), &e.meta)).collect();
         let mine = shard.mine(dir, &view, self.cfg.hard_links);
-        Some(
-            entries
-                .iter()
+        share.extend(
+            rest.iter()
                 .zip(mine)
-                .filter(|(e, m)| *m && e.meta.kind != Kind::Dir)
-                .map(|(e, _)| e.name.clone())
-                .collect(),
-        )
+                .filter(|(_, m)| *m)
+                .map(|(e, _)| e.name.clone()),
+        );
+        Some(share)
+    }
+
+    /// Deals the whole tree under DEST's children `top` before the copy (see
+    /// [`crate::shard::tree`]).
+    pub(super) fn deal_tree(&self, top: &[SrcEntry]) {
+        if let Some(shard) = self.cfg.shard.filter(|_| self.cfg.recursive) {
+            let deal = TreeDeal::build(shard, top, self.cfg.hard_links);
+            if deal.is_none() {
+                self.out.verbose(
+                    1,
+                    format_args!(
+                        "--shard: more than {} entries: each directory is dealt on its own",
+                        crate::shard::tree::MAX_ENTRIES
+                    ),
+                );
+            }
+            let _ = self.deal.set(deal);
+        }
     }
 
     /// Whether `name` in `dir`, which this shard failed to remove from the way of a

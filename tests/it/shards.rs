@@ -18,8 +18,8 @@ use crate::support::{
 const SHARDS: u64 = 4;
 
 /// A node_modules-like tree: many tiny packages (some scoped, some with a nested
-/// node_modules and a `.bin` link) and one huge package with a few large bundles
-/// among hundreds of files; a read-only directory; old, nanosecond mtimes everywhere.
+/// node_modules and a `.bin` link) and one huge package with a bundle of a quarter of
+/// the tree's bytes and a few large chunks among hundreds of files; a read-only directory; old, nanosecond mtimes everywhere.
 fn node_modules(root: &Path) -> Tree {
     let t = Tree::new(root);
     let mut rng = XorShift::new(17);
@@ -60,10 +60,13 @@ fn node_modules(root: &Path) -> Tree {
             200 + rng.next() % 30_000,
         );
     }
-    for i in 0..4 {
+    // One bundle a quarter of the tree's bytes: only a deal over the whole tree
+    // balances it (with fewer small files elsewhere).
+    file(&t, "node_modules/huge/dist/bundle.js", 3_000_000);
+    for i in 0..3 {
         file(
             &t,
-            &format!("node_modules/huge/dist/bundle{i}.js"),
+            &format!("node_modules/huge/dist/chunk{i}.js"),
             900_000 + rng.next() % 300_000,
         );
     }
