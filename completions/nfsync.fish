@@ -32,6 +32,7 @@ complete -c nfsync -l generate -d 'Write a completion script or the man page to 
 zsh\t'zsh completion script'
 fish\t'fish completion script'
 man\t'The man page (roff)'"
+complete -c nfsync -l shard -d 'Copy, update and delete only share K of N (K/N, 0 <= K < N; \'slurm\' reads a job array\'s SLURM_ARRAY_TASK_*; \'k8s/N\' an Indexed Job\'s JOB_COMPLETION_INDEX). Run every share at once into one DEST, then the same command without --shard once (the finalize step): it sets directory attributes and copies nothing the shards copied' -r
 complete -c nfsync -l help -d 'Print help (-h alone too; with other options -h is rsync\'s --human-readable)'
 complete -c nfsync -s n -l dry-run -d 'Show what would change; change nothing'
 complete -c nfsync -l delete -d 'Delete destination entries the source lacks (in each directory after its copy)'
@@ -110,4 +111,5 @@ complete -c nfsync -s 0 -l from0 -d '--files-from names are separated by NUL byt
 complete -c nfsync -s d -l dirs -d 'Without -r, create the directories named (and `SRC/`\'s top-level ones), not their contents'
 complete -c nfsync -s m -l prune-empty-dirs -d 'Don\'t create directories that would end up holding no file (empty or only excluded entries below them)'
 complete -c nfsync -l list-only -d 'List the sources in rsync\'s format instead of copying (DEST may be left out)'
+complete -c nfsync -l mpi -d 'Under mpirun: every rank copies a share (rank/size), rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)'
 complete -c nfsync -s V -l version -d 'Print version'

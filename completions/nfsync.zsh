@@ -52,6 +52,7 @@ _nfsync() {
 zsh\:"zsh completion script"
 fish\:"fish completion script"
 man\:"The man page (roff)"))' \
+'--shard=[Copy, update and delete only share K of N (K/N, 0 <= K < N; '\''slurm'\'' reads a job array'\''s SLURM_ARRAY_TASK_*; '\''k8s/N'\'' an Indexed Job'\''s JOB_COMPLETION_INDEX). Run every share at once into one DEST, then the same command without --shard once (the finalize step)\: it sets directory attributes and copies nothing the shards copied]:K/N|slurm|k8s/N:_default' \
 '--help[Print help (-h alone too; with other options -h is rsync'\''s --human-readable)]' \
 '-n[Show what would change; change nothing]' \
 '--dry-run[Show what would change; change nothing]' \
@@ -162,6 +163,7 @@ man\:"The man page (roff)"))' \
 '-m[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
 '--prune-empty-dirs[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
 '--list-only[List the sources in rsync'\''s format instead of copying (DEST may be left out)]' \
+'(--shard)--mpi[Under mpirun\: every rank copies a share (rank/size), rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST (a lone SRC is listed, as --list-only):_files' \

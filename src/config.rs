@@ -12,6 +12,7 @@ use crate::idmap::IdMap;
 use crate::keep::{Backup, Basis};
 use crate::plan::{Compare, Rules, Skip};
 use crate::report::format::LogFormat;
+use crate::shard::Shard;
 use crate::tune::Jobs;
 use crate::xattrs::XattrSet;
 
@@ -111,6 +112,11 @@ pub struct Config {
     pub remove_source_files: bool,
     /// Which paths are sent (-R, --files-from, -d, -m, --list-only).
     pub paths: Paths,
+    // Many machines (issue 17).
+    /// `--shard`: this process's share (see [`crate::shard`]); `None` copies everything.
+    pub shard: Option<Shard>,
+    /// `--mpi`: the share comes from the MPI rank (see `crate::mpi`, feature `mpi`).
+    pub mpi: bool,
     // Data: how file data is written (-S, --inplace, --append, --temp-dir, ...).
     /// How file data is written.
     pub data: DataConfig,

@@ -28,12 +28,15 @@ pub mod idmap;
 pub mod keep;
 pub mod list_only;
 pub mod meta;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod nfs;
 pub mod nfs4;
 pub mod plan;
 pub mod progress;
 pub mod relative;
 pub mod report;
+pub mod shard;
 pub mod temp;
 pub mod trust;
 pub mod tune;

@@ -96,22 +96,46 @@ fn prepare_process() {
     local::raise_fd_limit();
 }
 
-/// Runs the sync; a fatal error before the first copy still gives `--json` its object.
+/// Runs the sync and reports it; a fatal error before the first copy still gives
+/// `--json` its object.
 fn sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
-    let r = if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
+    #[cfg(feature = "mpi")]
+    if cfg.mpi {
+        return mpi_sync(cfg, out);
+    }
+    let r = execute(cfg, out);
+    match &r {
+        Err(e) if cfg.json => {
+            let mut summary = Summary::failed(e, cfg.dry_run);
+            summary.shard = cfg.shard.map(|s| s.to_string());
+            print_json(&summary);
+        }
+        Err(_) => {}
+        Ok(summary) => report(cfg, out, summary),
+    }
+    r.map(|s| s.exit_code)
+}
+
+/// `--mpi`: every rank copies its share, rank 0 finalizes and reports the totals of all.
+#[cfg(feature = "mpi")]
+fn mpi_sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
+    let (summary, root) = nfsync::mpi::run(cfg, |c| execute(c, out))?;
+    if root {
+        report(cfg, out, &summary);
+    }
+    Ok(summary.exit_code)
+}
+
+/// Picks the destination and runs the engine on it.
+fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
+    if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
         nfs::connect(url, cfg, out.clone()).and_then(|dest| match dest {
             nfs::Dest::V3(d) => run(cfg, &d, out),
             nfs::Dest::V41(d) => run(cfg, &d, out),
         })
     } else {
         run(cfg, &local::LocalDest::new(&cfg.dest, cfg.owners), out)
-    };
-    if let Err(e) = &r
-        && cfg.json
-    {
-        print_json(&Summary::failed(e, cfg.dry_run));
     }
-    r
 }
 
 fn print_json(summary: &Summary) {
@@ -120,7 +144,7 @@ fn print_json(summary: &Summary) {
     let _ = writeln!(o);
 }
 
-fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<ExitCode, Error> {
+fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<Summary, Error> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping exits at once.
@@ -137,7 +161,11 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<ExitCode,
     let result = engine::run(cfg, dest, out, stats.clone(), interrupted);
     out.set_bar(None);
     drop(progress);
-    let summary = result?;
+    result
+}
+
+/// The end of a run: notes, then `--json`, `--stats` and the one-line summary.
+fn report(cfg: &Config, out: &Output, summary: &Summary) {
     if let Some(why) = &summary.fatal {
         out.note(why);
     }
@@ -145,14 +173,17 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<ExitCode,
         out.note("interrupted; run the same command again to finish");
     }
     if cfg.json {
-        print_json(&summary);
+        print_json(summary);
     }
-    let found = stats.found_by_kind();
-    let link_bytes = stats.link_bytes.load(std::sync::atomic::Ordering::Relaxed);
-    let rsync = RsyncStats::new(&summary, found, link_bytes, &out.tally, cfg.human_readable);
+    let rsync = RsyncStats::new(
+        summary,
+        summary.found_by_kind,
+        summary.link_bytes,
+        &out.tally,
+        cfg.human_readable,
+    );
     out.rsync_summary(&rsync, cfg.stats);
     if !cfg.quiet && !cfg.json {
         out.note(summary.one_line());
     }
-    Ok(summary.exit_code)
 }

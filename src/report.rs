@@ -143,6 +143,18 @@ pub struct Summary {
     /// Why the run stopped early (exit 10, 11 or 30), so scripts see how far it got.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fatal: Option<String>,
+    /// `--shard`: the share these totals are of ("K/N"), so a job script can add them up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// `--mpi`: how many ranks these totals add up (rank 0's report).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u64>,
+    /// Entries found by kind, for `--stats`' "Number of files" line.
+    #[serde(skip)]
+    pub found_by_kind: [u64; 5],
+    /// Bytes of the symlinks found (rsync counts them in "Total file size").
+    #[serde(skip)]
+    pub link_bytes: u64,
 }
 
 impl Summary {
@@ -177,6 +189,10 @@ impl Summary {
             nfs_version: None,
             rpcs: None,
             fatal: None,
+            shard: None,
+            ranks: None,
+            found_by_kind: s.found_by_kind(),
+            link_bytes: g(&s.link_bytes),
         }
     }
 

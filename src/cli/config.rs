@@ -62,6 +62,15 @@ impl Cli {
         if !list_only && !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
             crate::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
         }
+        let shard = self
+            .shard
+            .as_deref()
+            .map(|spec| super::shard::resolve(spec, |k| std::env::var(k).ok()))
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?;
+        if self.mpi && !cfg!(feature = "mpi") {
+            anyhow::bail!("--mpi: this nfsync was built without MPI (cargo build --features mpi)");
+        }
         let r = &self.rsync;
         // rsync applies -a, -X and --no-X in command-line order, the last one winning
         // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection
@@ -222,6 +231,8 @@ impl Cli {
                 list_only,
                 list_human_readable: r.human_readable,
             },
+            shard,
+            mpi: self.mpi,
         })
     }
 }

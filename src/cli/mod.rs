@@ -19,6 +19,7 @@ use crate::tune::Jobs;
 mod chown;
 mod config;
 pub mod rsync;
+pub mod shard;
 mod unsupported;
 
 pub use rsync::check_argv;
@@ -192,6 +193,20 @@ pub struct Cli {
     /// Write a completion script or the man page to stdout.
     #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
     pub generate: Option<Generate>,
+
+    // Many machines (issue 17).
+    /// Copy, update and delete only share K of N (K/N, 0 <= K < N; 'slurm' reads a job
+    /// array's SLURM_ARRAY_TASK_*; 'k8s/N' an Indexed Job's JOB_COMPLETION_INDEX). Run
+    /// every share at once into one DEST, then the same command without --shard once
+    /// (the finalize step): it sets directory attributes and copies nothing the shards
+    /// copied.
+    #[arg(long, value_name = "K/N|slurm|k8s/N", help_heading = "Many machines")]
+    pub shard: Option<String>,
+
+    /// Under mpirun: every rank copies a share (rank/size), rank 0 then sets directory
+    /// attributes and prints the totals of all (needs a build with --features mpi).
+    #[arg(long, conflicts_with = "shard", help_heading = "Many machines")]
+    pub mpi: bool,
 }
 
 /// Writes a completion script or the man page for the CLI to `out`.

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::delete::Budget;
+use super::share::keep_share;
 use super::{DestKnown, DirNode, Engine, EntryJob, Origin, ScanJob, root_is_dir};
 use crate::dest::{self, Destination, RootState};
 use crate::exit::Error;
@@ -117,6 +118,13 @@ impl<D: Destination> Engine<'_, D> {
             }];
             // -L and friends, --chmod, --chown: as for any other entry.
             self.shape_entries(Path::new(""), &mut entries);
+            if self
+                .share_of(Path::new(""), &entries)
+                .is_some_and(|share| share.is_empty())
+            {
+                self.complete(&node);
+                return Ok(());
+            }
             if let Some(entry) = entries.pop() {
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
                 self.stats.found(&entry.meta);
@@ -254,6 +262,7 @@ impl<D: Destination> Engine<'_, D> {
         entries.retain(|e| seen.insert(e.name.clone()));
         // Deleting at DEST's top level only makes sense when DEST mirrors `SRC/`.
         let whole = listing_ok || self.cfg.ignore_errors;
+        self.deal_tree(&entries);
         self.plan_children(&node, entries, fresh, whole && only_contents);
         self.complete(&node);
         Ok(())
@@ -379,9 +388,17 @@ impl<D: Destination> Engine<'_, D> {
         if self.cfg.paths.prune_empty_dirs {
             entries.retain(|e| !self.prunes(node, e));
         }
+        let share = self.share_of(&node.rel, &entries);
+        // A shard skips the destination listing of a directory where nothing is its
+        // own: no entry of its share, no deletion, no subdirectory (whose LOOKUP the
+        // listing would save: a READDIRPLUS gives every subdirectory's handle).
+        let needs_listing = share.as_ref().is_none_or(|s| {
+            self.cfg.delete || !s.is_empty() || entries.iter().any(|e| e.meta.kind == Kind::Dir)
+        });
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,
             None => Listing::Unknown,
+            _ if !needs_listing => Listing::Unknown,
             Some(dir) => match self.dest.list(dir) {
                 Ok(list) => Listing::Listed(list),
                 Err(e) => {
@@ -390,7 +407,7 @@ impl<D: Destination> Engine<'_, D> {
                 }
             },
         };
-        let plan = plan::plan_dir(
+        let mut plan = plan::plan_dir(
             &node.rel,
             entries,
             listing,
@@ -398,6 +415,9 @@ impl<D: Destination> Engine<'_, D> {
             &self.rules,
             &node.filters,
         );
+        if let (Some(shard), Some(share)) = (self.cfg.shard, share) {
+            keep_share(&node.rel, &mut plan, &share, shard);
+        }
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
         for (entry, known) in plan.children {
@@ -510,6 +530,9 @@ impl<D: Destination> Engine<'_, D> {
                             self.complete(&parent);
                             return;
                         }
+                        // Another shard replaced it with the directory first: the
+                        // mkdir below finds it.
+                        Err(_) if self.replaced_by_another_shard(pdir, &entry.name) => {}
                         Err(e) => {
                             self.dest_error(&rel, e);
                             self.complete(&parent);
@@ -521,10 +544,11 @@ impl<D: Destination> Engine<'_, D> {
                 let made = if dry {
                     None
                 } else {
-                    match self
-                        .dest
-                        .mkdir(pdir.unwrap(), &entry.name, &self.give(&entry.meta))
-                    {
+                    match self.dest.mkdir(
+                        pdir.unwrap(),
+                        &entry.name,
+                        &self.give_new_dir(&entry.meta),
+                    ) {
                         Ok((d, todo)) => {
                             origin = Origin::Created(todo);
                             Some(d)
@@ -674,7 +698,8 @@ impl<D: Destination> Engine<'_, D> {
         let (Some(meta), Some(dir)) = (&node.meta, &node.dir) else {
             return;
         };
-        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) {
+        // Shards leave directory attributes to the finalize run (see crate::shard).
+        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) || self.cfg.shard.is_some() {
             return;
         }
         // Last, like its mode: a default ACL set earlier would be inherited by the

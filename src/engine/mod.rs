@@ -22,6 +22,7 @@ mod order;
 mod paths;
 pub mod sched;
 mod shape;
+mod share;
 mod update;
 mod xattr;
 
@@ -141,6 +142,8 @@ pub struct Engine<'a, D: Destination> {
     temp_dir: Option<D::Dir>,
     /// `--delay-updates`: files waiting for the end of the run.
     delayed: Mutex<Vec<update::Delayed<D>>>,
+    /// `--shard`: the deal over the whole tree, made once the roots are listed.
+    deal: std::sync::OnceLock<Option<crate::shard::tree::TreeDeal>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -174,6 +177,7 @@ pub fn run<D: Destination>(
         limit: RateLimit::new(cfg.data.bwlimit),
         temp_dir: update::open_temp_dir(cfg, dest)?,
         delayed: Mutex::new(Vec::new()),
+        deal: std::sync::OnceLock::new(),
     };
     engine.plan_roots()?;
     engine.check_basis_dirs();
@@ -262,6 +266,7 @@ pub fn run<D: Destination>(
         ctl.report(),
         cfg.dry_run,
     );
+    summary.shard = cfg.shard.map(|s| s.to_string());
     if let Some(w) = dest.wire() {
         summary.nfs_version = Some(w.version);
         summary.rpcs = Some(w.rpcs);

@@ -384,6 +384,8 @@ fn config(src: &Path, delete: bool) -> Config {
         basis: None,
         remove_source_files: false,
         paths: Default::default(),
+        shard: None,
+        mpi: false,
     }
 }
 

@@ -23,6 +23,7 @@
 //! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
 //! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
 //!   `--list-only`), against rsync the same way.
+//! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -49,5 +50,6 @@ mod rsync_output;
 mod rsync_paths;
 mod rsync_safety;
 mod scenarios;
+mod shards;
 mod support;
 mod tls;

@@ -1,0 +1,21 @@
+#!/bin/bash
+# One tree over N MPI ranks: every rank copies one share (rank/size, the same deal
+# as --shard), then rank 0 sets directory attributes (the finalize step) and prints
+# the totals of all ranks (with --json: one object, "ranks": N).
+#
+#   cargo build --release --features mpi          # Debian: apt-get install libopenmpi-dev libclang-dev
+#   examples/mpirun.sh SRC/ DEST/ [N] [HOSTFILE]
+#
+# Spread the ranks over machines with a hostfile (one line per host: `node1 slots=2`):
+# each rank is then its own NFS client. As root, Open MPI wants --allow-run-as-root.
+# The shares are static (balanced by files and bytes before the copy), not
+# work-stealing: a rank on a slower client finishes later.
+set -euo pipefail
+
+SRC=${1:?usage: mpirun.sh SRC/ DEST/ [N] [HOSTFILE]}
+DEST=${2:?usage: mpirun.sh SRC/ DEST/ [N] [HOSTFILE]}
+N=${3:-4}
+ARGS=(-n "$N")
+[ -n "${4:-}" ] && ARGS+=(--hostfile "$4")
+[ "$(id -u)" = 0 ] && ARGS+=(--allow-run-as-root)
+exec mpirun "${ARGS[@]}" nfsync -a --json --mpi "$SRC" "$DEST"
