@@ -626,8 +626,8 @@ mod tests {
         let e = check(&["-ave", "ssh"]).unwrap_err();
         assert!(e.starts_with("-e (--rsh) is not supported ("), "{e}");
         assert_eq!(check(&["-a", "--no-xattrs", "--no-A", "a", "b"]), Ok(()));
-        let e = check(&["--append"]).unwrap_err();
-        assert!(e.starts_with("--append is not supported ("), "{e}");
+        let e = check(&["--fuzzy"]).unwrap_err();
+        assert!(e.starts_with("--fuzzy is not supported ("), "{e}");
         assert_eq!(check(&["-ab", "--link-dest=../x", "a", "b"]), Ok(()));
     }
 }
