@@ -200,16 +200,19 @@ fn four_shards_then_finalize(src: &Path, dest_arg: &str, dest_path: &Path, nfs: 
     assert!(diff.is_empty(), "after the finalize run:\n{diff}");
 }
 
-#[test]
-fn four_shards_at_once_on_the_mount_path() {
+/// A case: (source, DEST as given, DEST's path here, whether DEST is nfs://).
+type Case = fn(&Path, &str, &Path, bool);
+
+/// Runs `case` on the node_modules corpus into a local directory.
+fn on_mount(case: Case) {
     let s = Scratch::new();
     node_modules(&s.join("src"));
     let dst = s.join("dst");
-    four_shards_then_finalize(&s.join("src"), dst.to_str().unwrap(), &dst, false);
+    case(&s.join("src"), dst.to_str().unwrap(), &dst, false);
 }
 
-#[test]
-fn four_shards_at_once_over_nfs() {
+/// Runs `case` on the node_modules corpus into an nfs-ganesha export.
+fn over_nfs(case: Case) {
     if !ganesha::available() {
         return;
     }
@@ -218,7 +221,17 @@ fn four_shards_at_once_over_nfs() {
     let server = Ganesha::start(&s.join("export"), &s.join("state"), Options::default())
         .unwrap_or_else(|e| panic!("{e}"));
     let url = server.url("dst", "");
-    four_shards_then_finalize(&s.join("src"), &url, &server.export.join("dst"), true);
+    case(&s.join("src"), &url, &server.export.join("dst"), true);
+}
+
+#[test]
+fn four_shards_at_once_on_the_mount_path() {
+    on_mount(four_shards_then_finalize);
+}
+
+#[test]
+fn four_shards_at_once_over_nfs() {
+    over_nfs(four_shards_then_finalize);
 }
 
 /// With `--delete`, shards remove exactly what the source lacks, once, and never what
@@ -282,23 +295,12 @@ fn shards_delete_only_extras(src: &Path, dest_arg: &str, dest_path: &Path, nfs: 
 
 #[test]
 fn shards_with_delete_remove_only_what_the_source_lacks() {
-    let s = Scratch::new();
-    node_modules(&s.join("src"));
-    let dst = s.join("dst");
-    shards_delete_only_extras(&s.join("src"), dst.to_str().unwrap(), &dst, false);
+    on_mount(shards_delete_only_extras);
 }
 
 #[test]
 fn shards_with_delete_over_nfs() {
-    if !ganesha::available() {
-        return;
-    }
-    let s = Scratch::new();
-    node_modules(&s.join("src"));
-    let server = Ganesha::start(&s.join("export"), &s.join("state"), Options::default())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let url = server.url("dst", "");
-    shards_delete_only_extras(&s.join("src"), &url, &server.export.join("dst"), true);
+    over_nfs(shards_delete_only_extras);
 }
 
 /// `nfsync --json --shard SPEC` with exactly `vars` from the schedulers' set.
