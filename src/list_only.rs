@@ -257,7 +257,7 @@ impl Lister<'_> {
             "{} {:>14} {} {}",
             perm_string(&e.meta),
             size_string(size, self.cfg.paths.list_human_readable),
-            time_string(e.meta.mtime.sec),
+            crate::report::format::timestring(e.meta.mtime.sec),
             name
         )?;
         if e.meta.kind == Kind::Symlink
@@ -341,25 +341,6 @@ fn size_string(n: u64, human: u8) -> String {
         s.push(c);
     }
     s
-}
-
-/// `YYYY/MM/DD hh:mm:ss` in local time, as rsync's `timestring`.
-fn time_string(sec: i64) -> String {
-    let t = sec as libc::time_t;
-    // SAFETY: localtime_r writes only into the tm given.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return format!("{sec}");
-    }
-    format!(
-        "{:04}/{:02}/{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
 }
 
 #[cfg(test)]

@@ -547,7 +547,7 @@ impl Destination for NfsDest {
     }
 
     fn rename(&self, dir: &NfsDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
-        self.rename_impl(dir, from.as_bytes(), to.as_bytes())
+        self.rename_into_impl(dir, from.as_bytes(), dir, to.as_bytes())
     }
 
     fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> dest::Result<()> {

@@ -1,6 +1,5 @@
-//! Making, renaming and removing everything that is not file data: symlinks, hard
-//! links, device nodes and fifos, the RENAME that puts an update in place, and
-//! recursive removal for `--delete`.
+//! Making and removing everything that is not file data: symlinks, hard links, device
+//! nodes and fifos, and recursive removal for `--delete` (RENAME is in `paths`).
 //!
 //! Each creating call is followed by the SETATTR that sets the mtime last (and whatever
 //! the creating call's attributes show is still missing). A reply that comes after a
@@ -198,38 +197,6 @@ impl NfsDest {
                 .apply(&fh, self.finish_attrs(m, have.as_ref(), true))
                 .await?)
             .map(|_| ())
-        })
-    }
-
-    /// RENAME within one directory. After a retry, NOENT for `from` means our first
-    /// attempt did it: `to` is then looked up to be sure.
-    pub(super) fn rename_impl(&self, dir: &NfsDir, from: &[u8], to: &[u8]) -> dest::Result<()> {
-        self.rt.block_on(async {
-            let a = self
-                .in_dir(dir, |fh| async move {
-                    let args = v3::RENAME3args {
-                        from: dirop(&fh, from),
-                        to: dirop(&fh, to),
-                    };
-                    self.nfs
-                        .call::<_, v3::RENAME3resok, v3::RENAME3resfail>(P::NFSPROC3_RENAME, &args)
-                        .await
-                })
-                .await?;
-            match a.res {
-                Ok(_) => {}
-                Err(nfsstat3::NFS3ERR_NOENT) if a.ambiguous => {
-                    self.made_by_us(dir, to).await?;
-                }
-                Err(s) => return Err(error::status(s)),
-            }
-            // A file written for -H is remembered by name for the links to it.
-            if let Ok(mut c) = self.link_cache.lock()
-                && let Some(fh) = c.remove(&cache_key(&dir.fh, from))
-            {
-                c.insert(cache_key(&dir.fh, to), fh);
-            }
-            Ok(())
         })
     }
 

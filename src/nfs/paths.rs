@@ -63,8 +63,8 @@ impl NfsDest {
         Ok(Some(dir))
     }
 
-    /// RENAME between two directories. After a retry, NOENT for `from` means our first
-    /// attempt did it when `to` is there now.
+    /// RENAME, within one directory (an update put in place) or between two. After a
+    /// retry, NOENT for `from` means our first attempt did it when `to` is there now.
     pub(super) fn rename_into_impl(
         &self,
         from_dir: &NfsDir,
@@ -73,12 +73,14 @@ impl NfsDest {
         to: &[u8],
     ) -> dest::Result<()> {
         self.rt.block_on(async {
+            // Within one directory both sides take the handle `in_dir` may have renewed.
+            let same = from_dir.fh == to_dir.fh;
             let to_fh = &to_dir.fh;
             let a = self
                 .in_dir(from_dir, |fh| async move {
                     let args = v3::RENAME3args {
                         from: dirop(&fh, from),
-                        to: dirop(to_fh, to),
+                        to: dirop(if same { &fh } else { to_fh }, to),
                     };
                     self.nfs
                         .call::<_, v3::RENAME3resok, v3::RENAME3resfail>(P::NFSPROC3_RENAME, &args)

@@ -222,16 +222,7 @@ impl NfsDest {
                 // Only the data went over the wire: the size makes the trailing hole.
                 s.size = v3::Nfs3Option::Some(size);
             }
-            self.rt
-                .block_on(self.apply(&fh, s.clone()))
-                .and_then(ok)
-                .map_err(CopyError::dest)?;
-            if self.nfs.rpc().lost() != lost_before {
-                self.rt
-                    .block_on(self.settle_mtime(&fh, s, m))
-                    .map_err(CopyError::dest)?;
-            }
-            Ok(())
+            self.finish(&fh, s, m, lost_before)
         })();
         if let Err(e) = filled {
             // A server that stopped answering would only make the cleanup wait too.
@@ -302,16 +293,29 @@ impl NfsDest {
         if have.size != m.size {
             s.size = v3::Nfs3Option::Some(m.size);
         }
+        self.finish(&fh, s, m, lost_before)?;
+        Ok(ranges.iter().map(|r| r.1).sum())
+    }
+
+    /// The SETATTR that gives a written file its attributes, mtime last; after a lost
+    /// connection (`lost_before` counts them) the mtime is checked to have stuck.
+    fn finish(
+        &self,
+        fh: &nfs_fh3,
+        s: v3::sattr3,
+        m: &Meta,
+        lost_before: u64,
+    ) -> Result<(), CopyError> {
         self.rt
-            .block_on(self.apply(&fh, s.clone()))
+            .block_on(self.apply(fh, s.clone()))
             .and_then(ok)
             .map_err(CopyError::dest)?;
         if self.nfs.rpc().lost() != lost_before {
             self.rt
-                .block_on(self.settle_mtime(&fh, s, m))
+                .block_on(self.settle_mtime(fh, s, m))
                 .map_err(CopyError::dest)?;
         }
-        Ok(ranges.iter().map(|r| r.1).sum())
+        Ok(())
     }
 
     /// The `ranges` of the source: one FILE_SYNC WRITE when they are one piece that

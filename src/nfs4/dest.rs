@@ -511,7 +511,7 @@ impl Destination for Nfs4Dest {
     }
 
     fn rename(&self, dir: &Nfs4Dir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
-        self.rename_impl(dir, from.as_bytes(), to.as_bytes())
+        self.rename_into_impl(dir, from.as_bytes(), dir, to.as_bytes())
     }
 
     fn remove(&self, dir: &Nfs4Dir, n: &OsStr, _kind: Kind) -> dest::Result<()> {

@@ -1,6 +1,7 @@
 //! Everything that is not file data, each in one compound: symlinks (CREATE NF4LNK +
 //! SETATTR mtime), hard links (LOOKUP, SAVEFH, PUTFH, LINK), device nodes and fifos
-//! (CREATE + SETATTR), RENAME, REMOVE, and recursive removal for `--delete`.
+//! (CREATE + SETATTR), REMOVE, and recursive removal for `--delete` (RENAME is in
+//! `paths`).
 //!
 //! A reply to a call that may have run before (`Answer::ambiguous`, after a lost
 //! connection and a new session) is read as on NFSv3: EXIST from a create is checked
@@ -11,7 +12,7 @@ use nfs3_types::xdr_codec::Opaque;
 use super::dest::{Nfs4Dest, Nfs4Dir, nth, ok, put};
 use super::error::{self, errno_err};
 use super::proto::{
-    AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, RenameArgs, SpecData, attr, name, status,
+    AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, SpecData, attr, name, status,
 };
 use super::reply::Res;
 use crate::dest;
@@ -176,28 +177,6 @@ impl Nfs4Dest {
                         _ => Err(errno_err(libc::EEXIST)),
                     }
                 }
-                st => Err(error::status(st)),
-            }
-        })
-    }
-
-    pub(super) fn rename_impl(&self, dir: &Nfs4Dir, from: &[u8], to: &[u8]) -> dest::Result<()> {
-        self.rt.block_on(async {
-            let a = self
-                .in_dir(dir, |fh| {
-                    vec![
-                        put(fh),
-                        Op::SaveFh,
-                        Op::Rename(RenameArgs {
-                            from: name(from),
-                            to: name(to),
-                        }),
-                    ]
-                })
-                .await?;
-            match a.reply.status {
-                status::OK => Ok(()),
-                status::NOENT if a.ambiguous => Ok(()),
                 st => Err(error::status(st)),
             }
         })

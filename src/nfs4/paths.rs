@@ -70,8 +70,8 @@ impl Nfs4Dest {
         })
     }
 
-    /// RENAME between two directories (SAVEFH holds the source directory); NOENT
-    /// after our own retry is done.
+    /// RENAME, within one directory (an update put in place) or between two (SAVEFH
+    /// holds the source directory); NOENT after our own retry is done.
     pub(super) fn rename_into_impl(
         &self,
         from_dir: &Nfs4Dir,
@@ -80,18 +80,17 @@ impl Nfs4Dest {
         to: &[u8],
     ) -> dest::Result<()> {
         self.rt.block_on(async {
-            let tdir = to_dir.fh.clone();
+            // Within one directory the saved handle is the current one too.
+            let tdir = (from_dir.fh != to_dir.fh).then(|| to_dir.fh.clone());
             let a = self
                 .in_dir(from_dir, |fh| {
-                    vec![
-                        put(fh),
-                        Op::SaveFh,
-                        put(&tdir),
-                        Op::Rename(RenameArgs {
-                            from: name(from),
-                            to: name(to),
-                        }),
-                    ]
+                    let mut ops = vec![put(fh), Op::SaveFh];
+                    ops.extend(tdir.as_ref().map(|t| put(t)));
+                    ops.push(Op::Rename(RenameArgs {
+                        from: name(from),
+                        to: name(to),
+                    }));
+                    ops
                 })
                 .await?;
             match a.reply.status {

@@ -336,13 +336,12 @@ pub fn now() -> i64 {
 
 /// rsync's `timestring()`: local time as `YYYY/MM/DD HH:MM:SS`.
 pub fn timestring(sec: i64) -> String {
-    // SAFETY: `tm` is plain data, filled in by localtime_r from a valid time_t.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        let t = sec as libc::time_t;
-        libc::localtime_r(&t, &mut tm);
-        tm
-    };
+    let t = sec as libc::time_t;
+    // SAFETY: `tm` is plain data; localtime_r writes only into it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return format!("{sec}");
+    }
     let mut s = String::new();
     let _ = write!(
         s,
