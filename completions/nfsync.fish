@@ -111,5 +111,5 @@ complete -c nfsync -s 0 -l from0 -d '--files-from names are separated by NUL byt
 complete -c nfsync -s d -l dirs -d 'Without -r, create the directories named (and `SRC/`\'s top-level ones), not their contents'
 complete -c nfsync -s m -l prune-empty-dirs -d 'Don\'t create directories that would end up holding no file (empty or only excluded entries below them)'
 complete -c nfsync -l list-only -d 'List the sources in rsync\'s format instead of copying (DEST may be left out)'
-complete -c nfsync -l mpi -d 'Under mpirun: every rank copies a share (rank/size), rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)'
+complete -c nfsync -l mpi -d 'Under mpirun: the ranks share the tree as they go (each takes the next piece of work no rank has taken, so a slow rank takes less); rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)'
 complete -c nfsync -s V -l version -d 'Print version'

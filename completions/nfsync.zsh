@@ -163,7 +163,7 @@ man\:"The man page (roff)"))' \
 '-m[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
 '--prune-empty-dirs[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
 '--list-only[List the sources in rsync'\''s format instead of copying (DEST may be left out)]' \
-'(--shard)--mpi[Under mpirun\: every rank copies a share (rank/size), rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)]' \
+'(--shard)--mpi[Under mpirun\: the ranks share the tree as they go (each takes the next piece of work no rank has taken, so a slow rank takes less); rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)]' \
 '-V[Print version]' \
 '--version[Print version]' \
 '*::paths -- Source files and directories, then DEST (a lone SRC is listed, as --list-only):_files' \

@@ -13,6 +13,7 @@ use crate::keep::{Backup, Basis};
 use crate::plan::{Compare, Rules, Skip};
 use crate::report::format::LogFormat;
 use crate::shard::Shard;
+use crate::shard::claim::Claims;
 use crate::tune::Jobs;
 use crate::xattrs::XattrSet;
 
@@ -117,6 +118,9 @@ pub struct Config {
     pub shard: Option<Shard>,
     /// `--mpi`: the share comes from the MPI rank (see `crate::mpi`, feature `mpi`).
     pub mpi: bool,
+    /// A share decided while the run goes on (see [`crate::shard::claim`]): set by
+    /// `--mpi`, never by the command line itself.
+    pub claims: Option<Claims>,
     // Data: how file data is written (-S, --inplace, --append, --temp-dir, ...).
     /// How file data is written.
     pub data: DataConfig,

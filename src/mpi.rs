@@ -1,25 +1,37 @@
 //! `--mpi` (feature `mpi`): `mpirun -n N nfsync --mpi SRC DEST`.
 //!
-//! Every rank runs the sync of share rank/size (see [`crate::shard`]: the same static
-//! deal as `--shard`, so no rank waits for another during the copy); the ranks then
-//! add up their totals (one all-reduce, which is also the barrier), and rank 0 runs
-//! the finalize step — the same sync without a share, which sets directory attributes
-//! — and reports the totals of all ranks with `ranks: N`.
+//! Every rank walks the whole tree and takes its work as it goes: a directory's
+//! files come in units, and each unit goes to the first rank that asks rank 0 for it
+//! ([`crate::shard::claim`], [`claims`]). A rank on a slower client or link asks less
+//! often and so copies less; none waits for another until all are done. This is
+//! sharing by claims rather than libcircle's queues of directories stolen between
+//! ranks (mpifileutils' dsync): with every rank walking the tree, every option that
+//! depends on the path from the top (filters merged per directory, `-x`, `-R`, the
+//! basis directories) works as in one run, and what moves between ranks is the right
+//! to copy a unit, one small message per directory.
 //!
-//! Not done: dynamic sharing (libcircle-style work stealing on directories, as
-//! mpifileutils' dsync does). The shares are balanced by files and bytes before the
-//! copy, so a rank only falls behind when its client or link is slower.
+//! When all are done (a barrier), the ranks add up their totals, and rank 0 runs the
+//! finalize step — the same sync without a share, which sets directory attributes and
+//! copies whatever no rank did — and reports the totals of all ranks (`ranks: N`,
+//! and each rank's part in `per_rank`).
+//!
+//! An MPI library without `MPI_THREAD_MULTIPLE` (the ranks' workers ask at once) gets
+//! the static deal of `--shard` instead, said once by rank 0.
 
+mod claims;
+
+use std::sync::Arc;
 use std::time::Instant;
 
 use mpi::Threading;
 use mpi::collective::SystemOperation;
-use mpi::traits::{Communicator, CommunicatorCollectives};
+use mpi::traits::{Communicator, CommunicatorCollectives, Root};
 
 use crate::config::Config;
 use crate::exit::{Error, ExitCode};
-use crate::report::Summary;
+use crate::report::{RankTotals, Summary};
 use crate::shard::Shard;
+use crate::shard::claim::{Claims, Ledger};
 
 /// Runs `sync` as this rank's share, then (rank 0) the finalize step. Returns the
 /// summary this process reports — on rank 0 the totals of all ranks — and whether
@@ -29,23 +41,58 @@ pub fn run(
     sync: impl Fn(&Config) -> Result<Summary, Error>,
 ) -> Result<(Summary, bool), Error> {
     let start = Instant::now();
-    let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)
+    let (universe, threading) = mpi::initialize_with_threading(Threading::Multiple)
         .ok_or_else(|| Error::Usage("--mpi: MPI could not be initialized".into()))?;
     let world = universe.world();
     let (rank, size) = (world.rank() as u64, world.size() as u64);
     let mut share = cfg.clone();
     // N progress bars on one terminal would only garble each other.
     share.progress = false;
-    if size > 1 {
+    let dynamic = threading == Threading::Multiple;
+    if size > 1 && !dynamic && rank == 0 {
+        eprintln!(
+            "nfsync: --mpi: this MPI library cannot take calls from several threads: static shares"
+        );
+    }
+    // A rank that fails still takes part in the reduction, or the others would wait.
+    let run_share = |share: &Config| {
+        sync(share).unwrap_or_else(|e| {
+            eprintln!("nfsync: rank {rank}: {e}");
+            Summary::failed(&e, cfg.dry_run)
+        })
+    };
+    let (mine, took) = if size == 1 {
+        (run_share(&share), start.elapsed())
+    } else if !dynamic {
         share.shard = Some(Shard {
             index: rank,
             count: size,
         });
-    }
-    // A rank that fails still takes part in the reduction, or the others would wait.
-    let mine = sync(&share).unwrap_or_else(|e| {
-        eprintln!("nfsync: rank {rank}: {e}");
-        Summary::failed(&e, cfg.dry_run)
+        (run_share(&share), start.elapsed())
+    } else if rank == 0 {
+        let ledger = Arc::new(Ledger::default());
+        share.claims = Some(Claims(ledger.clone()));
+        std::thread::scope(|s| {
+            s.spawn(|| claims::serve(&ledger, size as usize - 1));
+            let mine = run_share(&share);
+            (mine, start.elapsed())
+        })
+    } else {
+        share.claims = Some(Claims(Arc::new(claims::Remote::default())));
+        let mine = run_share(&share);
+        claims::done();
+        (mine, start.elapsed())
+    };
+    let mine_s = took.as_secs_f64();
+    // Ranks done early wait here without spinning (see claims' module doc).
+    let barrier = world.immediate_barrier();
+    let mut barrier = Some(barrier);
+    claims::poll(|| match barrier.take()?.test() {
+        Ok(_) => Some(()),
+        Err(req) => {
+            barrier = Some(req);
+            None
+        }
     });
     let mut sums = vec![0u64; SUMMED];
     world.all_reduce_into(&summed(&mine)[..], &mut sums[..], SystemOperation::sum());
@@ -55,9 +102,19 @@ pub fn run(
         &mut worst,
         SystemOperation::max(),
     );
+    let part = [
+        mine.files_copied,
+        mine.links_created,
+        mine.bytes_copied,
+        (mine_s * 1e6) as u64,
+    ];
+    let root = world.process_at_rank(0);
     if rank != 0 {
+        root.gather_into(&part[..]);
         return Ok((mine, false));
     }
+    let mut parts = vec![0u64; 4 * size as usize];
+    root.gather_into_root(&part[..], &mut parts[..]);
     let mut total = mine;
     set_summed(&mut total, &sums);
     if size > 1 {
@@ -70,6 +127,19 @@ pub fn run(
     total.exit_code = exit_code(worst);
     total.shard = None;
     total.ranks = Some(size);
+    total.per_rank = Some(
+        parts
+            .chunks(4)
+            .enumerate()
+            .map(|(r, p)| RankTotals {
+                rank: r as u64,
+                files_copied: p[0],
+                links_created: p[1],
+                bytes_copied: p[2],
+                elapsed_s: p[3] as f64 / 1e6,
+            })
+            .collect(),
+    );
     total.elapsed_s = start.elapsed().as_secs_f64();
     drop(universe);
     Ok((total, true))

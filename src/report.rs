@@ -149,12 +149,25 @@ pub struct Summary {
     /// `--mpi`: how many ranks these totals add up (rank 0's report).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<u64>,
+    /// `--mpi`: what each rank copied, so a job script sees how the work was shared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_rank: Option<Vec<RankTotals>>,
     /// Entries found by kind, for `--stats`' "Number of files" line.
     #[serde(skip)]
     pub found_by_kind: [u64; 5],
     /// Bytes of the symlinks found (rsync counts them in "Total file size").
     #[serde(skip)]
     pub link_bytes: u64,
+}
+
+/// One rank's part of a `--mpi` run (the finalize step is rank 0's, not in it).
+#[derive(Clone, Debug, Serialize)]
+pub struct RankTotals {
+    pub rank: u64,
+    pub files_copied: u64,
+    pub links_created: u64,
+    pub bytes_copied: u64,
+    pub elapsed_s: f64,
 }
 
 impl Summary {
@@ -191,6 +204,7 @@ impl Summary {
             fatal: None,
             shard: None,
             ranks: None,
+            per_rank: None,
             found_by_kind: s.found_by_kind(),
             link_bytes: g(&s.link_bytes),
         }

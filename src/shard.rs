@@ -41,6 +41,7 @@ use std::path::Path;
 
 use crate::meta::{Kind, Meta};
 
+pub mod claim;
 pub mod tree;
 
 /// What an entry's fixed cost counts as, in bytes (see the module doc).

@@ -233,6 +233,7 @@ impl Cli {
             },
             shard,
             mpi: self.mpi,
+            claims: None,
         })
     }
 }

@@ -203,7 +203,8 @@ pub struct Cli {
     #[arg(long, value_name = "K/N|slurm|k8s/N", help_heading = "Many machines")]
     pub shard: Option<String>,
 
-    /// Under mpirun: every rank copies a share (rank/size), rank 0 then sets directory
+    /// Under mpirun: the ranks share the tree as they go (each takes the next piece of
+    /// work no rank has taken, so a slow rank takes less); rank 0 then sets directory
     /// attributes and prints the totals of all (needs a build with --features mpi).
     #[arg(long, conflicts_with = "shard", help_heading = "Many machines")]
     pub mpi: bool,

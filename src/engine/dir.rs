@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::delete::Budget;
-use super::share::keep_share;
 use super::{DestKnown, DirNode, Engine, EntryJob, Origin, ScanJob, root_is_dir};
 use crate::dest::{self, Destination, RootState};
 use crate::exit::Error;
@@ -415,8 +414,8 @@ impl<D: Destination> Engine<'_, D> {
             &self.rules,
             &node.filters,
         );
-        if let (Some(shard), Some(share)) = (self.cfg.shard, share) {
-            keep_share(&node.rel, &mut plan, &share, shard);
+        if let Some(share) = share {
+            self.keep_share(&node.rel, &mut plan, &share);
         }
         let mut scans = Vec::new();
         let mut jobs = VecDeque::new();
@@ -699,7 +698,7 @@ impl<D: Destination> Engine<'_, D> {
             return;
         };
         // Shards leave directory attributes to the finalize run (see crate::shard).
-        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) || self.cfg.shard.is_some() {
+        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) || self.shared() {
             return;
         }
         // Last, like its mode: a default ACL set earlier would be inherited by the

@@ -386,6 +386,7 @@ fn config(src: &Path, delete: bool) -> Config {
         paths: Default::default(),
         shard: None,
         mpi: false,
+        claims: None,
     }
 }
 

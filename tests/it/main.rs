@@ -23,7 +23,8 @@
 //! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
 //! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
 //!   `--list-only`), against rsync the same way.
-//! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run.
+//! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run;
+//!   [`mpi`]: `mpirun -n 4 nfsync --mpi` (feature `mpi`).
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -40,6 +41,7 @@ mod interrupt;
 mod itemize;
 mod memfs;
 mod mount;
+mod mpi;
 mod nfs4;
 mod progress;
 mod rsync_cli;

@@ -20,7 +20,7 @@ const SHARDS: u64 = 4;
 /// A node_modules-like tree: many tiny packages (some scoped, some with a nested
 /// node_modules and a `.bin` link) and one huge package with a bundle of a quarter of
 /// the tree's bytes and a few large chunks among hundreds of files; a read-only directory; old, nanosecond mtimes everywhere.
-fn node_modules(root: &Path) -> Tree {
+pub(crate) fn node_modules(root: &Path) -> Tree {
     let t = Tree::new(root);
     let mut rng = XorShift::new(17);
     let mut seed = 0;
@@ -76,7 +76,7 @@ fn node_modules(root: &Path) -> Tree {
 }
 
 /// Source regular files and symlinks: (files, links, bytes of files).
-fn totals(root: &Path) -> (u64, u64, u64) {
+pub(crate) fn totals(root: &Path) -> (u64, u64, u64) {
     let mut acc = (0, 0, 0);
     for e in walkdir(root) {
         let m = std::fs::symlink_metadata(&e).unwrap();
@@ -90,7 +90,7 @@ fn totals(root: &Path) -> (u64, u64, u64) {
     acc
 }
 
-fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(root).unwrap().flatten() {
         let p = e.path();
@@ -174,7 +174,7 @@ fn finalize(args: &[&str], src: &Path, dest: &str) -> Value {
 /// Four shards at once into a fresh DEST, then the finalize run.
 /// `rsync -anciH --delete` of `src` and `dst`; `nfs`: nfs-ganesha's VFS backend
 /// cannot store a symlink's mtime (see tests/it/ganesha.rs), so those are not compared.
-fn compare(src: &Path, dst: &Path, nfs: bool) -> String {
+pub(crate) fn compare(src: &Path, dst: &Path, nfs: bool) -> String {
     rsync_diff_with(src, dst, if nfs { &["--omit-link-times"] } else { &[] })
 }
 
@@ -201,10 +201,10 @@ fn four_shards_then_finalize(src: &Path, dest_arg: &str, dest_path: &Path, nfs: 
 }
 
 /// A case: (source, DEST as given, DEST's path here, whether DEST is nfs://).
-type Case = fn(&Path, &str, &Path, bool);
+pub(crate) type Case = fn(&Path, &str, &Path, bool);
 
 /// Runs `case` on the node_modules corpus into a local directory.
-fn on_mount(case: Case) {
+pub(crate) fn on_mount(case: Case) {
     let s = Scratch::new();
     node_modules(&s.join("src"));
     let dst = s.join("dst");
@@ -212,7 +212,7 @@ fn on_mount(case: Case) {
 }
 
 /// Runs `case` on the node_modules corpus into an nfs-ganesha export.
-fn over_nfs(case: Case) {
+pub(crate) fn over_nfs(case: Case) {
     if !ganesha::available() {
         return;
     }
@@ -234,11 +234,10 @@ fn four_shards_at_once_over_nfs() {
     over_nfs(four_shards_then_finalize);
 }
 
-/// With `--delete`, shards remove exactly what the source lacks, once, and never what
-/// another share copies (updates there go through temporaries the others must leave).
-fn shards_delete_only_extras(src: &Path, dest_arg: &str, dest_path: &Path, nfs: bool) {
-    // DEST: an older copy of everything (so every file is updated through a
-    // temporary), plus extras the source lacks.
+/// Makes DEST an older copy of everything in `src` (so every file is updated through a
+/// temporary), plus extras the source lacks; returns how many entries `--delete` must
+/// remove.
+pub(crate) fn older_dest_with_extras(src: &Path, dest_path: &Path) -> u64 {
     let old = Tree::new(dest_path);
     for e in walkdir(src) {
         let rel = e.strip_prefix(src).unwrap();
@@ -261,7 +260,23 @@ fn shards_delete_only_extras(src: &Path, dest_arg: &str, dest_path: &Path, nfs: 
     // all try to replace the file; one does, the others find the directory.
     std::fs::remove_dir_all(dest_path.join("node_modules/pkg7/lib")).unwrap();
     old.file("node_modules/pkg7/lib", b"in the way");
-    extras += 1;
+    extras + 1
+}
+
+/// Whether an nfsync temporary is left anywhere under `dest_path`.
+pub(crate) fn temporaries_left(dest_path: &Path) -> bool {
+    walkdir(dest_path).iter().any(|p| {
+        p.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .contains(".nfsync-")
+    })
+}
+
+/// With `--delete`, shards remove exactly what the source lacks, once, and never what
+/// another share copies (updates there go through temporaries the others must leave).
+fn shards_delete_only_extras(src: &Path, dest_arg: &str, dest_path: &Path, nfs: bool) {
+    let extras = older_dest_with_extras(src, dest_path);
     let (files, links, _) = totals(src);
 
     let stats = shard_stats(&run_shards(&["--delete"], src, dest_arg));
@@ -280,14 +295,7 @@ fn shards_delete_only_extras(src: &Path, dest_arg: &str, dest_path: &Path, nfs: 
     let diff = compare(src, dest_path, nfs);
     let wrong: Vec<&str> = diff.lines().filter(|l| !l.starts_with(".d")).collect();
     assert!(wrong.is_empty(), "after the shards:\n{diff}");
-    assert!(
-        !walkdir(dest_path).iter().any(|p| p
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .contains(".nfsync-")),
-        "a temporary was left behind"
-    );
+    assert!(!temporaries_left(dest_path), "a temporary was left behind");
     finalize(&["--delete"], src, dest_arg);
     let diff = compare(src, dest_path, nfs);
     assert!(diff.is_empty(), "after the finalize run:\n{diff}");
@@ -358,38 +366,6 @@ fn shard_slurm_and_k8s_read_their_variables() {
             "{spec}: want one line saying {says:?}, got:\n{err}"
         );
     }
-}
-
-/// `mpirun -n 4 nfsync --mpi`: every rank a share, rank 0 the finalize step and the
-/// totals of all (feature `mpi`; Open MPI's mpirun, as root with --allow-run-as-root).
-#[cfg(feature = "mpi")]
-#[test]
-fn mpirun_four_ranks_copy_once_and_finalize() {
-    let s = Scratch::new();
-    node_modules(&s.join("src"));
-    let (files, links, bytes) = totals(&s.join("src"));
-    let dst = s.join("dst");
-    let mut cmd = Command::new("mpirun");
-    if crate::support::is_root() {
-        cmd.arg("--allow-run-as-root");
-    }
-    let out = cmd
-        .args(["--oversubscribe", "-n", "4"])
-        .arg(bin())
-        .args(["--mpi", "--json"])
-        .arg(slash(&s.join("src")))
-        .arg(&dst)
-        .output()
-        .expect("run mpirun (apt-get install openmpi-bin)");
-    assert!(out.status.success(), "{}", describe(&out));
-    // Only rank 0 reports: one object, the totals of all four.
-    let v = json_stats(&out);
-    assert_eq!(v["ranks"], 4, "{v}");
-    assert_eq!(stat(&v, "files_copied"), files, "{v}");
-    assert_eq!(stat(&v, "links_created"), links, "{v}");
-    assert_eq!(stat(&v, "bytes_copied"), bytes, "{v}");
-    let diff = compare(&s.join("src"), &dst, false);
-    assert!(diff.is_empty(), "after mpirun:\n{diff}");
 }
 
 #[cfg(not(feature = "mpi"))]
