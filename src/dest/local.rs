@@ -17,7 +17,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,9 +32,11 @@ use crate::meta::{Kind, Meta};
 
 mod data;
 mod paths;
+mod remove;
 mod sys;
 mod xattr;
 
+use remove::remove_tree_at;
 use sys::{chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
 
@@ -514,162 +516,5 @@ fn mkdir_mode(meta: &Meta) -> u32 {
     }
 }
 
-/// Removes `rel`'s last component in `parent` and everything below it, by descriptor,
-/// so that a symlink met on the way (or swapped in meanwhile) is removed, never
-/// followed. Without root, a read-only directory's entries cannot be unlinked, so such
-/// directories are made writable first, as rsync does.
-fn remove_tree_at(
-    parent: BorrowedFd<'_>,
-    rel: &Path,
-    each: &dyn Removal,
-    root: bool,
-) -> io::Result<bool> {
-    let name = rel.file_name().unwrap_or(rel.as_os_str());
-    let dir = match LocalDir::open(parent, name) {
-        Ok(d) => d,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-        // Replaced by something else meanwhile: remove that.
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            if !each.may_remove(rel, Kind::File) {
-                return Ok(false);
-            }
-            rustix::fs::unlinkat(parent, name, AtFlags::empty())?;
-            each.removed(rel, Kind::File);
-            return Ok(true);
-        }
-        Err(e) => return Err(e),
-    };
-    if !root {
-        let m = rustix::fs::fstat(dir.fd())?;
-        if m.st_mode & 0o700 != 0o700 {
-            rustix::fs::fchmod(dir.fd(), Mode::from_raw_mode((m.st_mode | 0o700) & 0o7777))?;
-        }
-    }
-    let mut all_gone = true;
-    for e in rustix::fs::Dir::read_from(dir.fd())? {
-        let e = e?;
-        let child = OsStr::from_bytes(e.file_name().to_bytes());
-        if child == "." || child == ".." {
-            continue;
-        }
-        let kind = match e.file_type() {
-            rustix::fs::FileType::Unknown => {
-                match rustix::fs::statat(dir.fd(), child, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => kind_of(rustix::fs::FileType::from_raw_mode(st.st_mode)),
-                    Err(rustix::io::Errno::NOENT) => continue,
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            t => kind_of(t),
-        };
-        let child_rel = rel.join(child);
-        if kind == Kind::Dir {
-            all_gone &= remove_tree_at(dir.fd(), &child_rel, each, root)?;
-        } else if each.may_remove(&child_rel, kind) {
-            match rustix::fs::unlinkat(dir.fd(), child, AtFlags::empty()) {
-                Ok(()) => each.removed(&child_rel, kind),
-                Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(e.into()),
-            }
-        } else {
-            all_gone = false;
-        }
-    }
-    drop(dir);
-    if !all_gone || !each.may_remove(rel, Kind::Dir) {
-        return Ok(false);
-    }
-    rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?;
-    each.removed(rel, Kind::Dir);
-    Ok(true)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::sys::SMALL_FILE;
-    use super::*;
-    use crate::meta::Time;
-
-    fn dest(dir: &Path) -> LocalDest {
-        LocalDest::new(dir, OwnerPolicy::default())
-    }
-
-    #[test]
-    fn a_source_that_changed_is_not_given_its_mtime() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src_path = tmp.path().join("src");
-        fs::write(&src_path, b"new content, longer than listed").unwrap();
-        let mut listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
-        // The listing saw an older, shorter version.
-        listed.size = 3;
-        listed.mtime = Time {
-            sec: 1_000_000,
-            nsec: 7,
-        };
-        let out = tmp.path().join("out");
-        fs::create_dir(&out).unwrap();
-        let d = dest(&out);
-        let src = SourceFile {
-            file: File::open(&src_path).unwrap(),
-            meta: &listed,
-            listed: &listed,
-            path: &src_path,
-            sparse: false,
-            limit: None,
-        };
-        let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("f"), &src);
-        assert!(matches!(r, Err(CopyError::SourceChanged)), "{r:?}");
-        let got = Meta::from_std(&fs::metadata(out.join("f")).unwrap());
-        assert_ne!(
-            got.mtime, listed.mtime,
-            "a changed source must not look complete"
-        );
-    }
-
-    #[test]
-    fn large_files_stream_and_keep_mode_and_nanosecond_mtime() {
-        let tmp = tempfile::tempdir().unwrap();
-        let src_path = tmp.path().join("big");
-        let data: Vec<u8> = (0..(3 * SMALL_FILE as usize + 17))
-            .map(|i| (i * 31 % 251) as u8)
-            .collect();
-        fs::write(&src_path, &data).unwrap();
-        rustix::fs::chmod(&src_path, rustix::fs::Mode::from_raw_mode(0o4751)).unwrap();
-        let t = Time {
-            sec: 1_234_567_890,
-            nsec: 123_456_789,
-        };
-        rustix::fs::utimensat(rustix::fs::CWD, &src_path, &mtime_only(t), AtFlags::empty())
-            .unwrap();
-        let listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
-        let out = tmp.path().join("out");
-        fs::create_dir(&out).unwrap();
-        let src = SourceFile {
-            file: File::open(&src_path).unwrap(),
-            meta: &listed,
-            listed: &listed,
-            path: &src_path,
-            sparse: false,
-            limit: None,
-        };
-        let d = dest(&out);
-        let n = d
-            .write_file(&d.root_dir().unwrap(), OsStr::new("big"), &src)
-            .unwrap();
-        assert_eq!(n, data.len() as u64);
-        assert_eq!(fs::read(out.join("big")).unwrap(), data);
-        let got = Meta::from_std(&fs::metadata(out.join("big")).unwrap());
-        assert_eq!((got.mode, got.mtime), (0o4751, t));
-    }
-
-    #[test]
-    fn mkdir_mode_defers_what_mkdir_cannot_do() {
-        let m = |mode| Meta {
-            mode,
-            ..Meta::from_std(&fs::metadata("/").unwrap())
-        };
-        assert_eq!(mkdir_mode(&m(0o755)), 0o755);
-        assert_eq!(mkdir_mode(&m(0o555)), 0o700);
-        assert_eq!(mkdir_mode(&m(0o2775)), 0o700);
-    }
-}
+mod tests;

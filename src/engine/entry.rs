@@ -1,6 +1,7 @@
-//! Entry jobs: regular files, symlinks and special files (hard links: [`super::links`]).
+//! Entry jobs: regular files, symlinks and special files ([`link_like`]; hard links:
+//! [`super::links`]).
 
-use std::fs::{self, OpenOptions};
+use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -15,6 +16,8 @@ use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
 use crate::walk;
+
+mod link_like;
 
 /// How a regular file gets to the destination.
 #[derive(Clone, Copy, Debug)]
@@ -408,79 +411,6 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
-    fn symlink(&self, job: &EntryJob<D>, rel: &Path) {
-        if !self.cfg.links {
-            Stats::bump(&self.stats.specials_skipped);
-            self.out.info(format_args!(
-                "skipping non-regular file \"{}\"",
-                rel.display()
-            ));
-            return;
-        }
-        let target = match walk::short_path(&job.entry.path, |p| fs::read_link(p)) {
-            Ok(t) => t.into_os_string(),
-            Err(e) => return self.source_error(&job.entry.path, &e),
-        };
-        self.settle(job, |known, last| {
-            let Ok(dst) = self.dest_meta(job, known, rel) else {
-                return Attempt::Done(false);
-            };
-            let same_target = match (&dst, &job.parent.dir) {
-                (Some(d), Some(dir)) if d.kind == Kind::Symlink => {
-                    match self.dest.read_link(dir, &job.entry.name) {
-                        Ok(t) => Some(t == target),
-                        Err(e) if !last && e.kind() == io::ErrorKind::NotFound => {
-                            return Attempt::Raced;
-                        }
-                        Err(e) => {
-                            self.dest_error(rel, e);
-                            return Attempt::Done(false);
-                        }
-                    }
-                }
-                _ => None,
-            };
-            let src = self.as_stored(&job.entry.meta);
-            let decision = plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules);
-            if decision == Decision::Create
-                && let Some(a) = self.link_like_from_basis(job, rel, &src, Some(&target), last)
-            {
-                return a;
-            }
-            match decision {
-                Decision::UpToDate | Decision::Skip => {
-                    Stats::bump(&self.stats.files_skipped);
-                    if decision == Decision::UpToDate {
-                        self.source_done(job);
-                    }
-                    Attempt::Done(true)
-                }
-                Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, ('L', Some(Path::new(&target))), None);
-                    Attempt::Done(true)
-                }
-                _ => self.create_link_like(
-                    job,
-                    rel,
-                    dst.as_ref(),
-                    (
-                        &symlink_code(&src, dst.as_ref(), self),
-                        Some(Path::new(&target)),
-                    ),
-                    last,
-                    |dir| {
-                        self.dest.symlink(
-                            dir,
-                            &job.entry.name,
-                            &target,
-                            &self.give(&job.entry.meta),
-                        )
-                    },
-                ),
-            }
-        })
-    }
-
     /// rsync's code for a file sent whole: new (`>f+++++++++`), or an update of `dst`
     /// (columns YXcstpoguax: size, time, permissions, owner, group).
     pub(super) fn file_code(
@@ -527,94 +457,6 @@ impl<D: Destination> Engine<'_, D> {
             't'
         }
     }
-
-    /// Creates a symlink or special file in place of whatever `dst` is, counting it and
-    /// itemizing it with `code` (and a symlink's target, as rsync shows it).
-    fn create_link_like(
-        &self,
-        job: &EntryJob<D>,
-        rel: &Path,
-        dst: Option<&Meta>,
-        (code, link): (&str, Option<&Path>),
-        last: bool,
-        create: impl FnOnce(&D::Dir) -> dest::Result<()>,
-    ) -> Attempt {
-        if let Some(d) = dst
-            && !self.make_way(job, rel, d)
-        {
-            return Attempt::Done(false);
-        }
-        job.parent.changed.store(true, Ordering::Relaxed);
-        if !self.cfg.dry_run {
-            let dir = job
-                .parent
-                .dir
-                .as_ref()
-                .expect("non-dry runs have directories");
-            match create(dir) {
-                Ok(()) => {}
-                Err(e) if !last && is_race(&e) => return Attempt::Raced,
-                Err(e) => {
-                    self.dest_error(rel, e);
-                    return Attempt::Done(false);
-                }
-            }
-        }
-        Stats::bump(&self.stats.links_created);
-        self.note_time(rel, &job.entry.meta);
-        self.out.change_to(code, rel, link, (&job.entry).into());
-        self.source_done(job);
-        Attempt::Done(true)
-    }
-
-    fn special(&self, job: &EntryJob<D>, rel: &Path) {
-        let kind = job.entry.meta.kind;
-        if (kind.is_special() && !self.cfg.specials) || (kind.is_device() && !self.cfg.devices) {
-            Stats::bump(&self.stats.specials_skipped);
-            // rsync's own line, on stdout and silenced by -q as rsync's is.
-            self.out.info(format_args!(
-                "skipping non-regular file \"{}\"",
-                crate::report::escape_name(rel.as_os_str().as_encoded_bytes())
-            ));
-            return;
-        }
-        self.settle(job, |known, last| {
-            let Ok(dst) = self.dest_meta(job, known, rel) else {
-                return Attempt::Done(false);
-            };
-            let src = self.as_stored(&job.entry.meta);
-            let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
-            if decision == Decision::Create
-                && let Some(a) = self.link_like_from_basis(job, rel, &src, None, last)
-            {
-                return a;
-            }
-            match decision {
-                Decision::UpToDate | Decision::Skip => {
-                    Stats::bump(&self.stats.files_skipped);
-                    if decision == Decision::UpToDate {
-                        self.source_done(job);
-                    }
-                    Attempt::Done(true)
-                }
-                Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, ('S', None), None);
-                    Attempt::Done(true)
-                }
-                _ => {
-                    let code = if kind.is_device() {
-                        "cD+++++++++"
-                    } else {
-                        "cS+++++++++"
-                    };
-                    self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
-                        self.dest
-                            .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
-                    })
-                }
-            }
-        })
-    }
 }
 
 /// rsync's last two `-i` columns: `a` for an ACL, `x` for another extended attribute.
@@ -624,13 +466,4 @@ fn xattr_columns(x: XattrChange) -> String {
         if x.acl { 'a' } else { '.' },
         if x.xattr { 'x' } else { '.' }
     )
-}
-
-/// A symlink's itemized code as rsync prints it: new (`cL+++++++++`), or an existing
-/// symlink pointing elsewhere (`cLc........`, with `t` when its time differs too).
-fn symlink_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D>) -> String {
-    match dst {
-        Some(d) if d.kind == Kind::Symlink => format!("cLc.{}......", e.time_flag(src, d)),
-        _ => "cL+++++++++".to_string(),
-    }
 }

@@ -15,11 +15,11 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3};
+use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3, sattr3};
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 
-use super::client::{Answer, NFS3_TIMES, Nfs, dirop, meta, mtime_only, post_fh, post_op};
+use super::client::{Answer, NFS3_TIMES, Nfs, meta, mtime_only, post_fh, post_op};
 use super::error;
 use super::mount::Mounted;
 use crate::dest::{
@@ -28,6 +28,8 @@ use crate::dest::{
 use crate::exit::Error;
 use crate::meta::{Kind, Meta, Time};
 use crate::report::Output;
+
+mod dirs;
 
 /// A directory on the server: its handle, and its path from the export root so a
 /// handle that went stale can be found again.
@@ -113,9 +115,6 @@ pub struct NfsDest {
 
 /// (directory handle, entry name): how the handle caches are keyed.
 pub(super) type EntryKey = (Vec<u8>, Vec<u8>);
-
-/// More entries than any real directory holds: a listing past this is a broken server.
-const MAX_DIR_ENTRIES: usize = 100_000_000;
 
 /// Memory for file data in flight, all files together (see `write::held`): with
 /// 1 MiB writes, 32 calls.
@@ -211,170 +210,6 @@ impl NfsDest {
         NfsDir {
             fh: self.root.clone(),
             path: Arc::new(Vec::new()),
-        }
-    }
-
-    /// Finds a directory again from the export root (after NFS3ERR_STALE).
-    async fn walk(&self, path: &[Vec<u8>]) -> dest::Result<nfs_fh3> {
-        let mut fh = self.root.clone();
-        for c in path {
-            fh = ok(self.nfs.lookup(&fh, c).await?)?.0;
-        }
-        Ok(fh)
-    }
-
-    /// Runs `f` on the directory's handle, re-resolving it once if it went stale.
-    pub(super) async fn in_dir<T, F, Fut>(&self, dir: &NfsDir, f: F) -> dest::Result<Answer<T>>
-    where
-        F: Fn(nfs_fh3) -> Fut,
-        Fut: Future<Output = dest::Result<Answer<T>>>,
-    {
-        let a = f(dir.fh.clone()).await?;
-        if matches!(a.res, Err(nfsstat3::NFS3ERR_STALE)) && !dir.path.is_empty() {
-            let fh = self.walk(&dir.path).await?;
-            return f(fh).await;
-        }
-        Ok(a)
-    }
-
-    /// LOOKUP in a directory; `None` for NOENT.
-    pub(super) async fn lookup(
-        &self,
-        dir: &NfsDir,
-        name: &[u8],
-    ) -> dest::Result<Option<(nfs_fh3, fattr3)>> {
-        let a = self
-            .in_dir(dir, |fh| async move { self.nfs.lookup(&fh, name).await })
-            .await?;
-        match a.res {
-            Err(nfsstat3::NFS3ERR_NOENT) => Ok(None),
-            r => r.map(Some).map_err(error::status),
-        }
-    }
-
-    /// MKDIR, where EXIST with a directory counts as made when it answers a retried
-    /// MKDIR of ours, or always when `strict` is false (DEST's own parents). With
-    /// `strict`, another creator's directory is EEXIST: the engine then lists it
-    /// instead of taking it for an empty one of its own.
-    pub(super) async fn mkdir_fh(
-        &self,
-        dir: &NfsDir,
-        name: &[u8],
-        mut attrs: sattr3,
-        strict: bool,
-    ) -> dest::Result<nfs_fh3> {
-        loop {
-            let a = self
-                .in_dir(dir, |fh| {
-                    let args = v3::MKDIR3args {
-                        where_: dirop(&fh, name),
-                        attributes: attrs.clone(),
-                    };
-                    async move {
-                        self.nfs
-                            .call::<_, v3::MKDIR3resok, v3::MKDIR3resfail>(P::NFSPROC3_MKDIR, &args)
-                            .await
-                    }
-                })
-                .await?;
-            return match a.res {
-                Ok(r) => match post_fh(r.obj) {
-                    Some(fh) => Ok(fh),
-                    None => self.lookup_dir(dir, name).await,
-                },
-                Err(nfsstat3::NFS3ERR_EXIST) if strict && !a.ambiguous => {
-                    Err(io::Error::from_raw_os_error(libc::EEXIST).into())
-                }
-                Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
-                // Owners refused (root squashed): again without them, once.
-                Err(stat) if self.owners_refused_by(&attrs, stat) => {
-                    attrs.uid = v3::Nfs3Option::None;
-                    attrs.gid = v3::Nfs3Option::None;
-                    continue;
-                }
-                Err(s) => Err(error::status(s)),
-            };
-        }
-    }
-
-    async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<nfs_fh3> {
-        self.lookup_dir_meta(dir, name).await.map(|(fh, _)| fh)
-    }
-
-    async fn lookup_dir_meta(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<(nfs_fh3, Meta)> {
-        match self.lookup(dir, name).await? {
-            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok((fh, meta(&a))),
-            Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
-            None => Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
-        }
-    }
-
-    /// All entries of a directory by READDIRPLUS pages (restarting on a changed cookie
-    /// verifier), without `.` and `..`.
-    pub(super) async fn readdir(
-        &self,
-        fh: &nfs_fh3,
-    ) -> dest::Result<Answer<Vec<v3::entryplus3<'static>>>> {
-        let mut restarts = 0;
-        'restart: loop {
-            let mut out = Vec::new();
-            let mut cookie = 0;
-            let mut verf = v3::cookieverf3::default();
-            loop {
-                let args = v3::READDIRPLUS3args {
-                    dir: fh.clone(),
-                    cookie,
-                    cookieverf: verf,
-                    dircount: 64 << 10,
-                    maxcount: 1 << 20,
-                };
-                let a = self
-                    .nfs
-                    .call::<_, v3::READDIRPLUS3resok<'static>, v3::READDIRPLUS3resfail>(
-                        P::NFSPROC3_READDIRPLUS,
-                        &args,
-                    )
-                    .await?;
-                let page = match a.res {
-                    Ok(p) => p,
-                    Err(nfsstat3::NFS3ERR_BAD_COOKIE) if restarts < 3 => {
-                        restarts += 1;
-                        continue 'restart;
-                    }
-                    Err(s) => {
-                        return Ok(Answer {
-                            res: Err(s),
-                            ambiguous: false,
-                        });
-                    }
-                };
-                let entries = page.reply.entries.into_inner();
-                let empty = entries.is_empty();
-                let before = cookie;
-                if let Some(last) = entries.last() {
-                    cookie = last.cookie;
-                }
-                verf = page.cookieverf;
-                out.extend(
-                    entries
-                        .into_iter()
-                        .filter(|e| e.name.0.as_ref() != b"." && e.name.0.as_ref() != b".."),
-                );
-                if page.reply.eof {
-                    return Ok(Answer {
-                        res: Ok(out),
-                        ambiguous: false,
-                    });
-                }
-                // A server that never gets anywhere must not keep us listing forever.
-                if empty || cookie == before || out.len() > MAX_DIR_ENTRIES {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "server's READDIRPLUS pages make no progress",
-                    )
-                    .into());
-                }
-            }
         }
     }
 }

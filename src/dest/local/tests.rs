@@ -1,0 +1,88 @@
+//! Unit tests of the mount backend, on a temporary directory: in a file of their own
+//! so that `local.rs` reads as the backend alone.
+
+use super::sys::SMALL_FILE;
+use super::*;
+use crate::meta::Time;
+
+fn dest(dir: &Path) -> LocalDest {
+    LocalDest::new(dir, OwnerPolicy::default())
+}
+
+#[test]
+fn a_source_that_changed_is_not_given_its_mtime() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src_path = tmp.path().join("src");
+    fs::write(&src_path, b"new content, longer than listed").unwrap();
+    let mut listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
+    // The listing saw an older, shorter version.
+    listed.size = 3;
+    listed.mtime = Time {
+        sec: 1_000_000,
+        nsec: 7,
+    };
+    let out = tmp.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let d = dest(&out);
+    let src = SourceFile {
+        file: File::open(&src_path).unwrap(),
+        meta: &listed,
+        listed: &listed,
+        path: &src_path,
+        sparse: false,
+        limit: None,
+    };
+    let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("f"), &src);
+    assert!(matches!(r, Err(CopyError::SourceChanged)), "{r:?}");
+    let got = Meta::from_std(&fs::metadata(out.join("f")).unwrap());
+    assert_ne!(
+        got.mtime, listed.mtime,
+        "a changed source must not look complete"
+    );
+}
+
+#[test]
+fn large_files_stream_and_keep_mode_and_nanosecond_mtime() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src_path = tmp.path().join("big");
+    let data: Vec<u8> = (0..(3 * SMALL_FILE as usize + 17))
+        .map(|i| (i * 31 % 251) as u8)
+        .collect();
+    fs::write(&src_path, &data).unwrap();
+    rustix::fs::chmod(&src_path, rustix::fs::Mode::from_raw_mode(0o4751)).unwrap();
+    let t = Time {
+        sec: 1_234_567_890,
+        nsec: 123_456_789,
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, &src_path, &mtime_only(t), AtFlags::empty()).unwrap();
+    let listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
+    let out = tmp.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let src = SourceFile {
+        file: File::open(&src_path).unwrap(),
+        meta: &listed,
+        listed: &listed,
+        path: &src_path,
+        sparse: false,
+        limit: None,
+    };
+    let d = dest(&out);
+    let n = d
+        .write_file(&d.root_dir().unwrap(), OsStr::new("big"), &src)
+        .unwrap();
+    assert_eq!(n, data.len() as u64);
+    assert_eq!(fs::read(out.join("big")).unwrap(), data);
+    let got = Meta::from_std(&fs::metadata(out.join("big")).unwrap());
+    assert_eq!((got.mode, got.mtime), (0o4751, t));
+}
+
+#[test]
+fn mkdir_mode_defers_what_mkdir_cannot_do() {
+    let m = |mode| Meta {
+        mode,
+        ..Meta::from_std(&fs::metadata("/").unwrap())
+    };
+    assert_eq!(mkdir_mode(&m(0o755)), 0o755);
+    assert_eq!(mkdir_mode(&m(0o555)), 0o700);
+    assert_eq!(mkdir_mode(&m(0o2775)), 0o700);
+}

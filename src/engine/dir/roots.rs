@@ -1,0 +1,293 @@
+//! Planning the roots: what the command line's sources and DEST name, and the first
+//! work queued from them.
+//!
+//! Kept apart from the per-directory scan because it runs once, on the calling thread,
+//! and holds rsync's operand rules (trailing slashes, one file onto a new name,
+//! duplicate names) that no directory below the top needs.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::Listed;
+use crate::dest::{self, Destination, RootState};
+use crate::engine::{DestKnown, Engine, EntryJob, Origin, root_is_dir};
+use crate::exit::Error;
+use crate::meta::{Kind, Meta};
+use crate::report::Stats;
+use crate::walk::SrcEntry;
+
+/// A source operand after applying rsync's trailing-slash rule.
+struct Operand {
+    path: PathBuf,
+    meta: Meta,
+    /// `SRC/`: copy the contents, not the directory itself.
+    contents: bool,
+}
+
+fn has_trailing_slash(p: &Path) -> bool {
+    p.as_os_str().as_encoded_bytes().ends_with(b"/")
+}
+
+/// rsync's rule: `SRC/`, `SRC/.` and `.` name the contents of SRC.
+fn names_contents(p: &Path) -> bool {
+    let b = p.as_os_str().as_encoded_bytes();
+    b.ends_with(b"/") || b.ends_with(b"/.") || b == b"."
+}
+
+impl<D: Destination> Engine<'_, D> {
+    /// DEST cannot be looked at or created: exit 3, unless the destination is gone.
+    fn unusable_dest(&self, e: dest::Error) -> Error {
+        match e {
+            dest::Error::Entry(source) => Error::Select {
+                path: self.cfg.dest.clone(),
+                source,
+            },
+            e => Error::Dest {
+                path: self.cfg.dest.clone(),
+                source: e,
+            },
+        }
+    }
+
+    /// Resolves sources and DEST, then queues the first work.
+    pub(in crate::engine) fn plan_roots(&self) -> Result<(), Error> {
+        let mut operands = Vec::new();
+        // -R and --files-from names go into one tree, walked beside the operands.
+        let (named, listed) = self.named_paths();
+        let given = self.cfg.sources.iter().filter(|src| {
+            self.cfg.paths.files_from.is_none()
+                && (!self.cfg.paths.relative || crate::relative::is_anchor_only(src))
+        });
+        for src in given.chain(&listed) {
+            let contents = names_contents(src);
+            // `SRC/` names the directory a symlink points to; `SRC` the link itself.
+            let m = if contents {
+                fs::metadata(src)
+            } else {
+                fs::symlink_metadata(src)
+            };
+            let meta = m.map_err(|source| Error::Select {
+                path: src.clone(),
+                source,
+            })?;
+            let meta = Meta::from_std(&meta);
+            // A source named twice is copied once (rsync drops duplicate names).
+            if operands
+                .iter()
+                .any(|o: &Operand| o.path == *src && o.contents == contents)
+            {
+                continue;
+            }
+            operands.push(Operand {
+                path: src.clone(),
+                contents: contents && meta.kind == Kind::Dir,
+                meta,
+            });
+        }
+        let state = self.dest.root_state().map_err(|e| self.unusable_dest(e))?;
+        let dest_slash = has_trailing_slash(&self.cfg.dest);
+
+        // One non-directory source onto a DEST that is not a directory: DEST is the
+        // new name of that file, as with cp and rsync.
+        if operands.len() == 1
+            && named.is_none()
+            && operands[0].meta.kind != Kind::Dir
+            && !self.follows_to_dir(&operands[0].path, &operands[0].meta)
+            && !root_is_dir(&state)
+            && !dest_slash
+        {
+            let op = operands.pop().unwrap();
+            let (dir, name) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
+            let node = self.new_node(
+                PathBuf::new(),
+                Some(dir),
+                (None, None),
+                Origin::Imagined,
+                None,
+                (Default::default(), None),
+            );
+            let known = match state {
+                RootState::Missing => DestKnown::Missing,
+                RootState::Exists(m) => DestKnown::Present(m),
+            };
+            let mut entries = vec![SrcEntry {
+                name,
+                path: op.path,
+                meta: op.meta,
+            }];
+            // -L and friends, --chmod, --chown: as for any other entry.
+            self.shape_entries(Path::new(""), &mut entries);
+            if self
+                .share_of(Path::new(""), &entries)
+                .is_some_and(|share| share.is_empty())
+            {
+                self.complete(&node);
+                return Ok(());
+            }
+            if let Some(entry) = entries.pop() {
+                self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
+                self.stats.found(&entry.meta);
+                self.sched.push(
+                    vec![],
+                    VecDeque::from([EntryJob {
+                        parent: node.clone(),
+                        entry,
+                        known,
+                    }]),
+                );
+            }
+            self.complete(&node);
+            return Ok(());
+        }
+
+        if let RootState::Exists(m) = &state
+            && m.kind != Kind::Dir
+        {
+            return Err(Error::Unusable {
+                path: self.cfg.dest.clone(),
+                why: "destination exists and is not a directory".into(),
+            });
+        }
+        let fresh = matches!(state, RootState::Missing);
+        let dir = if self.cfg.dry_run && fresh {
+            None
+        } else {
+            Some(self.dest.root_dir().map_err(|e| self.unusable_dest(e))?)
+        };
+        if fresh {
+            Stats::bump(&self.stats.dirs_created);
+            self.out.created_dest(&self.dest_display);
+            let code = match operands.as_slice() {
+                [o] if o.contents => self.new_dir_code(Path::new(""), &o.meta),
+                _ => Some("cd+++++++++".into()),
+            };
+            if let (Some(code), Some(op)) = (code, operands.first()) {
+                // rsync's line for the transfer's top directory, made from scratch.
+                let meta = Meta {
+                    kind: Kind::Dir,
+                    ..op.meta
+                };
+                let path = op.path.join(".");
+                let src = crate::report::Source {
+                    meta: &meta,
+                    path: &path,
+                };
+                self.out.change(&code, Path::new("./"), src);
+            }
+        }
+        // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
+        let only_contents = named.is_none() && operands.iter().all(|o| o.contents);
+        let only_names = operands.iter().all(|o| !o.contents);
+        // (-R and --files-from names beside it too: rsync sends its `.` with them.)
+        let lone = operands.len() == 1 && operands[0].contents;
+        let root_src = lone.then(|| operands[0].path.clone());
+        let root_meta = lone.then(|| self.shape_meta(operands[0].meta));
+        // DEST as it is now: one `root_dir` just made is finalized like one that was
+        // there (its backend made it with parents and a default mode).
+        let now = match (&state, &dir) {
+            (RootState::Missing, None) => None,
+            (RootState::Exists(m), _) if only_names => Some(*m),
+            _ => match self.dest.root_state() {
+                Ok(RootState::Exists(m)) => Some(m),
+                Ok(RootState::Missing) => None,
+                Err(e) => return Err(self.unusable_dest(e)),
+            },
+        };
+        if !only_names && let Some(m) = &now {
+            self.note_written_root(m);
+        }
+        let origin = match now {
+            Some(m) => Origin::Found(m),
+            None => Origin::Imagined,
+        };
+        if let (RootState::Exists(found), Some(meta)) = (&state, &root_meta) {
+            let path = operands[0].path.join(".");
+            let src = crate::report::Source { meta, path: &path };
+            self.itemize_dir(Path::new("./"), src, found);
+        }
+        let filters = self.root_filters(&operands);
+        let node = self.new_node(
+            PathBuf::new(),
+            dir,
+            (root_meta, root_src),
+            origin,
+            None,
+            (filters, named),
+        );
+
+        let mut entries = Vec::new();
+        let mut listing_ok = true;
+        for op in operands {
+            // -d: a directory named is created, `SRC/`'s top level sent.
+            if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.paths.dirs {
+                let name = if op.contents {
+                    Path::new(".")
+                } else {
+                    Path::new(op.path.file_name().unwrap_or_default())
+                };
+                self.out
+                    .info(format_args!("skipping directory {}", name.display()));
+                continue;
+            }
+            if op.contents {
+                Stats::bump(&self.stats.dirs_scanned);
+                let _listed = Listed(&self.stats);
+                match self.list_source(&op.path) {
+                    Some(list) => entries.extend(list),
+                    None => listing_ok = false,
+                }
+            } else {
+                let name =
+                    op.path
+                        .file_name()
+                        .map(|n| n.to_owned())
+                        .ok_or_else(|| Error::Unusable {
+                            path: op.path.clone(),
+                            why: "cannot copy a path with no name".into(),
+                        })?;
+                entries.push(SrcEntry {
+                    name,
+                    path: op.path,
+                    meta: op.meta,
+                });
+            }
+        }
+        if let Some(t) = &node.implied {
+            entries.extend(self.implied_entries(t));
+        }
+        // Several sources giving one name: the first one's entry is copied, as rsync's
+        // file list keeps the first of duplicate names.
+        let mut seen = std::collections::HashSet::new();
+        entries.retain(|e| seen.insert(e.name.clone()));
+        // Deleting at DEST's top level only makes sense when DEST mirrors `SRC/`.
+        let whole = listing_ok || self.cfg.ignore_errors;
+        self.deal_tree(&entries);
+        self.plan_children(&node, entries, fresh, whole && only_contents);
+        self.complete(&node);
+        Ok(())
+    }
+
+    /// The filter scope of DEST's top: the first source's (rsync reads the parents'
+    /// `dir-merge /NAME` files for its first transfer directory).
+    fn root_filters(&self, operands: &[Operand]) -> Arc<crate::filter::Scope> {
+        let Some(op) = operands.first() else {
+            return Default::default();
+        };
+        let transfer = match op.contents {
+            true => op.path.as_path(),
+            false => op.path.parent().unwrap_or(Path::new(".")),
+        };
+        let transfer = if transfer.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            transfer
+        };
+        let first_dir = (op.meta.kind == Kind::Dir).then_some(op.path.as_path());
+        let (scope, errors) = self.cfg.filter.root_scope(transfer, first_dir, op.contents);
+        self.filter_errors(&op.path, errors);
+        scope
+    }
+}

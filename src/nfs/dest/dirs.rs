@@ -1,0 +1,194 @@
+//! The directory calls the rest of the NFSv3 path is built on: LOOKUP, MKDIR and
+//! READDIRPLUS on a directory's handle.
+//!
+//! Apart from the `Destination` methods because they are the async layer those
+//! methods (and `objects`, `paths`, `write`) call, and share one rule: a directory
+//! handle that went stale is found again from the export root by its path and the
+//! call made once more.
+
+use std::io;
+
+use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, sattr3};
+
+use super::{NfsDest, NfsDir, ok};
+use crate::dest;
+use crate::meta::Meta;
+use crate::nfs::client::{Answer, dirop, meta, post_fh};
+use crate::nfs::error;
+
+/// More entries than any real directory holds: a listing past this is a broken server.
+const MAX_DIR_ENTRIES: usize = 100_000_000;
+
+impl NfsDest {
+    /// Finds a directory again from the export root (after NFS3ERR_STALE).
+    async fn walk(&self, path: &[Vec<u8>]) -> dest::Result<nfs_fh3> {
+        let mut fh = self.root.clone();
+        for c in path {
+            fh = ok(self.nfs.lookup(&fh, c).await?)?.0;
+        }
+        Ok(fh)
+    }
+
+    /// Runs `f` on the directory's handle, re-resolving it once if it went stale.
+    pub(in crate::nfs) async fn in_dir<T, F, Fut>(
+        &self,
+        dir: &NfsDir,
+        f: F,
+    ) -> dest::Result<Answer<T>>
+    where
+        F: Fn(nfs_fh3) -> Fut,
+        Fut: Future<Output = dest::Result<Answer<T>>>,
+    {
+        let a = f(dir.fh.clone()).await?;
+        if matches!(a.res, Err(nfsstat3::NFS3ERR_STALE)) && !dir.path.is_empty() {
+            let fh = self.walk(&dir.path).await?;
+            return f(fh).await;
+        }
+        Ok(a)
+    }
+
+    /// LOOKUP in a directory; `None` for NOENT.
+    pub(in crate::nfs) async fn lookup(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+    ) -> dest::Result<Option<(nfs_fh3, fattr3)>> {
+        let a = self
+            .in_dir(dir, |fh| async move { self.nfs.lookup(&fh, name).await })
+            .await?;
+        match a.res {
+            Err(nfsstat3::NFS3ERR_NOENT) => Ok(None),
+            r => r.map(Some).map_err(error::status),
+        }
+    }
+
+    /// MKDIR, where EXIST with a directory counts as made when it answers a retried
+    /// MKDIR of ours, or always when `strict` is false (DEST's own parents). With
+    /// `strict`, another creator's directory is EEXIST: the engine then lists it
+    /// instead of taking it for an empty one of its own.
+    pub(in crate::nfs) async fn mkdir_fh(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        mut attrs: sattr3,
+        strict: bool,
+    ) -> dest::Result<nfs_fh3> {
+        loop {
+            let a = self
+                .in_dir(dir, |fh| {
+                    let args = v3::MKDIR3args {
+                        where_: dirop(&fh, name),
+                        attributes: attrs.clone(),
+                    };
+                    async move {
+                        self.nfs
+                            .call::<_, v3::MKDIR3resok, v3::MKDIR3resfail>(P::NFSPROC3_MKDIR, &args)
+                            .await
+                    }
+                })
+                .await?;
+            return match a.res {
+                Ok(r) => match post_fh(r.obj) {
+                    Some(fh) => Ok(fh),
+                    None => self.lookup_dir(dir, name).await,
+                },
+                Err(nfsstat3::NFS3ERR_EXIST) if strict && !a.ambiguous => {
+                    Err(io::Error::from_raw_os_error(libc::EEXIST).into())
+                }
+                Err(nfsstat3::NFS3ERR_EXIST) => self.lookup_dir(dir, name).await,
+                // Owners refused (root squashed): again without them, once.
+                Err(stat) if self.owners_refused_by(&attrs, stat) => {
+                    attrs.uid = v3::Nfs3Option::None;
+                    attrs.gid = v3::Nfs3Option::None;
+                    continue;
+                }
+                Err(s) => Err(error::status(s)),
+            };
+        }
+    }
+
+    async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<nfs_fh3> {
+        self.lookup_dir_meta(dir, name).await.map(|(fh, _)| fh)
+    }
+
+    pub(super) async fn lookup_dir_meta(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+    ) -> dest::Result<(nfs_fh3, Meta)> {
+        match self.lookup(dir, name).await? {
+            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok((fh, meta(&a))),
+            Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
+            None => Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
+        }
+    }
+
+    /// All entries of a directory by READDIRPLUS pages (restarting on a changed cookie
+    /// verifier), without `.` and `..`.
+    pub(in crate::nfs) async fn readdir(
+        &self,
+        fh: &nfs_fh3,
+    ) -> dest::Result<Answer<Vec<v3::entryplus3<'static>>>> {
+        let mut restarts = 0;
+        'restart: loop {
+            let mut out = Vec::new();
+            let mut cookie = 0;
+            let mut verf = v3::cookieverf3::default();
+            loop {
+                let args = v3::READDIRPLUS3args {
+                    dir: fh.clone(),
+                    cookie,
+                    cookieverf: verf,
+                    dircount: 64 << 10,
+                    maxcount: 1 << 20,
+                };
+                let a = self
+                    .nfs
+                    .call::<_, v3::READDIRPLUS3resok<'static>, v3::READDIRPLUS3resfail>(
+                        P::NFSPROC3_READDIRPLUS,
+                        &args,
+                    )
+                    .await?;
+                let page = match a.res {
+                    Ok(p) => p,
+                    Err(nfsstat3::NFS3ERR_BAD_COOKIE) if restarts < 3 => {
+                        restarts += 1;
+                        continue 'restart;
+                    }
+                    Err(s) => {
+                        return Ok(Answer {
+                            res: Err(s),
+                            ambiguous: false,
+                        });
+                    }
+                };
+                let entries = page.reply.entries.into_inner();
+                let empty = entries.is_empty();
+                let before = cookie;
+                if let Some(last) = entries.last() {
+                    cookie = last.cookie;
+                }
+                verf = page.cookieverf;
+                out.extend(
+                    entries
+                        .into_iter()
+                        .filter(|e| e.name.0.as_ref() != b"." && e.name.0.as_ref() != b".."),
+                );
+                if page.reply.eof {
+                    return Ok(Answer {
+                        res: Ok(out),
+                        ambiguous: false,
+                    });
+                }
+                // A server that never gets anywhere must not keep us listing forever.
+                if empty || cookie == before || out.len() > MAX_DIR_ENTRIES {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "server's READDIRPLUS pages make no progress",
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+}
