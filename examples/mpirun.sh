@@ -8,14 +8,16 @@
 #   examples/mpirun.sh SRC/ DEST/ [N] [HOSTFILE]
 #
 # Spread the ranks over machines with a hostfile (one line per host: `node1 slots=2`):
-# each rank is then its own NFS client. As root, Open MPI wants --allow-run-as-root.
+# each rank is then its own NFS client. As root, Open MPI wants --allow-run-as-root;
+# --bind-to none keeps Open MPI from binding a lone rank to one core (nfsync runs
+# many workers per rank).
 # A rank on a slower client or link takes less work; none waits for another.
 set -euo pipefail
 
 SRC=${1:?usage: mpirun.sh SRC/ DEST/ [N] [HOSTFILE]}
 DEST=${2:?usage: mpirun.sh SRC/ DEST/ [N] [HOSTFILE]}
 N=${3:-4}
-ARGS=(-n "$N")
+ARGS=(-n "$N" --bind-to none)
 [ -n "${4:-}" ] && ARGS+=(--hostfile "$4")
 [ "$(id -u)" = 0 ] && ARGS+=(--allow-run-as-root)
 exec mpirun "${ARGS[@]}" nfsync -a --json --mpi "$SRC" "$DEST"

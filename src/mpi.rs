@@ -49,6 +49,9 @@ pub fn run(
     // N progress bars on one terminal would only garble each other.
     share.progress = false;
     let dynamic = threading == Threading::Multiple;
+    if let Some(why) = pinned() {
+        eprintln!("nfsync: rank {rank}: {why}");
+    }
     if size > 1 && !dynamic && rank == 0 {
         eprintln!(
             "nfsync: --mpi: this MPI library cannot take calls from several threads: static shares"
@@ -75,12 +78,15 @@ pub fn run(
         std::thread::scope(|s| {
             s.spawn(|| claims::serve(&ledger, size as usize - 1));
             let mine = run_share(&share);
+            if walked(&mine) {
+                ledger.walked();
+            }
             (mine, start.elapsed())
         })
     } else {
         share.claims = Some(Claims(Arc::new(claims::Remote::default())));
         let mine = run_share(&share);
-        claims::done();
+        claims::done(walked(&mine));
         (mine, start.elapsed())
     };
     let mine_s = took.as_secs_f64();
@@ -106,6 +112,7 @@ pub fn run(
         mine.files_copied,
         mine.links_created,
         mine.bytes_copied,
+        mine.dirs_scanned - mine.dirs_not_walked,
         (mine_s * 1e6) as u64,
     ];
     let root = world.process_at_rank(0);
@@ -113,7 +120,7 @@ pub fn run(
         root.gather_into(&part[..]);
         return Ok((mine, false));
     }
-    let mut parts = vec![0u64; 4 * size as usize];
+    let mut parts = vec![0u64; PART * size as usize];
     root.gather_into_root(&part[..], &mut parts[..]);
     let mut total = mine;
     set_summed(&mut total, &sums);
@@ -129,14 +136,15 @@ pub fn run(
     total.ranks = Some(size);
     total.per_rank = Some(
         parts
-            .chunks(4)
+            .chunks(PART)
             .enumerate()
             .map(|(r, p)| RankTotals {
                 rank: r as u64,
                 files_copied: p[0],
                 links_created: p[1],
                 bytes_copied: p[2],
-                elapsed_s: p[3] as f64 / 1e6,
+                dirs_walked: p[3],
+                elapsed_s: p[4] as f64 / 1e6,
             })
             .collect(),
     );
@@ -144,6 +152,34 @@ pub fn run(
     drop(universe);
     Ok((total, true))
 }
+
+/// Whether a rank's run walked the whole tree: it ended neither failed nor
+/// interrupted (per-file errors do not stop the walk).
+fn walked(s: &Summary) -> bool {
+    s.fatal.is_none() && !s.interrupted
+}
+
+/// Why this rank runs on fewer CPUs than the machine has, if it does: Open MPI binds
+/// each rank to one core when there are at most two ranks on a machine (one rank per
+/// machine included), which leaves nfsync's workers one core.
+fn pinned() -> Option<String> {
+    // SAFETY: CPU_* only touch the local set; sched_getaffinity writes into it.
+    let mine = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return None;
+        }
+        libc::CPU_COUNT(&set) as i64
+    };
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as i64;
+    (mine < online).then(|| {
+        format!("bound to {mine} of {online} CPUs (Open MPI binds by default): run mpirun --bind-to none")
+    })
+}
+
+/// How many numbers each rank's part in `per_rank` is.
+const PART: usize = 5;
 
 /// How many counters [`summed`] gives.
 const SUMMED: usize = 16;

@@ -68,6 +68,8 @@ pub struct Stats {
     pub kinds_scanned: KindCounts,
     /// The target lengths of the symlinks found (rsync counts them in the total size).
     pub link_bytes: AtomicU64,
+    /// `--mpi`: directories found but not walked, every unit in them being taken.
+    pub dirs_not_walked: AtomicU64,
 }
 
 impl Stats {
@@ -158,6 +160,9 @@ pub struct Summary {
     /// Bytes of the symlinks found (rsync counts them in "Total file size").
     #[serde(skip)]
     pub link_bytes: u64,
+    /// `--mpi`: directories found but not walked (see [`Stats::dirs_not_walked`]).
+    #[serde(skip)]
+    pub dirs_not_walked: u64,
 }
 
 /// One rank's part of a `--mpi` run (the finalize step is rank 0's, not in it).
@@ -167,6 +172,9 @@ pub struct RankTotals {
     pub files_copied: u64,
     pub links_created: u64,
     pub bytes_copied: u64,
+    /// The directories it walked: fewer than the tree's when another rank walked all
+    /// of it first.
+    pub dirs_walked: u64,
     pub elapsed_s: f64,
 }
 
@@ -207,6 +215,7 @@ impl Summary {
             per_rank: None,
             found_by_kind: s.found_by_kind(),
             link_bytes: g(&s.link_bytes),
+            dirs_not_walked: g(&s.dirs_not_walked),
         }
     }
 

@@ -202,6 +202,13 @@ impl<D: Destination> Engine<'_, D> {
             known,
             implied,
         } = job;
+        // --mpi: another process has walked the whole tree, so everything below is
+        // someone's already (see crate::shard::claim).
+        if self.cfg.claims.as_ref().is_some_and(|c| c.all_taken()) {
+            Stats::bump(&self.stats.dirs_not_walked);
+            self.complete(&parent);
+            return;
+        }
         if let Some(t) = implied.as_ref().filter(|t| self.bare_implied(t)) {
             return self.scan_bare(parent, entry, known, t.clone());
         }

@@ -332,7 +332,7 @@ impl Recorder {
     }
 }
 
-fn config(src: &Path, delete: bool) -> Config {
+pub(super) fn config(src: &Path, delete: bool) -> Config {
     let mut s = src.as_os_str().to_owned();
     s.push("/");
     Config {

@@ -117,3 +117,57 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::dest::local::LocalDest;
+    use crate::report::{Output, Stats};
+    use crate::shard::claim::{Claims, Ledger};
+
+    /// Runs the engine on `src` into `dst` taking units from `ledger`.
+    fn run(src: &Path, dst: &Path, ledger: &Arc<Ledger>) -> crate::report::Summary {
+        let mut cfg = super::super::order::config(src, false);
+        cfg.dest = dst.to_path_buf();
+        cfg.claims = Some(Claims(ledger.clone()));
+        let dest = LocalDest::new(&cfg.dest, cfg.owners);
+        let out = Output::new(true, 0, false, false);
+        super::super::run(
+            &cfg,
+            &dest,
+            &out,
+            Arc::new(Stats::default()),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn once_every_unit_is_taken_no_directory_below_is_walked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        for d in ["d1", "d2/sub"] {
+            std::fs::create_dir_all(src.join(d)).unwrap();
+            std::fs::write(src.join(d).join("f"), d).unwrap();
+        }
+        std::fs::write(src.join("top"), "top").unwrap();
+
+        // Nobody has walked the tree: this run takes and copies everything.
+        let fresh = Arc::new(Ledger::default());
+        let s = run(&src, &tmp.path().join("a"), &fresh);
+        assert_eq!((s.files_copied, s.dirs_not_walked), (3, 0), "{s:?}");
+
+        // Another process has walked it all: only the top level's own units are
+        // asked for, and the directories below are left to their takers.
+        let walked = Arc::new(Ledger::default());
+        walked.walked();
+        let dst = tmp.path().join("b");
+        let s = run(&src, &dst, &walked);
+        assert_eq!((s.files_copied, s.dirs_not_walked), (1, 2), "{s:?}");
+        assert!(dst.join("top").exists());
+        assert!(!dst.join("d1/f").exists());
+    }
+}

@@ -4,14 +4,16 @@
 //!
 //! A request is one message to rank 0: the tag the answer should carry, then the
 //! units asked for (one directory's at a time); the answer is one byte per unit,
-//! 1 if it is the asker's. Each waiting worker has its own answer tag, so the
-//! workers of one rank ask at once without taking each other's answers. A rank that
-//! is done says so (one empty message); the thread ends when every other rank has.
+//! 1 if it is the asker's, and one more, 1 once every unit is taken. Each waiting
+//! worker has its own answer tag, so the workers of one rank ask at once without
+//! taking each other's answers. A rank that is done says so, and whether it walked
+//! the whole tree (one byte); the thread ends when every other rank is done.
 //!
 //! Nobody spins while waiting: Open MPI's blocking calls poll at full speed, which
 //! on a machine with fewer cores than ranks takes the CPU the copy needs. Waits here
 //! are non-blocking probes with short sleeps in between (see [`poll`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::thread::sleep;
 use std::time::Duration;
@@ -59,7 +61,10 @@ pub(super) fn serve(ledger: &Ledger, others: usize) {
                 .or_else(|| world.any_process().immediate_matched_probe_with_tag(DONE))
         });
         if status.tag() == DONE {
-            let _: (Vec<u8>, Status) = (msg, status).matched_receive_vec();
+            let (walked, _): (Vec<u8>, Status) = (msg, status).matched_receive_vec();
+            if walked == [1] {
+                ledger.walked();
+            }
             done += 1;
             continue;
         }
@@ -67,17 +72,21 @@ pub(super) fn serve(ledger: &Ledger, others: usize) {
         let Some((&tag, units)) = ask.split_first() else {
             continue;
         };
-        let got: Vec<u8> = ledger.claim(units).into_iter().map(u8::from).collect();
+        let mut got: Vec<u8> = ledger.claim(units).into_iter().map(u8::from).collect();
+        got.push(u8::from(ledger.all_taken()));
         world
             .process_at_rank(status.source_rank())
             .send_with_tag(&got[..], tag as Tag);
     }
 }
 
-/// Tells rank 0 this rank will ask for nothing more.
-pub(super) fn done() {
+/// Tells rank 0 this rank will ask for nothing more, and whether it `walked` the
+/// whole tree.
+pub(super) fn done(walked: bool) {
     let world = SimpleCommunicator::world();
-    world.process_at_rank(0).send_with_tag(&[0u8; 0][..], DONE);
+    world
+        .process_at_rank(0)
+        .send_with_tag(&[u8::from(walked)][..], DONE);
 }
 
 /// Another rank's side: asks rank 0.
@@ -85,6 +94,8 @@ pub(super) fn done() {
 pub(super) struct Remote {
     tags: Mutex<Tags>,
     freed: Condvar,
+    /// Rank 0 said every unit is taken.
+    all_taken: AtomicBool,
 }
 
 #[derive(Default)]
@@ -125,8 +136,15 @@ impl Claim for Remote {
         ask.extend_from_slice(units);
         root.send_with_tag(&ask[..], CLAIM);
         let answer: (Message, Status) = poll(|| root.immediate_matched_probe_with_tag(tag));
-        let (got, _): (Vec<u8>, Status) = answer.matched_receive_vec();
+        let (mut got, _): (Vec<u8>, Status) = answer.matched_receive_vec();
         self.give_tag(tag);
+        if got.len() > units.len() && got.pop() == Some(1) {
+            self.all_taken.store(true, Ordering::Relaxed);
+        }
         got.into_iter().map(|b| b == 1).collect()
+    }
+
+    fn all_taken(&self) -> bool {
+        self.all_taken.load(Ordering::Relaxed)
     }
 }

@@ -20,10 +20,15 @@
 //!
 //! What `--delete` removes from a directory is one more unit, named with an empty
 //! first name (no entry has one), asked for only where there is something to remove.
+//!
+//! Once one process has walked the whole tree, every unit is someone's: the others
+//! learn it with their next answer ([`Claim::all_taken`]) and stop walking, so a
+//! process on a slow link does not hold the rest while it walks what is done.
 
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{ENTRY_COST, fnv1a64, path_bytes};
@@ -36,6 +41,11 @@ pub const UNIT_COST: u64 = 16 * ENTRY_COST;
 pub trait Claim: Send + Sync {
     /// Asks for `units`; for each, whether this process got it.
     fn claim(&self, units: &[u64]) -> Vec<bool>;
+
+    /// Whether every unit of the tree is taken: a process has walked all of it.
+    fn all_taken(&self) -> bool {
+        false
+    }
 }
 
 /// A shared handle on a [`Claim`], kept in the run's configuration.
@@ -55,6 +65,10 @@ impl Claims {
         }
         self.0.claim(units)
     }
+
+    pub fn all_taken(&self) -> bool {
+        self.0.all_taken()
+    }
 }
 
 /// The units of one process (or of the processes that ask it): every unit is given
@@ -62,12 +76,25 @@ impl Claims {
 #[derive(Debug, Default)]
 pub struct Ledger {
     given: Mutex<HashSet<u64>>,
+    walked: AtomicBool,
+}
+
+impl Ledger {
+    /// A process has walked the whole tree (its run ended, neither interrupted nor
+    /// failed).
+    pub fn walked(&self) {
+        self.walked.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Claim for Ledger {
     fn claim(&self, units: &[u64]) -> Vec<bool> {
         let mut given = self.given.lock().unwrap();
         units.iter().map(|&u| given.insert(u)).collect()
+    }
+
+    fn all_taken(&self) -> bool {
+        self.walked.load(Ordering::Relaxed)
     }
 }
 
@@ -255,5 +282,14 @@ mod tests {
         assert!(claimed(&claims, Path::new("d"), &v, false).is_empty());
         assert_eq!(claims.claim(&[deletions(Path::new("d"))]), [true]);
         assert_eq!(claims.claim(&[deletions(Path::new("d"))]), [false]);
+    }
+
+    #[test]
+    fn the_ledger_says_all_is_taken_once_a_process_has_walked_the_tree() {
+        let ledger = Arc::new(Ledger::default());
+        let claims = Claims(ledger.clone());
+        assert!(!claims.all_taken());
+        ledger.walked();
+        assert!(claims.all_taken());
     }
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::shards::{
-    compare, older_dest_with_extras, on_mount, over_nfs, temporaries_left, totals,
+    compare, older_dest_with_extras, on_mount, over_nfs, temporaries_left, totals, walkdir,
 };
 use crate::support::{Scratch, Tree, bin, describe, json_stats, slash, stat};
 
@@ -26,7 +26,7 @@ fn mpirun(groups: &[(usize, &[&str])], src: &Path, dest: &str) -> Value {
     if crate::support::is_root() {
         cmd.arg("--allow-run-as-root");
     }
-    cmd.arg("--oversubscribe");
+    cmd.args(["--oversubscribe", "--bind-to", "none"]);
     for (i, (n, args)) in groups.iter().enumerate() {
         if i > 0 {
             cmd.arg(":");
@@ -69,6 +69,15 @@ fn four_ranks(src: &Path, dest_arg: &str, dest_path: &Path, nfs: bool) {
     assert_eq!(stat(&v, "bytes_copied"), bytes, "{v}");
     // The totals are the ranks' own: the finalize step had nothing left to copy.
     assert_eq!(parts(&v).iter().sum::<u64>(), files + links, "{v}");
+    // One rank at least walked every directory (SRC/ itself included); none more.
+    let dirs = 1 + walkdir(src).iter().filter(|p| p.is_dir()).count() as u64;
+    let walked: Vec<u64> = v["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| stat(p, "dirs_walked"))
+        .collect();
+    assert_eq!(walked.iter().max(), Some(&dirs), "{v}");
     let diff = compare(src, dest_path, nfs);
     assert!(diff.is_empty(), "after mpirun:\n{diff}");
 }
