@@ -157,6 +157,26 @@ pub struct Meta {
     pub rdev: u64,
 }
 
+#[cfg(test)]
+impl Meta {
+    /// An entry of `kind` and `size`, mode 0644, owned by root, dated 1970, one link:
+    /// what unit tests that deal or cut listings need.
+    pub fn of(kind: Kind, size: u64) -> Meta {
+        Meta {
+            kind,
+            size,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            mtime: Time { sec: 0, nsec: 0 },
+            nlink: 1,
+            dev: 0,
+            ino: 0,
+            rdev: 0,
+        }
+    }
+}
+
 impl Meta {
     /// Converts `lstat`/`stat` results.
     pub fn from_std(m: &fs::Metadata) -> Meta {

@@ -120,22 +120,6 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::Time;
-
-    fn meta(kind: Kind, size: u64) -> Meta {
-        Meta {
-            kind,
-            size,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            mtime: Time { sec: 0, nsec: 0 },
-            nlink: 1,
-            dev: 0,
-            ino: 0,
-            rdev: 0,
-        }
-    }
 
     #[test]
     fn fnv1a64_is_the_published_function() {
@@ -150,7 +134,7 @@ mod tests {
         let metas: Vec<(String, Meta)> = (0..50)
             .map(|i| {
                 let kind = if i % 7 == 0 { Kind::Dir } else { Kind::File };
-                (format!("f{i}"), meta(kind, (i * 7919 % 3000) as u64))
+                (format!("f{i}"), Meta::of(kind, (i * 7919 % 3000) as u64))
             })
             .collect();
         let entries: Vec<(&[u8], &Meta)> = metas.iter().map(|(n, m)| (n.as_bytes(), m)).collect();
@@ -168,12 +152,12 @@ mod tests {
 
     #[test]
     fn one_large_file_and_many_small_balance_bytes_and_files() {
-        let mut metas = vec![("big".to_string(), meta(Kind::File, 4 << 20))];
+        let mut metas = vec![("big".to_string(), Meta::of(Kind::File, 4 << 20))];
         for i in 0..3 {
-            metas.push((format!("mid{i}"), meta(Kind::File, 4 << 20)));
+            metas.push((format!("mid{i}"), Meta::of(Kind::File, 4 << 20)));
         }
         for i in 0..400 {
-            metas.push((format!("s{i}"), meta(Kind::File, 100 + i)));
+            metas.push((format!("s{i}"), Meta::of(Kind::File, 100 + i)));
         }
         let entries: Vec<(&[u8], &Meta)> = metas.iter().map(|(n, m)| (n.as_bytes(), m)).collect();
         for k in 0..4 {
@@ -195,7 +179,7 @@ mod tests {
 
     #[test]
     fn multi_link_files_are_left_to_the_finalize_run_with_hard_links() {
-        let mut linked = meta(Kind::File, 10);
+        let mut linked = Meta::of(Kind::File, 10);
         linked.nlink = 2;
         let entries: Vec<(&[u8], &Meta)> = vec![(b"x", &linked)];
         for k in 0..3 {

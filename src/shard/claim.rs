@@ -175,26 +175,10 @@ pub fn claimed<'e>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::Time;
-
-    fn meta(kind: Kind, size: u64) -> Meta {
-        Meta {
-            kind,
-            size,
-            mode: 0o644,
-            uid: 0,
-            gid: 0,
-            mtime: Time { sec: 0, nsec: 0 },
-            nlink: 1,
-            dev: 0,
-            ino: 0,
-            rdev: 0,
-        }
-    }
 
     fn listing(n: usize, size: u64) -> Vec<(String, Meta)> {
         (0..n)
-            .map(|i| (format!("f{i:05}"), meta(Kind::File, size)))
+            .map(|i| (format!("f{i:05}"), Meta::of(Kind::File, size)))
             .collect()
     }
 
@@ -217,8 +201,8 @@ mod tests {
     #[test]
     fn every_entry_but_directories_is_in_exactly_one_unit_in_name_order() {
         let mut l = listing(40, 5000);
-        l.push(("big".into(), meta(Kind::File, 50 << 20)));
-        l.push(("sub".into(), meta(Kind::Dir, 0)));
+        l.push(("big".into(), Meta::of(Kind::File, 50 << 20)));
+        l.push(("sub".into(), Meta::of(Kind::Dir, 0)));
         l.reverse();
         let v = view(&l);
         let u = units(Path::new(""), &v, false);
@@ -265,7 +249,7 @@ mod tests {
 
     #[test]
     fn multi_link_files_are_left_to_the_finalize_run_with_hard_links() {
-        let mut linked = meta(Kind::File, 10);
+        let mut linked = Meta::of(Kind::File, 10);
         linked.nlink = 2;
         let v: Vec<(&[u8], &Meta)> = vec![(b"x", &linked)];
         assert!(units(Path::new(""), &v, true).is_empty());

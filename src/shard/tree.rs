@@ -91,24 +91,13 @@ impl TreeDeal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::{Meta, Time};
+    use crate::meta::Meta;
 
     fn file(name: &str, size: u64) -> SrcEntry {
         SrcEntry {
             name: name.into(),
             path: PathBuf::from("/nonexistent").join(name),
-            meta: Meta {
-                kind: Kind::File,
-                size,
-                mode: 0o644,
-                uid: 0,
-                gid: 0,
-                mtime: Time { sec: 0, nsec: 0 },
-                nlink: 1,
-                dev: 0,
-                ino: 0,
-                rdev: 0,
-            },
+            meta: Meta::of(Kind::File, size),
         }
     }
 
