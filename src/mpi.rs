@@ -64,7 +64,7 @@ pub fn run(
             Summary::failed(&e, cfg.dry_run)
         })
     };
-    let (mine, took) = if size == 1 {
+    let (mut mine, took) = if size == 1 {
         (run_share(&share), start.elapsed())
     } else if !dynamic {
         share.shard = Some(Shard {
@@ -100,8 +100,9 @@ pub fn run(
             None
         }
     });
-    let mut sums = vec![0u64; SUMMED];
-    world.all_reduce_into(&summed(&mine)[..], &mut sums[..], SystemOperation::sum());
+    let mine_sums = summed(&mut mine);
+    let mut sums = vec![0u64; mine_sums.len()];
+    world.all_reduce_into(&mine_sums[..], &mut sums[..], SystemOperation::sum());
     let mut worst = 0u64;
     world.all_reduce_into(
         &(mine.exit_code.code() as u64),
@@ -181,51 +182,43 @@ fn pinned() -> Option<String> {
 /// How many numbers each rank's part in `per_rank` is.
 const PART: usize = 5;
 
-/// How many counters [`summed`] gives.
-const SUMMED: usize = 16;
-
 /// The counters that add up over ranks. Directories are walked by every rank, so
 /// `dirs_scanned` is one rank's (all see the same tree): it is taken from rank 0.
-fn summed(s: &Summary) -> [u64; SUMMED] {
+fn counters(s: &mut Summary) -> [&mut u64; 14] {
     [
-        s.files_scanned,
-        s.bytes_scanned,
-        s.files_copied,
-        s.links_created,
-        s.files_skipped,
-        s.attrs_updated,
-        s.files_deleted,
-        s.dirs_created,
-        s.bytes_copied,
-        s.errors,
-        s.vanished,
-        s.specials_skipped,
-        s.times_clamped,
-        s.deletes_skipped,
-        s.rpcs.unwrap_or(0),
-        u64::from(s.interrupted),
+        &mut s.files_scanned,
+        &mut s.bytes_scanned,
+        &mut s.files_copied,
+        &mut s.links_created,
+        &mut s.files_skipped,
+        &mut s.attrs_updated,
+        &mut s.files_deleted,
+        &mut s.dirs_created,
+        &mut s.bytes_copied,
+        &mut s.errors,
+        &mut s.vanished,
+        &mut s.specials_skipped,
+        &mut s.times_clamped,
+        &mut s.deletes_skipped,
     ]
 }
 
+/// What one rank adds to the totals: its [`counters`], then its RPCs and whether it
+/// was interrupted.
+fn summed(s: &mut Summary) -> Vec<u64> {
+    let mut v: Vec<u64> = counters(s).into_iter().map(|c| *c).collect();
+    v.extend([s.rpcs.unwrap_or(0), u64::from(s.interrupted)]);
+    v
+}
+
+/// Puts the totals of [`summed`] into `s`.
 fn set_summed(s: &mut Summary, v: &[u64]) {
-    [
-        s.files_scanned,
-        s.bytes_scanned,
-        s.files_copied,
-        s.links_created,
-        s.files_skipped,
-        s.attrs_updated,
-        s.files_deleted,
-        s.dirs_created,
-        s.bytes_copied,
-        s.errors,
-        s.vanished,
-        s.specials_skipped,
-        s.times_clamped,
-        s.deletes_skipped,
-    ] = v[..14].try_into().expect("SUMMED counters");
-    s.rpcs = s.rpcs.map(|_| v[14]);
-    s.interrupted = v[15] > 0;
+    let (rpcs, interrupted) = (v[v.len() - 2], v[v.len() - 1]);
+    for (c, &x) in counters(s).into_iter().zip(v) {
+        *c = x;
+    }
+    s.rpcs = s.rpcs.map(|_| rpcs);
+    s.interrupted = interrupted > 0;
 }
 
 /// Adds what the finalize step changed (its scans and up-to-date entries are the

@@ -275,6 +275,21 @@ pub struct Source<'a> {
     pub path: &'a Path,
 }
 
+/// The line of a change to `rel` from `src`: no link, no bytes yet.
+fn source_item<'a>(code: &'a str, rel: &'a Path, src: Source<'a>) -> Item<'a> {
+    Item {
+        code,
+        rel,
+        kind: src.meta.kind,
+        meta: Some(src.meta),
+        src: Some(src.path),
+        link: None,
+        hard_link: None,
+        bytes: 0,
+        deleted: false,
+    }
+}
+
 impl<'a> From<&'a crate::walk::SrcEntry> for Source<'a> {
     fn from(e: &'a crate::walk::SrcEntry) -> Self {
         Source {
@@ -400,30 +415,16 @@ impl Output {
     /// [`Output::change`] for a symlink: rsync adds ` -> TARGET`.
     pub fn change_to(&self, code: &str, rel: &Path, link: Option<&Path>, src: Source<'_>) {
         self.item(&Item {
-            code,
-            rel,
-            kind: src.meta.kind,
-            meta: Some(src.meta),
-            src: Some(src.path),
             link,
-            hard_link: None,
-            bytes: 0,
-            deleted: false,
+            ..source_item(code, rel, src)
         });
     }
 
     /// [`Output::change`] for a hard link to `to` (rsync adds ` => TO`).
     pub fn hard_link(&self, code: &str, rel: &Path, to: &Path, src: Source<'_>) {
         self.item(&Item {
-            code,
-            rel,
-            kind: src.meta.kind,
-            meta: Some(src.meta),
-            src: Some(src.path),
-            link: None,
             hard_link: Some(to),
-            bytes: 0,
-            deleted: false,
+            ..source_item(code, rel, src)
         });
     }
 
