@@ -74,6 +74,10 @@ fn bar_lines(tmux: &Tmux, width: usize, cmd: &str, done: &Path) -> Vec<String> {
         let out = tmux.tmux(&["capture-pane", "-p", "-t", "t"]);
         for l in String::from_utf8_lossy(&out.stdout).lines() {
             let l = l.trim_end().to_string();
+            // The summary replaces the bar; at 40 columns it wraps onto a second line.
+            if l.starts_with("nfsync:") && l.contains("copied") {
+                break;
+            }
             if l.contains("files") && !lines.contains(&l) {
                 lines.push(l);
             }
