@@ -1,13 +1,15 @@
 //! Shares of one tree for several processes (`--shard K/N`): which entries this
 //! process copies, updates and deletes.
 //!
-//! Every process walks the whole source tree and creates every directory (whoever gets
-//! there first; the others find it made). The entries that are not directories are
-//! dealt the same way in every process on every machine, from the source listing
-//! alone, so no process talks to another. First the whole tree is dealt as one list
-//! ([`tree`]: each share alike in files and in bytes); past `tree::MAX_ENTRIES`
-//! entries, and for entries that appear after that deal, each directory is dealt on
-//! its own ([`Shard::mine`]):
+//! The entries that are not directories are dealt the same way in every process on
+//! every machine, from the source listing alone, so no process talks to another. First
+//! the whole tree is dealt in pieces ([`tree`]: small subtrees whole, each share alike
+//! in files and in bytes); a process walks only the directories with some of its
+//! entries at or below, and creates them if no other process got there first. Past
+//! `tree::MAX_ENTRIES` entries, and for entries and directories that appear after
+//! that deal, each directory is dealt on its own ([`Shard::mine`]) and every process
+//! walks it; with `--delete` every process walks every directory (what it removes
+//! may be anywhere):
 //!
 //! 1. Each entry costs its size in bytes plus [`ENTRY_COST`] (regular files; others
 //!    cost `ENTRY_COST` alone): a file's fixed cost — its create, attribute and close

@@ -121,7 +121,11 @@ impl<D: Destination> Engine<'_, D> {
         // own: no entry of its share, no deletion, no subdirectory (whose LOOKUP the
         // listing would save: a READDIRPLUS gives every subdirectory's handle).
         let needs_listing = share.as_ref().is_none_or(|s| {
-            self.cfg.delete || !s.is_empty() || entries.iter().any(|e| e.meta.kind == Kind::Dir)
+            self.cfg.delete
+                || !s.is_empty()
+                || entries
+                    .iter()
+                    .any(|e| e.meta.kind == Kind::Dir && self.walks(&node.rel, &e.name))
         });
         let listing = match &node.dir {
             _ if fresh => Listing::Fresh,

@@ -101,12 +101,28 @@ impl<D: Destination> Engine<'_, D> {
         self.cfg.shard.is_some() || self.cfg.claims.is_some()
     }
 
-    /// Keeps the directories (every share walks them), the other entries of `share`,
-    /// and the deletions this share owns: by name with `--shard`, the directory's
-    /// whole deletion unit with `--mpi`.
+    /// Whether this process walks directory `name` of `dir`: with `--shard`, only where
+    /// the deal gave it something at or below, unless `--delete` (whose extras may be
+    /// anywhere) or the deal did not see it.
+    pub(super) fn walks(&self, dir: &Path, name: &OsStr) -> bool {
+        if self.cfg.delete || self.cfg.claims.is_some() {
+            return true;
+        }
+        let deal = self.deal.get().and_then(Option::as_ref);
+        deal.and_then(|d| d.walks(&dir.join(name))).unwrap_or(true)
+    }
+
+    /// Keeps the directories this process walks, the other entries of `share`, and
+    /// the deletions this share owns: by name with `--shard`, the directory's whole
+    /// deletion unit with `--mpi`.
     pub(super) fn keep_share(&self, rel: &Path, plan: &mut DirPlan, share: &HashSet<OsString>) {
-        plan.children
-            .retain(|(e, _)| e.meta.kind == Kind::Dir || share.contains(&e.name));
+        plan.children.retain(|(e, _)| {
+            if e.meta.kind == Kind::Dir {
+                self.walks(rel, &e.name)
+            } else {
+                share.contains(&e.name)
+            }
+        });
         if let Some(claims) = &self.cfg.claims {
             if !plan.deletions.is_empty() && claims.claim(&[claim::deletions(rel)]) != [true] {
                 plan.deletions.clear();
