@@ -81,8 +81,9 @@ impl TreeDeal {
             dirs[p].count += c;
             dirs[p].bytes += b;
         }
-        let files = dirs[0].count;
-        // Every entry counts one byte at least, so an empty tree divides by nothing.
+        // At least one entry and one byte, so a tree of empty directories divides by
+        // nothing.
+        let files = dirs[0].count.max(1);
         let bytes = dirs[0].bytes.max(1);
         let cost = |n: u128, b: u128| n * bytes + b * files;
         let bound = cost(files, bytes) / (PIECES_PER_SHARE * u128::from(shard.count));
