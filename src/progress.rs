@@ -122,7 +122,7 @@ impl Snapshot {
     }
 }
 
-/// Files and bytes per second over the last [`RATE_WINDOW`].
+/// Files and bytes per second over the last `RATE_WINDOW`.
 #[derive(Default)]
 pub struct Rates {
     samples: VecDeque<(Duration, u64, u64)>,

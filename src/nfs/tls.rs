@@ -145,7 +145,7 @@ impl Tls {
     }
 
     /// The TLS handshake on a connected socket, within `timeout` (at most
-    /// [`HANDSHAKE_MAX`]). A refused certificate is [`RpcError::Tls`], final; a
+    /// `HANDSHAKE_MAX`). A refused certificate is [`RpcError::Tls`], final; a
     /// connection closed, reset or silent during the handshake is
     /// [`RpcError::Connect`], like a TCP connect that failed.
     pub async fn connect(
