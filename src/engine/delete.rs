@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::{DirNode, Engine};
-use crate::dest::{self, Destination, Removal};
+use crate::dest::{self, DestEntry, Destination, Removal};
 use crate::meta::Kind;
 use crate::report::Stats;
 
@@ -147,16 +147,10 @@ impl<D: Destination> Engine<'_, D> {
         if kind == Kind::Dir
             && let Some(dir) = dir
         {
-            let (sub, _) = self.dest.open_dir(dir, name)?;
-            let mut children = self.dest.list(&sub)?;
-            children.sort_by(|a, b| a.name.cmp(&b.name));
+            let (sub, children) = self.listing_by_name(dir, name)?;
             for c in children {
-                let ckind = match c.kind.or(c.meta.map(|m| m.kind)) {
-                    Some(k) => k,
-                    None => match self.dest.stat(&sub, &c.name)? {
-                        Some(m) => m.kind,
-                        None => continue,
-                    },
+                let Some(ckind) = self.kind_of(&sub, &c)? else {
+                    continue;
                 };
                 all &= self.pretend_delete(Some(&sub), &c.name, &rel.join(&c.name), ckind, each)?;
             }
@@ -166,5 +160,27 @@ impl<D: Destination> Engine<'_, D> {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Opens directory `name` of `dir` and lists its children in name order: the walk
+    /// of what a removal takes, deepest first.
+    pub(super) fn listing_by_name(
+        &self,
+        dir: &D::Dir,
+        name: &OsStr,
+    ) -> dest::Result<(D::Dir, Vec<DestEntry>)> {
+        let (sub, _) = self.dest.open_dir(dir, name)?;
+        let mut children = self.dest.list(&sub)?;
+        children.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok((sub, children))
+    }
+
+    /// The kind of child `c` of `sub`, asked for where the listing lacks it; `None` if
+    /// it is gone meanwhile.
+    pub(super) fn kind_of(&self, sub: &D::Dir, c: &DestEntry) -> dest::Result<Option<Kind>> {
+        match c.kind.or(c.meta.map(|m| m.kind)) {
+            Some(k) => Ok(Some(k)),
+            None => Ok(self.dest.stat(sub, &c.name)?.map(|m| m.kind)),
+        }
     }
 }

@@ -123,18 +123,12 @@ impl<D: Destination> Engine<'_, D> {
             each.removed(rel, kind);
             return Ok(true);
         }
-        let (sub, _) = self.dest.open_dir(dir, name)?;
-        let mut children = self.dest.list(&sub)?;
-        children.sort_by(|a, b| a.name.cmp(&b.name));
+        let (sub, children) = self.listing_by_name(dir, name)?;
         let below = parent.join(name);
         let mut all = true;
         for c in children {
-            let ckind = match c.kind.or(c.meta.map(|m| m.kind)) {
-                Some(k) => k,
-                None => match self.dest.stat(&sub, &c.name)? {
-                    Some(m) => m.kind,
-                    None => continue,
-                },
+            let Some(ckind) = self.kind_of(&sub, &c)? else {
+                continue;
             };
             let crel = rel.join(&c.name);
             all &= self.back_up_deleted(&sub, (node, &below), (&c.name, &crel, ckind), each)?;

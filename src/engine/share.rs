@@ -105,7 +105,7 @@ impl<D: Destination> Engine<'_, D> {
     /// the deal gave it something at or below, unless `--delete` (whose extras may be
     /// anywhere) or the deal did not see it.
     pub(super) fn walks(&self, dir: &Path, name: &OsStr) -> bool {
-        if self.cfg.delete || self.cfg.claims.is_some() {
+        if self.cfg.delete {
             return true;
         }
         let deal = self.deal.get().and_then(Option::as_ref);

@@ -23,7 +23,7 @@
 //! on its own ([`super::Shard::mine`], every shard walking every directory); so are
 //! entries and directories that appear after the deal.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
@@ -44,11 +44,9 @@ pub const PIECES_PER_SHARE: u128 = 16;
 /// DEST and name, and which directories this share walks.
 #[derive(Debug, Default)]
 pub struct TreeDeal {
-    /// Every directory the deal saw (DEST itself is the empty path), with its entries
-    /// that are not directories.
-    dirs: HashMap<PathBuf, HashMap<OsString, bool>>,
-    /// The directories with some of this share's entries at or below.
-    walks: HashSet<PathBuf>,
+    /// Every directory the deal saw (DEST itself is the empty path): whether this share
+    /// has entries at or below it, and its entries that are not directories.
+    dirs: HashMap<PathBuf, (bool, HashMap<OsString, bool>)>,
 }
 
 /// A source directory while dealing.
@@ -164,26 +162,21 @@ impl TreeDeal {
 
         let mut deal = TreeDeal::default();
         for dir in dirs {
-            if dir.walk {
-                deal.walks.insert(dir.rel.clone());
-            }
             let entries = dir.entries.into_iter().map(|(n, _, m)| (n, m)).collect();
-            deal.dirs.insert(dir.rel, entries);
+            deal.dirs.insert(dir.rel, (dir.walk, entries));
         }
         Some(deal)
     }
 
     /// Whether `name` in `dir` is this share's; `None` when the deal did not see it.
     pub fn lookup(&self, dir: &Path, name: &std::ffi::OsStr) -> Option<bool> {
-        self.dirs.get(dir)?.get(name).copied()
+        self.dirs.get(dir)?.1.get(name).copied()
     }
 
     /// Whether this share has anything at or below directory `dir`, so walks it;
     /// `None` when the deal did not see it (then every share walks it).
     pub fn walks(&self, dir: &Path) -> Option<bool> {
-        self.dirs
-            .contains_key(dir)
-            .then(|| self.walks.contains(dir))
+        self.dirs.get(dir).map(|d| d.0)
     }
 }
 

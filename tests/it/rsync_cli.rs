@@ -115,17 +115,12 @@ pub(crate) fn against_rsync_setup(
     compare_extra: &[&str],
     setup: &dyn Fn(&Path, &Path),
 ) -> String {
-    let s = Scratch::new();
-    let src = source(&s.join("src"));
-    start(&s.join("start"));
-    setup(src.root(), &s.join("start"));
-    copy_tree(&s.join("start"), &s.join("by_rsync"));
-    copy_tree(&s.join("start"), &s.join("by_nfsync"));
-    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
-    let dest = match &server {
-        Some(server) => server.url("/by_nfsync").into(),
-        None => slash(&s.join("by_nfsync")),
-    };
+    let Sides {
+        s,
+        src,
+        server: _server,
+        dest,
+    } = Sides::new(via, setup);
     let srcs: Vec<_> = operands
         .iter()
         .map(|o| match *o {
@@ -151,6 +146,39 @@ pub(crate) fn against_rsync_setup(
     let changed = diff(&s.join("start"), &s.join("by_rsync"), &[]);
     assert!(!changed.is_empty(), "rsync {flags:?} changed nothing");
     diff(&s.join("by_rsync"), &s.join("by_nfsync"), compare_extra)
+}
+
+/// The scratch of a side-by-side run: the source tree, and the start tree copied to
+/// `by_rsync` and `by_nfsync` (after `setup(source, start)`); `dest` is nfsync's
+/// destination, through an in-process server with [`Via::InProc`], which lives as
+/// long as this.
+pub(crate) struct Sides {
+    pub s: Scratch,
+    pub src: Tree,
+    pub server: Option<Server>,
+    pub dest: std::ffi::OsString,
+}
+
+impl Sides {
+    pub(crate) fn new(via: Via, setup: &dyn Fn(&Path, &Path)) -> Sides {
+        let s = Scratch::new();
+        let src = source(&s.join("src"));
+        start(&s.join("start"));
+        setup(src.root(), &s.join("start"));
+        copy_tree(&s.join("start"), &s.join("by_rsync"));
+        copy_tree(&s.join("start"), &s.join("by_nfsync"));
+        let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
+        let dest = match &server {
+            Some(server) => server.url("/by_nfsync").into(),
+            None => slash(&s.join("by_nfsync")),
+        };
+        Sides {
+            s,
+            src,
+            server,
+            dest,
+        }
+    }
 }
 
 /// `rsync -anciH --delete EXTRA A/ B/`: what would change to make B like A.

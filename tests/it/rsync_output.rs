@@ -10,10 +10,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::rsync_cli::{Via, diff, source, start};
-use crate::support::dirfs::DirFs;
-use crate::support::inproc::Server;
-use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, slash};
+use crate::rsync_cli::{Sides, Via, diff};
+use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 /// One run of each, side by side.
 struct Both {
@@ -33,16 +31,12 @@ impl Both {
 /// `rsync FLAGS SRC/ DEST` and `nfsync FLAGS SRC/ DEST` onto copies of the start tree;
 /// `LOG` in a flag is replaced by `rsync.log` / `nfsync.log` in the scratch directory.
 fn both(via: Via, flags: &[&str]) -> Both {
-    let s = Scratch::new();
-    let src = source(&s.join("src"));
-    start(&s.join("start"));
-    copy_tree(&s.join("start"), &s.join("by_rsync"));
-    copy_tree(&s.join("start"), &s.join("by_nfsync"));
-    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
-    let dest = match &server {
-        Some(server) => server.url("/by_nfsync").into(),
-        None => slash(&s.join("by_nfsync")),
-    };
+    let Sides {
+        s,
+        src,
+        server,
+        dest,
+    } = Sides::new(via, &|_, _| {});
     let with_log = |who: &str| -> Vec<String> {
         let log = s.join(format!("{who}.log"));
         flags

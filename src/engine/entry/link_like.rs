@@ -52,43 +52,67 @@ impl<D: Destination> Engine<'_, D> {
             };
             let src = self.as_stored(&job.entry.meta);
             let decision = plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules);
-            if decision == Decision::Create
-                && let Some(a) = self.link_like_from_basis(job, rel, &src, Some(&target), last)
-            {
-                return a;
-            }
-            match decision {
-                Decision::UpToDate | Decision::Skip => {
-                    Stats::bump(&self.stats.files_skipped);
-                    if decision == Decision::UpToDate {
-                        self.source_done(job);
-                    }
-                    Attempt::Done(true)
-                }
-                Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, ('L', Some(Path::new(&target))), None);
-                    Attempt::Done(true)
-                }
-                _ => self.create_link_like(
-                    job,
-                    rel,
-                    dst.as_ref(),
-                    (
-                        &symlink_code(&src, dst.as_ref(), self),
-                        Some(Path::new(&target)),
-                    ),
-                    last,
-                    |dir| {
-                        self.dest.symlink(
-                            dir,
-                            &job.entry.name,
-                            &target,
-                            &self.give(&job.entry.meta),
-                        )
-                    },
-                ),
-            }
+            self.act_link_like(
+                job,
+                rel,
+                (&src, decision),
+                ('L', Some(&target)),
+                last,
+                || {
+                    self.create_link_like(
+                        job,
+                        rel,
+                        dst.as_ref(),
+                        (
+                            &symlink_code(&src, dst.as_ref(), self),
+                            Some(Path::new(&target)),
+                        ),
+                        last,
+                        |dir| {
+                            self.dest.symlink(
+                                dir,
+                                &job.entry.name,
+                                &target,
+                                &self.give(&job.entry.meta),
+                            )
+                        },
+                    )
+                },
+            )
         })
+    }
+
+    /// Carries out `decision` for a symlink (`letter` 'L', with its `target`) or a
+    /// special file ('S'): a basis directory's copy first where one is to be made,
+    /// then `create`.
+    fn act_link_like(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        (src, decision): (&Meta, Decision),
+        (letter, target): (char, Option<&std::ffi::OsStr>),
+        last: bool,
+        create: impl FnOnce() -> Attempt,
+    ) -> Attempt {
+        if decision == Decision::Create
+            && let Some(a) = self.link_like_from_basis(job, rel, src, target, last)
+        {
+            return a;
+        }
+        match decision {
+            Decision::UpToDate | Decision::Skip => {
+                Stats::bump(&self.stats.files_skipped);
+                if decision == Decision::UpToDate {
+                    self.source_done(job);
+                }
+                Attempt::Done(true)
+            }
+            Decision::FixAttrs(what) => {
+                self.fix_attrs(job, rel, what, (letter, target.map(Path::new)), None);
+                Attempt::Done(true)
+            }
+            _ => create(),
+        }
     }
 
     /// Creates a symlink or special file in place of whatever `dst` is, counting it and
@@ -147,35 +171,17 @@ impl<D: Destination> Engine<'_, D> {
             };
             let src = self.as_stored(&job.entry.meta);
             let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
-            if decision == Decision::Create
-                && let Some(a) = self.link_like_from_basis(job, rel, &src, None, last)
-            {
-                return a;
-            }
-            match decision {
-                Decision::UpToDate | Decision::Skip => {
-                    Stats::bump(&self.stats.files_skipped);
-                    if decision == Decision::UpToDate {
-                        self.source_done(job);
-                    }
-                    Attempt::Done(true)
-                }
-                Decision::FixAttrs(what) => {
-                    self.fix_attrs(job, rel, what, ('S', None), None);
-                    Attempt::Done(true)
-                }
-                _ => {
-                    let code = if kind.is_device() {
-                        "cD+++++++++"
-                    } else {
-                        "cS+++++++++"
-                    };
-                    self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
-                        self.dest
-                            .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
-                    })
-                }
-            }
+            self.act_link_like(job, rel, (&src, decision), ('S', None), last, || {
+                let code = if kind.is_device() {
+                    "cD+++++++++"
+                } else {
+                    "cS+++++++++"
+                };
+                self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
+                    self.dest
+                        .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
+                })
+            })
         })
     }
 }
