@@ -390,13 +390,18 @@ fn delay_updates() {
 
 /// `--delay-updates`: watched while it runs (paced by --bwlimit), no file is replaced
 /// while another is still being transferred — the small file's update, done long
-/// before the big one's, appears only with it.
+/// before the big one's, appears only once the big one's temporary is whole.
+///
+/// "Still being transferred" is read off the big file's temporary (`.big.nfsync-…`,
+/// shorter than the source), not off `big` itself: the renames at the end come one
+/// after another, so a look between them sees `small` new and `big` old, rightly.
 #[test]
 fn delay_updates_replace_nothing_before_the_end() {
+    const BIG: u64 = 1_500_000;
     let s = Scratch::new();
     let src = Tree::new(s.join("src"));
     src.random_file("small", 100_000, 1)
-        .random_file("big", 1_500_000, 2)
+        .random_file("big", BIG, 2)
         .mtime("small", 1_600_000_000, 0)
         .mtime("big", 1_600_000_000, 0);
     let dst = Tree::new(s.join("dst"));
@@ -409,17 +414,31 @@ fn delay_updates_replace_nothing_before_the_end() {
         .spawn()
         .unwrap();
     let is_new = |f: &str| fs::metadata(dst.path(f)).unwrap().len() > 4;
-    let (mut polls, mut early) = (0, 0);
+    // The big file's temporary, while it is shorter than the source.
+    let big_in_transfer = || {
+        fs::read_dir(dst.root()).unwrap().flatten().any(|e| {
+            e.file_name()
+                .as_encoded_bytes()
+                .starts_with(b".big.nfsync-")
+                && e.metadata().is_ok_and(|m| m.len() < BIG)
+        })
+    };
+    let (mut polls, mut seen_in_transfer, mut early) = (0, 0, 0);
     while child.try_wait().unwrap().is_none() {
-        // The small one first: new then means its rename came before this look.
+        // `small` first: new then means its rename came before the look at `big`'s
+        // temporary, which must by then be whole.
         let small = is_new("small");
-        let big = is_new("big");
-        early += usize::from(small && !big);
+        let transferring = big_in_transfer();
+        early += usize::from(small && transferring);
+        seen_in_transfer += usize::from(transferring);
         polls += 1;
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(early, 0, "small was replaced while big was in transfer");
-    assert!(polls > 20, "the run was too quick to watch ({polls} looks)");
+    assert!(
+        seen_in_transfer >= 5,
+        "the big file's transfer was too quick to watch ({seen_in_transfer} of {polls} looks)"
+    );
     assert!(is_new("small") && is_new("big"));
     assert_eq!(
         fs::read(dst.path("small")).unwrap(),
