@@ -592,9 +592,14 @@ fn linked_sources_on_the_command_line_follow_rsync() {
                 .output()
                 .unwrap();
             codes.push(out.status.code());
-            // DEST's own time is the time of the run: the same for both.
-            filetime::set_file_mtime(s.join(side), filetime::FileTime::from_unix_time(1, 0))
-                .unwrap();
+            // The times of the directory holding DEST, and of a DEST directory (no
+            // operand here ends in `/`, so no source directory's copy), are when each
+            // tool last created something in them: the same for both.
+            let named = s.join(side).join(dest.trim_end_matches('/'));
+            let own = fs::symlink_metadata(&named).is_ok_and(|m| m.is_dir());
+            for dir in std::iter::once(s.join(side)).chain(own.then_some(named)) {
+                filetime::set_file_mtime(dir, filetime::FileTime::from_unix_time(1, 0)).unwrap();
+            }
         }
         let what = format!("{flags:?} {operand} {dest}");
         assert_eq!(codes[0], codes[1], "{what}: exit codes");
