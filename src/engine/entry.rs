@@ -135,6 +135,8 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
+    /// Brings an entry's attributes in line (its content is already right). `last`: a
+    /// race is an error, not a reason for another look.
     fn fix_attrs(
         &self,
         job: &EntryJob<D>,
@@ -142,19 +144,29 @@ impl<D: Destination> Engine<'_, D> {
         what: AttrSet,
         (code, link): (char, Option<&Path>),
         xattrs_done: Option<XattrChange>,
-    ) {
+        last: bool,
+    ) -> Attempt {
         if !self.cfg.dry_run {
             let dir = job
                 .parent
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            if let Err(e) =
-                self.dest
-                    .set_attrs(dir, &job.entry.name, &self.give(&job.entry.meta), what)
+            match self
+                .dest
+                .set_attrs(dir, &job.entry.name, &self.give(&job.entry.meta), what)
             {
-                self.dest_error(rel, e);
-                return;
+                Ok(()) => {}
+                // Another run removed the name, or renamed its own copy over it, between
+                // our look and the change: look again.
+                Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
+                    return Attempt::Raced;
+                }
+                // The entry itself is in place (counted as an error, as before).
+                Err(e) => {
+                    self.dest_error(rel, e);
+                    return Attempt::Done(true);
+                }
             }
         }
         Stats::bump(&self.stats.attrs_updated);
@@ -187,6 +199,7 @@ impl<D: Destination> Engine<'_, D> {
         );
         // rsync shows a symlink's target on every line about it.
         self.out.change_to(&flags, rel, link, (&job.entry).into());
+        Attempt::Done(true)
     }
 
     /// A regular file. Returns whether the destination now holds the file.
@@ -222,7 +235,9 @@ impl<D: Destination> Engine<'_, D> {
             {
                 Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), &self.rules),
                 Ok(false) => Decision::Replace,
-                Err(e) if !last && e.kind() == io::ErrorKind::NotFound => return Attempt::Raced,
+                Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
+                    return Attempt::Raced;
+                }
                 Err(e) => {
                     self.dest_error(rel, e);
                     return Attempt::Done(false);
@@ -241,21 +256,24 @@ impl<D: Destination> Engine<'_, D> {
                 // The quick check also brings extended attributes and ACLs in line.
                 let x = self.entry_xattrs(job, rel);
                 if x.any() {
-                    self.fix_attrs(job, rel, AttrSet::default(), ('f', None), Some(x));
-                } else {
-                    Stats::bump(&self.stats.files_skipped);
-                    self.source_done(job);
+                    return self.fix_attrs(
+                        job,
+                        rel,
+                        AttrSet::default(),
+                        ('f', None),
+                        Some(x),
+                        last,
+                    );
                 }
+                Stats::bump(&self.stats.files_skipped);
+                self.source_done(job);
                 Attempt::Done(true)
             }
             Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
                 Attempt::Done(true)
             }
-            Decision::FixAttrs(what) => {
-                self.fix_attrs(job, rel, what, ('f', None), None);
-                Attempt::Done(true)
-            }
+            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, ('f', None), None, last),
             Decision::Create | Decision::Replace | Decision::CompareContent
                 if self.append_leaves(dst.as_ref(), src) =>
             {

@@ -5,8 +5,10 @@
 //! never with nfsync's own code. Error cases (closed port, wrong export, a server that
 //! speaks garbage or never answers, connections cut mid-run) use small fake servers.
 
+use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -275,6 +277,27 @@ fn server_errors_name_the_path_and_the_rest_is_copied() {
         assert_eq!(got.get(name), want.get(name), "{name}");
     }
     assert!(!got.contains_key("full_disk") && !got.contains_key("ro_dir"));
+}
+
+/// A name changed between the look and the attribute change (another run renamed its
+/// copy over it, so the handle just looked up answers STALE): the file is looked at
+/// again and its attributes set, not reported as an error. (memfs keeps no modes, so
+/// every run sets both files' modes; the first of those SETATTRs answers STALE.)
+#[test]
+fn a_stale_handle_while_fixing_attributes_is_looked_at_again() {
+    let faulty = FaultyFs::new();
+    let stale = faulty.stale_setattrs.clone();
+    let server = Server::start(None, faulty);
+    let s = Scratch::new();
+    let src = s.join("src");
+    Tree::new(&src).file("f", "f\n").file("g", "g\n");
+    sync_ok(&[], &src, server.url("/d"));
+    stale.store(1, Ordering::SeqCst);
+    let out = sync_ok(&["--json"], &src, server.url("/d"));
+    assert_eq!(stale.load(Ordering::SeqCst), 0, "no SETATTR answered STALE");
+    let stats = json_stats(&out);
+    assert_eq!(stat(&stats, "attrs_updated"), 2, "{}", describe(&out));
+    assert_eq!(stat(&stats, "files_copied"), 0, "{}", describe(&out));
 }
 
 /// A disk that fills up during an update: the old copy stays whole (the update went to

@@ -108,8 +108,7 @@ impl<D: Destination> Engine<'_, D> {
                 Attempt::Done(true)
             }
             Decision::FixAttrs(what) => {
-                self.fix_attrs(job, rel, what, (letter, target.map(Path::new)), None);
-                Attempt::Done(true)
+                self.fix_attrs(job, rel, what, (letter, target.map(Path::new)), None, last)
             }
             _ => create(),
         }

@@ -1,4 +1,5 @@
-//! The memfs server with failures injected (JUKEBOX, NOSPC, DQUOT, ROFS, slow COMMIT):
+//! The memfs server with failures injected (JUKEBOX, NOSPC, DQUOT, ROFS, STALE, slow
+//! COMMIT):
 //! a whole NFS file system's worth of pass-through, so it lives apart from the tests
 //! that use it.
 
@@ -11,10 +12,13 @@ use nfs3_server::memfs::MemFs;
 use nfs3_server::vfs::{FileHandleU64, NfsFileSystem, NfsReadFileSystem, ReadDirPlusIterator};
 
 /// memfs with injected failures: the first `jukebox` WRITEs answer NFS3ERR_JUKEBOX,
-/// CREATE of `full*` answers NOSPC and of `quota*` DQUOT, MKDIR of `ro*` ROFS.
+/// CREATE of `full*` answers NOSPC and of `quota*` DQUOT, MKDIR of `ro*` ROFS, and the
+/// first `stale_setattrs` SETATTRs answer STALE (what a handle looked up a moment
+/// before answers once another run has renamed its own copy over the name).
 pub(super) struct FaultyFs {
     pub(super) inner: MemFs,
     pub(super) jukebox: AtomicUsize,
+    pub(super) stale_setattrs: Arc<AtomicUsize>,
     /// How long each COMMIT takes.
     pub(super) slow_commit: Duration,
     /// WRITEs that reach past this offset answer NOSPC (a file too big for the disk).
@@ -26,10 +30,17 @@ impl FaultyFs {
         FaultyFs {
             inner: MemFs::default(),
             jukebox: AtomicUsize::new(0),
+            stale_setattrs: Arc::new(AtomicUsize::new(0)),
             slow_commit: Duration::ZERO,
             space: Arc::new(AtomicU64::new(u64::MAX)),
         }
     }
+}
+
+/// Counts one injected failure down; `false` once none are left.
+fn take_one(left: &AtomicUsize) -> bool {
+    left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 fn name_starts(name: &filename3<'_>, prefix: &str) -> bool {
@@ -79,6 +90,9 @@ impl NfsReadFileSystem for FaultyFs {
 
 impl NfsFileSystem for FaultyFs {
     async fn setattr(&self, id: &FileHandleU64, s: v3::sattr3) -> Result<v3::fattr3, v3::nfsstat3> {
+        if take_one(&self.stale_setattrs) {
+            return Err(v3::nfsstat3::NFS3ERR_STALE);
+        }
         self.inner.setattr(id, s).await
     }
 
@@ -89,13 +103,7 @@ impl NfsFileSystem for FaultyFs {
         data: &[u8],
         stable: v3::stable_how,
     ) -> Result<(v3::fattr3, v3::stable_how), v3::nfsstat3> {
-        let left = self.jukebox.load(Ordering::SeqCst);
-        if left > 0
-            && self
-                .jukebox
-                .compare_exchange(left, left - 1, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok()
-        {
+        if take_one(&self.jukebox) {
             return Err(v3::nfsstat3::NFS3ERR_JUKEBOX);
         }
         if offset + data.len() as u64 > self.space.load(Ordering::SeqCst) {

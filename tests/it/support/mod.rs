@@ -34,6 +34,23 @@ pub use compare::{
 };
 pub use tree::{Scratch, Tree, XorShift, bytes_path};
 
+/// Makes every panic also print at once, straight to the process's stderr (which the
+/// test harness does not capture), so a failure's message sits beside its test's line
+/// in a long parallel log, not only in the summary at the end (CI shows a window of
+/// the log). Idempotent; [`Scratch::new`] calls it.
+pub fn report_panics_at_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let thread = std::thread::current();
+            let name = thread.name().unwrap_or("?");
+            let _ = writeln!(std::io::stderr(), "\n---- {name} panicked: {info}\n");
+            default(info);
+        }));
+    });
+}
+
 /// Path of the binary under test: the one cargo built, or `$NFSYNC_BIN` where a test run
 /// as `nobody` was handed a copy it can execute (see [`nobody::runnable`]).
 pub fn bin() -> PathBuf {

@@ -24,6 +24,7 @@ pub struct Scratch {
 impl Scratch {
     /// A fresh directory under the default temporary directory.
     pub fn new() -> Scratch {
+        super::report_panics_at_once();
         let dir = tempfile::Builder::new()
             .prefix("nfsync-test-")
             .tempdir()
@@ -33,6 +34,7 @@ impl Scratch {
 
     /// A fresh directory under `parent`.
     pub fn new_in(parent: &Path) -> Scratch {
+        super::report_panics_at_once();
         let dir = tempfile::Builder::new()
             .prefix("nfsync-test-")
             .tempdir_in(parent)
