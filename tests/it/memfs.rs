@@ -5,10 +5,8 @@
 //! never with nfsync's own code. Error cases (closed port, wrong export, a server that
 //! speaks garbage or never answers, connections cut mid-run) use small fake servers.
 
-use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
