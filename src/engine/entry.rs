@@ -49,6 +49,13 @@ pub(super) fn is_race(e: &dest::Error) -> bool {
     e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
 }
 
+/// [`is_race`], or the name gone: for calls on a name another run may remove or
+/// replace between our look and the call (a creating call's NotFound means a missing
+/// parent instead, which is no race).
+pub(super) fn is_race_or_gone(e: &dest::Error) -> bool {
+    is_race(e) || e.kind() == io::ErrorKind::NotFound
+}
+
 impl<D: Destination> Engine<'_, D> {
     /// Runs one entry job.
     pub(super) fn entry(&self, job: EntryJob<D>) {
@@ -159,7 +166,7 @@ impl<D: Destination> Engine<'_, D> {
                 Ok(()) => {}
                 // Another run removed the name, or renamed its own copy over it, between
                 // our look and the change: look again.
-                Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
+                Err(e) if !last && is_race_or_gone(&e) => {
                     return Attempt::Raced;
                 }
                 // The entry itself is in place (counted as an error, as before).
@@ -235,7 +242,7 @@ impl<D: Destination> Engine<'_, D> {
             {
                 Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), &self.rules),
                 Ok(false) => Decision::Replace,
-                Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
+                Err(e) if !last && is_race_or_gone(&e) => {
                     return Attempt::Raced;
                 }
                 Err(e) => {

@@ -2,11 +2,10 @@
 //! wait for it and then become hard links to its destination.
 
 use std::ffi::OsString;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::entry::{Attempt, is_race};
+use super::entry::{Attempt, is_race_or_gone};
 use super::{Engine, EntryJob};
 use crate::dest::Destination;
 use crate::meta::Kind;
@@ -124,7 +123,7 @@ impl<D: Destination> Engine<'_, D> {
                     Ok(()) => {}
                     // NotFound: another run is replacing the leader's name (linking it to
                     // its own first name) this very moment; look again.
-                    Err(e) if !last && (is_race(&e) || e.kind() == io::ErrorKind::NotFound) => {
+                    Err(e) if !last && is_race_or_gone(&e) => {
                         return Attempt::Raced;
                     }
                     Err(e) => {

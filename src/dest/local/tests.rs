@@ -9,6 +9,26 @@ fn dest(dir: &Path) -> LocalDest {
     LocalDest::new(dir, OwnerPolicy::default())
 }
 
+/// Writes `src_path`, as `listed`, under `name` into a fresh `out` beside it; returns
+/// what `write_file` returned and `out`.
+fn write_listed(src_path: &Path, listed: &Meta, name: &str) -> (Result<u64, CopyError>, PathBuf) {
+    let out = src_path.parent().unwrap().join("out");
+    fs::create_dir(&out).unwrap();
+    let src = SourceFile {
+        file: File::open(src_path).unwrap(),
+        meta: listed,
+        listed,
+        path: src_path,
+        sparse: false,
+        limit: None,
+    };
+    let d = dest(&out);
+    (
+        d.write_file(&d.root_dir().unwrap(), OsStr::new(name), &src),
+        out,
+    )
+}
+
 #[test]
 fn a_source_that_changed_is_not_given_its_mtime() {
     let tmp = tempfile::tempdir().unwrap();
@@ -21,18 +41,7 @@ fn a_source_that_changed_is_not_given_its_mtime() {
         sec: 1_000_000,
         nsec: 7,
     };
-    let out = tmp.path().join("out");
-    fs::create_dir(&out).unwrap();
-    let d = dest(&out);
-    let src = SourceFile {
-        file: File::open(&src_path).unwrap(),
-        meta: &listed,
-        listed: &listed,
-        path: &src_path,
-        sparse: false,
-        limit: None,
-    };
-    let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("f"), &src);
+    let (r, out) = write_listed(&src_path, &listed, "f");
     assert!(matches!(r, Err(CopyError::SourceChanged)), "{r:?}");
     let got = Meta::from_std(&fs::metadata(out.join("f")).unwrap());
     assert_ne!(
@@ -56,20 +65,8 @@ fn large_files_stream_and_keep_mode_and_nanosecond_mtime() {
     };
     rustix::fs::utimensat(rustix::fs::CWD, &src_path, &mtime_only(t), AtFlags::empty()).unwrap();
     let listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
-    let out = tmp.path().join("out");
-    fs::create_dir(&out).unwrap();
-    let src = SourceFile {
-        file: File::open(&src_path).unwrap(),
-        meta: &listed,
-        listed: &listed,
-        path: &src_path,
-        sparse: false,
-        limit: None,
-    };
-    let d = dest(&out);
-    let n = d
-        .write_file(&d.root_dir().unwrap(), OsStr::new("big"), &src)
-        .unwrap();
+    let (n, out) = write_listed(&src_path, &listed, "big");
+    let n = n.unwrap();
     assert_eq!(n, data.len() as u64);
     assert_eq!(fs::read(out.join("big")).unwrap(), data);
     let got = Meta::from_std(&fs::metadata(out.join("big")).unwrap());
