@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::stats::big_num;
 use crate::meta::{Kind, Meta, Time};
+use crate::units::HumanLevel;
 
 /// One piece of a parsed format.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,8 +25,8 @@ enum Piece {
     /// `%[']*[-][0-9]*[']*X`.
     Escape {
         letter: u8,
-        /// Apostrophes: how human the numbers of `%l` and `%b` are.
-        humanize: u8,
+        /// How human the numbers of `%l` and `%b` are: one level per apostrophe.
+        humanize: HumanLevel,
         left: bool,
         zero: bool,
         width: usize,
@@ -117,7 +117,7 @@ impl LogFormat {
             }
             let start = i;
             i += 1;
-            let mut humanize = 0u8;
+            let mut humanize = 0;
             while b.get(i) == Some(&b'\'') {
                 humanize += 1;
                 i += 1;
@@ -164,7 +164,7 @@ impl LogFormat {
                     }
                     pieces.push(Piece::Escape {
                         letter,
-                        humanize,
+                        humanize: HumanLevel::from_count(humanize),
                         left,
                         zero: digits.starts_with('0'),
                         width: digits.parse().unwrap_or(0),
@@ -213,9 +213,9 @@ impl LogFormat {
                         b'f' => pad(&long_name(item), &mut out, false),
                         b'l' => {
                             let len = item.meta.map_or(0, |m| m.size);
-                            pad(big_num(len, humanize).as_bytes(), &mut out, false)
+                            pad(humanize.num(len).as_bytes(), &mut out, false)
                         }
-                        b'b' => pad(big_num(item.bytes, humanize).as_bytes(), &mut out, false),
+                        b'b' => pad(humanize.num(item.bytes).as_bytes(), &mut out, false),
                         b'U' => {
                             let uid = item.meta.filter(|_| cx.owners).map_or(0, |m| m.uid);
                             pad(uid.to_string().as_bytes(), &mut out, true)
