@@ -15,6 +15,7 @@ use crate::report::format::LogFormat;
 use crate::shard::Shard;
 use crate::shard::claim::Claims;
 use crate::tune::Jobs;
+use crate::units::HumanLevel;
 use crate::xattrs::XattrSet;
 
 /// Everything the engine needs to know about one run.
@@ -88,8 +89,8 @@ pub struct Config {
     pub log_file: Option<PathBuf>,
     /// `--log-file-format` (rsync's default `%i %n%L`).
     pub log_file_format: LogFormat,
-    /// rsync's `-h` level for `--stats`: 0 plain, 1 commas (the default), 2 and 3 units.
-    pub human_readable: u8,
+    /// rsync's `-h` level, for `--stats` and `--list-only`'s sizes.
+    pub human_readable: HumanLevel,
     // Links and attributes (rsync's -L -k -K --safe-links --chmod --chown -X -A).
     /// Which source symlinks are followed or left out.
     pub follow: Follow,
@@ -174,8 +175,6 @@ pub struct Paths {
     pub prune_empty_dirs: bool,
     /// `--list-only`: list the sources, copy nothing.
     pub list_only: bool,
-    /// `-h` count, for `--list-only`'s sizes (units of 1000, or 1024 from 2).
-    pub list_human_readable: u8,
 }
 
 impl Config {

@@ -40,5 +40,6 @@ pub mod shard;
 pub mod temp;
 pub mod trust;
 pub mod tune;
+pub mod units;
 pub mod walk;
 pub mod xattrs;

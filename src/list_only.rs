@@ -20,6 +20,7 @@ use crate::exit::ExitCode;
 use crate::meta::{Kind, Meta};
 use crate::relative::{self, Named};
 use crate::report::{Output, escape_name};
+use crate::units::HumanLevel;
 use crate::walk::{self, ListError, SrcEntry};
 
 /// Lists the sources on `w`; per-entry errors go to `out` and give exit 23.
@@ -252,11 +253,14 @@ impl Lister<'_> {
             _ => 0,
         };
         let name = escape_name(shown.as_os_str().as_bytes());
+        let human = self.cfg.human_readable;
+        // rsync's column is wider when its numbers have separators.
+        let width = if human == HumanLevel::Digits { 11 } else { 14 };
         write!(
             self.w,
-            "{} {:>14} {} {}",
+            "{} {:>width$} {} {}",
             perm_string(&e.meta),
-            size_string(size, self.cfg.paths.list_human_readable),
+            human.num(size),
             crate::report::format::timestring(e.meta.mtime.sec),
             name
         )?;
@@ -316,47 +320,9 @@ fn perm_string(m: &Meta) -> String {
     s
 }
 
-/// rsync's `human_num`: digits with commas, or with `-h` (`-hh`) two decimals and a
-/// unit of 1000 (1024) from 1000 (1024) up.
-fn size_string(n: u64, human: u8) -> String {
-    if human > 0 {
-        let mult = if human == 1 { 1000.0 } else { 1024.0 };
-        if n as f64 >= mult {
-            let units = ['K', 'M', 'G', 'T', 'P', 'E'];
-            let mut d = n as f64 / mult;
-            let mut u = 0;
-            while d >= mult && u + 1 < units.len() {
-                d /= mult;
-                u += 1;
-            }
-            return format!("{d:.2}{}", units[u]);
-        }
-    }
-    let digits = n.to_string();
-    let mut s = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            s.push(',');
-        }
-        s.push(c);
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_are_printed_like_rsync() {
-        assert_eq!(size_string(0, 0), "0");
-        assert_eq!(size_string(4096, 0), "4,096");
-        assert_eq!(size_string(123_456_789, 0), "123,456,789");
-        assert_eq!(size_string(999, 1), "999");
-        assert_eq!(size_string(4096, 1), "4.10K");
-        assert_eq!(size_string(4096, 2), "4.00K");
-        assert_eq!(size_string(123_456_789, 1), "123.46M");
-    }
 
     #[test]
     fn permissions_are_spelled_like_ls() {

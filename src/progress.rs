@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::report::Stats;
+use crate::units::HumanLevel;
 
 /// How often the line is redrawn.
 const TICK: Duration = Duration::from_millis(200);
@@ -163,8 +164,8 @@ pub fn render(snap: &Snapshot, rates: &Rates, now: Duration, width: usize) -> St
     let plus = if snap.counting { "+" } else { "" };
     let files = format!(
         "{}/{}{plus} files",
-        thousands(snap.files),
-        thousands(snap.files_total)
+        HumanLevel::Separated.num(snap.files),
+        HumanLevel::Separated.num(snap.files_total)
     );
     let bytes = format!(
         "{}/{}{plus}",
@@ -223,25 +224,12 @@ fn eta(snap: &Snapshot, rate: Option<(f64, f64)>, now: Duration) -> Option<Durat
     Some(Duration::from_secs_f64(secs.min(1e7)))
 }
 
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// A rate of things per second: whole numbers with separators, one decimal below 10.
 fn per_sec(r: f64) -> String {
     if r < 10.0 {
         format!("{r:.1}")
     } else {
-        thousands(r.round() as u64)
+        HumanLevel::Separated.num(r.round() as u64)
     }
 }
 
@@ -367,12 +355,8 @@ mod tests {
 
     #[test]
     fn numbers_read_as_people_write_them() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(40_374), "40,374");
-        assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(per_sec(3123.5978), "3,124");
+        assert_eq!(per_sec(1_234_567.0), "1,234,567");
         assert_eq!(per_sec(2.345), "2.3");
         assert_eq!(human_bytes(512.0), "512 B");
         assert_eq!(human_bytes(1536.0), "1.5 KiB");

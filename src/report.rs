@@ -18,10 +18,12 @@ use crate::meta::{Kind, Meta};
 use crate::tune::TuneReport;
 
 pub mod format;
+pub mod itemize;
 pub mod logfile;
 pub mod stats;
 
 use format::{Context, Item, LogFormat};
+pub use itemize::{Changes, Itemize, TimeChange, Update};
 use logfile::LogFile;
 use stats::{KindCounts, RsyncStats, Tally};
 
@@ -276,7 +278,7 @@ pub struct Source<'a> {
 }
 
 /// The line of a change to `rel` from `src`: no link, no bytes yet.
-fn source_item<'a>(code: &'a str, rel: &'a Path, src: Source<'a>) -> Item<'a> {
+fn source_item<'a>(code: Itemize, rel: &'a Path, src: Source<'a>) -> Item<'a> {
     Item {
         code,
         rel,
@@ -286,7 +288,6 @@ fn source_item<'a>(code: &'a str, rel: &'a Path, src: Source<'a>) -> Item<'a> {
         link: None,
         hard_link: None,
         bytes: 0,
-        deleted: false,
     }
 }
 
@@ -408,12 +409,12 @@ impl Output {
 
     /// An itemized change (`-i`) or, with `-v`, the name of what changed, as rsync
     /// prints them: a directory with its slash, names escaped ([`escape_name`]).
-    pub fn change(&self, code: &str, rel: &Path, src: Source<'_>) {
+    pub fn change(&self, code: Itemize, rel: &Path, src: Source<'_>) {
         self.change_to(code, rel, None, src);
     }
 
     /// [`Output::change`] for a symlink: rsync adds ` -> TARGET`.
-    pub fn change_to(&self, code: &str, rel: &Path, link: Option<&Path>, src: Source<'_>) {
+    pub fn change_to(&self, code: Itemize, rel: &Path, link: Option<&Path>, src: Source<'_>) {
         self.item(&Item {
             link,
             ..source_item(code, rel, src)
@@ -421,7 +422,7 @@ impl Output {
     }
 
     /// [`Output::change`] for a hard link to `to` (rsync adds ` => TO`).
-    pub fn hard_link(&self, code: &str, rel: &Path, to: &Path, src: Source<'_>) {
+    pub fn hard_link(&self, code: Itemize, rel: &Path, to: &Path, src: Source<'_>) {
         self.item(&Item {
             hard_link: Some(to),
             ..source_item(code, rel, src)
@@ -432,9 +433,8 @@ impl Output {
     /// format every change, otherwise (`-v`) what was transferred or created and
     /// directories, as rsync does.
     fn item(&self, item: &Item<'_>) {
-        let code = item.code.as_bytes();
-        let transferred = code.first() == Some(&b'>');
-        if code.get(2..) == Some(b"+++++++++") {
+        let transferred = item.code.update() == Some(Update::Received);
+        if item.code.is_new() {
             self.tally.created.add(item.kind);
         }
         let bytes = if transferred {
@@ -449,7 +449,7 @@ impl Output {
         // A file's attribute-only change is rsync's to show only when stdout itemizes;
         // then its log has it too.
         let shown = self.format.as_ref().is_some_and(|f| f.has_i)
-            || code.first() != Some(&b'.')
+            || item.code.update() != Some(Update::Attributes)
             || item.kind == Kind::Dir;
         if !shown {
             return;
@@ -485,7 +485,7 @@ impl Output {
     pub fn deletion(&self, rel: &Path, kind: Kind) {
         self.tally.deleted.add(kind);
         let item = Item {
-            code: "",
+            code: Itemize::Deleting,
             rel,
             kind,
             meta: None,
@@ -493,7 +493,6 @@ impl Output {
             link: None,
             hard_link: None,
             bytes: 0,
-            deleted: true,
         };
         let deleting = LogFormat::deleting();
         let pick = |f: &'_ LogFormat| -> Vec<u8> {

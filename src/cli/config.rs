@@ -15,6 +15,7 @@ use crate::follow::Follow;
 use crate::keep::{Backup, Basis, BasisUse};
 use crate::plan::{Compare, Skip};
 use crate::report::format::LogFormat;
+use crate::units::HumanLevel;
 use crate::xattrs::XattrSet;
 
 impl Cli {
@@ -202,11 +203,13 @@ impl Cli {
             out_format: r.out_format.clone(),
             log_file: r.log_file.clone(),
             log_file_format: r.log_file_format.clone().unwrap_or_else(LogFormat::itemize),
-            human_readable: if r.no_human_readable {
+            // rsync starts at level 1, each -h adds one, --no-h makes it 0 (here
+            // wherever it is on the command line: clap does not keep every -h's position).
+            human_readable: HumanLevel::from_count(if r.no_human_readable {
                 0
             } else {
-                (1 + r.human_readable).min(3)
-            },
+                1 + usize::from(r.human_readable)
+            }),
             follow: Follow {
                 all: r.copy_links,
                 unsafe_links: r.copy_unsafe_links,
@@ -229,7 +232,6 @@ impl Cli {
                 files_from,
                 prune_empty_dirs: r.prune_empty_dirs,
                 list_only,
-                list_human_readable: r.human_readable,
             },
             shard,
             mpi: self.mpi,

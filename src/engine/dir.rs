@@ -11,6 +11,7 @@ use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Listing};
 use crate::report::Stats;
+use crate::report::itemize::{Changes, Itemize, Update};
 use crate::temp;
 use crate::walk::{self, ListError, SrcEntry};
 
@@ -22,21 +23,19 @@ impl<D: Destination> Engine<'_, D> {
     /// generator does.
     fn itemize_dir(&self, rel: &Path, src: crate::report::Source<'_>, found: &Meta) {
         let m = self.as_stored(src.meta);
-        let flag = |differs: bool, c: char| if differs { c } else { '.' };
-        let code = format!(
-            ".d..{}{}{}{}...",
-            flag(
-                self.cfg.times
-                    && !self.cfg.omit_dir_times
-                    && !m.mtime.matches(found.mtime, self.rules.modify_window),
-                't'
-            ),
-            flag(self.cfg.perms && m.mode != found.mode, 'p'),
-            flag(self.cfg.owners.owner && m.uid != found.uid, 'o'),
-            flag(self.cfg.owners.group && m.gid != found.gid, 'g'),
-        );
-        if code != ".d........." {
-            self.out.change(&code, rel, src);
+        let changes = Changes {
+            time: (self.cfg.times
+                && !self.cfg.omit_dir_times
+                && !m.mtime.matches(found.mtime, self.rules.modify_window))
+            .into(),
+            perms: self.cfg.perms && m.mode != found.mode,
+            owner: self.cfg.owners.owner && m.uid != found.uid,
+            group: self.cfg.owners.group && m.gid != found.gid,
+            ..Changes::default()
+        };
+        if changes.any() {
+            let code = Itemize::Changed(Update::Attributes, Kind::Dir, changes);
+            self.out.change(code, rel, src);
         }
     }
 
@@ -312,7 +311,7 @@ impl<D: Destination> Engine<'_, D> {
                 if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
                     if let Some(code) = self.new_dir_code(&rel, &entry.meta) {
-                        self.out.change(&code, &rel, (&entry).into());
+                        self.out.change(code, &rel, (&entry).into());
                     }
                 }
                 made

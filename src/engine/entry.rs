@@ -15,6 +15,7 @@ use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
+use crate::report::itemize::{Changes, Itemize, TimeChange, Update};
 use crate::walk;
 
 mod link_like;
@@ -188,24 +189,18 @@ impl<D: Destination> Engine<'_, D> {
             ('f', None) => self.entry_xattrs(job, rel),
             _ => XattrChange::default(),
         };
-        let flags = format!(
-            ".{code}..{}{}{}{}.{}",
-            if what.mtime { 't' } else { '.' },
-            if what.mode { 'p' } else { '.' },
-            if what.owner && self.cfg.owners.owner {
-                'o'
-            } else {
-                '.'
-            },
-            if what.owner && self.cfg.owners.group {
-                'g'
-            } else {
-                '.'
-            },
-            xattr_columns(x),
-        );
+        let flags = Changes {
+            time: what.mtime.into(),
+            perms: what.mode,
+            owner: what.owner && self.cfg.owners.owner,
+            group: what.owner && self.cfg.owners.group,
+            acl: x.acl,
+            xattr: x.xattr,
+            ..Changes::default()
+        };
+        let code = Itemize::Changed(Update::Attributes, job.entry.meta.kind, flags);
         // rsync shows a symlink's target on every line about it.
-        self.out.change_to(&flags, rel, link, (&job.entry).into());
+        self.out.change_to(code, rel, link, (&job.entry).into());
         Attempt::Done(true)
     }
 
@@ -255,7 +250,7 @@ impl<D: Destination> Engine<'_, D> {
             match self.file_from_basis(job, rel, src, last) {
                 FromBasis::Nothing => {}
                 FromBasis::Done(a) => return a,
-                FromBasis::Copy(code) => return self.copy_content(job, rel, &code, Put::New, last),
+                FromBasis::Copy(code) => return self.copy_content(job, rel, code, Put::New, last),
             }
         }
         match decision {
@@ -294,7 +289,7 @@ impl<D: Destination> Engine<'_, D> {
                     Some(d) if d.kind == Kind::File => Put::Replace(d),
                     Some(d) => Put::MakeWay(d),
                 };
-                let done = self.copy_content(job, rel, &code, put, last);
+                let done = self.copy_content(job, rel, Some(code), put, last);
                 if let Attempt::Done(true) = done
                     && !self.cfg.dry_run
                 {
@@ -324,7 +319,7 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         job: &EntryJob<D>,
         rel: &Path,
-        code: &str,
+        code: Option<Itemize>,
         put: Put,
         last: bool,
     ) -> Attempt {
@@ -334,7 +329,7 @@ impl<D: Destination> Engine<'_, D> {
             self.stats
                 .bytes_copied
                 .fetch_add(job.entry.meta.size, Ordering::Relaxed);
-            if !code.is_empty() {
+            if let Some(code) = code {
                 self.out.change(code, rel, (&job.entry).into());
             }
             return Attempt::Done(true);
@@ -390,7 +385,7 @@ impl<D: Destination> Engine<'_, D> {
                 self.note_time(rel, &job.entry.meta);
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
-                if !code.is_empty() {
+                if let Some(code) = code {
                     self.out.change(code, rel, (&job.entry).into());
                 }
                 self.source_done(job);
@@ -444,51 +439,33 @@ impl<D: Destination> Engine<'_, D> {
         dst: Option<&Meta>,
         job: &EntryJob<D>,
         rel: &Path,
-    ) -> String {
+    ) -> Itemize {
         match dst {
-            Some(d) if d.kind == Kind::File => format!(
-                ">f.{}{}{}{}{}.{}",
-                if d.size != src.size { 's' } else { '.' },
-                self.time_flag(src, d),
-                if self.cfg.perms && d.mode != src.mode {
-                    'p'
-                } else {
-                    '.'
-                },
-                if self.cfg.owners.owner && d.uid != src.uid {
-                    'o'
-                } else {
-                    '.'
-                },
-                if self.cfg.owners.group && d.gid != src.gid {
-                    'g'
-                } else {
-                    '.'
-                },
-                xattr_columns(self.entry_xattrs_diff(job, rel, false)),
-            ),
-            _ => ">f+++++++++".to_string(),
+            Some(d) if d.kind == Kind::File => {
+                let x = self.entry_xattrs_diff(job, rel, false);
+                let changes = Changes {
+                    size: d.size != src.size,
+                    time: self.time_flag(src, d),
+                    perms: self.cfg.perms && d.mode != src.mode,
+                    owner: self.cfg.owners.owner && d.uid != src.uid,
+                    group: self.cfg.owners.group && d.gid != src.gid,
+                    acl: x.acl,
+                    xattr: x.xattr,
+                    ..Changes::default()
+                };
+                Itemize::Changed(Update::Received, Kind::File, changes)
+            }
+            _ => Itemize::New(Update::Received, Kind::File),
         }
     }
 
     /// rsync's `t` column: the times differ by the quick check's rule (`T`: without
     /// `-t` the time becomes the time of the copy).
-    fn time_flag(&self, src: &Meta, dst: &Meta) -> char {
+    fn time_flag(&self, src: &Meta, dst: &Meta) -> TimeChange {
         if !self.cfg.times {
-            'T'
-        } else if src.mtime.matches(dst.mtime, self.rules.modify_window) {
-            '.'
+            TimeChange::ToNow
         } else {
-            't'
+            (!src.mtime.matches(dst.mtime, self.rules.modify_window)).into()
         }
     }
-}
-
-/// rsync's last two `-i` columns: `a` for an ACL, `x` for another extended attribute.
-fn xattr_columns(x: XattrChange) -> String {
-    format!(
-        "{}{}",
-        if x.acl { 'a' } else { '.' },
-        if x.xattr { 'x' } else { '.' }
-    )
 }

@@ -16,6 +16,7 @@ use crate::dest::{self, Destination, Removal};
 use crate::keep::{self, BasisUse, Match};
 use crate::meta::{Kind, Meta};
 use crate::report::Stats;
+use crate::report::itemize::{Changes, Itemize, Update};
 use crate::walk;
 
 /// What a basis directory offers for one entry.
@@ -24,9 +25,9 @@ pub(super) enum FromBasis {
     Nothing,
     /// Done by the basis copy (linked, or left out with `--compare-dest`).
     Done(Attempt),
-    /// Copy from the source, itemized with this code (`""`: not itemized, as rsync
+    /// Copy from the source, itemized with this code (`None`: not itemized, as rsync
     /// says nothing of an entry `--copy-dest` had whole).
-    Copy(String),
+    Copy(Option<Itemize>),
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -244,7 +245,7 @@ impl<D: Destination> Engine<'_, D> {
         });
         let Some((bdir, m)) = found else {
             return match first {
-                Some(b) => FromBasis::Copy(self.file_code(src, Some(&b), job, rel)),
+                Some(b) => FromBasis::Copy(Some(self.file_code(src, Some(&b), job, rel))),
                 None => FromBasis::Nothing,
             };
         };
@@ -256,15 +257,15 @@ impl<D: Destination> Engine<'_, D> {
             }
             (Match::Exact, BasisUse::Link) => match self.link_to_basis(job, rel, &bdir, last) {
                 Some(a) => FromBasis::Done(a),
-                None => FromBasis::Copy(String::new()),
+                None => FromBasis::Copy(None),
             },
-            (Match::Exact, BasisUse::Copy) => FromBasis::Copy(String::new()),
+            (Match::Exact, BasisUse::Copy) => FromBasis::Copy(None),
             (Match::Content, _) => {
                 let d = self.stat_quiet(&bdir, name);
-                FromBasis::Copy(match d {
+                FromBasis::Copy(Some(match d {
                     Some(d) => local_change_code(src, &d, self),
-                    None => ">f+++++++++".into(),
-                })
+                    None => Itemize::New(Update::Received, Kind::File),
+                }))
             }
         }
     }
@@ -304,8 +305,8 @@ impl<D: Destination> Engine<'_, D> {
     /// attributes): with basis directories it is itemized against their directory
     /// there: not at all when that has the same attributes, `cd..t......` and the like
     /// when some differ, `cd+++++++++` when none has one.
-    pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Option<String> {
-        let new = Some("cd+++++++++".to_string());
+    pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Option<Itemize> {
+        let new = Some(Itemize::New(Update::Local, Kind::Dir));
         let Some(basis) = &self.cfg.basis else {
             return new;
         };
@@ -329,21 +330,7 @@ impl<D: Destination> Engine<'_, D> {
                 return None;
             }
             first.get_or_insert_with(|| {
-                format!(
-                    "cd..{}{}{}{}...",
-                    if diff.mtime { 't' } else { '.' },
-                    if diff.mode { 'p' } else { '.' },
-                    if diff.owner && self.cfg.owners.owner && src.uid != b.uid {
-                        'o'
-                    } else {
-                        '.'
-                    },
-                    if diff.owner && self.cfg.owners.group && src.gid != b.gid {
-                        'g'
-                    } else {
-                        '.'
-                    },
-                )
+                Itemize::Changed(Update::Local, Kind::Dir, basis_changes(src, &b, diff, self))
             });
         }
         first.or(new)
@@ -434,21 +421,28 @@ fn source_meta<D: Destination>(node: &DirNode<D>, rel: &Path) -> Option<Meta> {
 
 /// rsync's code for a file copied from a basis copy whose attributes differ
 /// (`cf...p.....`): the columns say what differs from the basis copy.
-fn local_change_code<D: Destination>(src: &Meta, basis: &Meta, e: &Engine<'_, D>) -> String {
+fn local_change_code<D: Destination>(src: &Meta, basis: &Meta, e: &Engine<'_, D>) -> Itemize {
     let diff = crate::plan::attr_diff(src, basis, &e.rules, true);
-    format!(
-        "cf..{}{}{}{}...",
-        if diff.mtime { 't' } else { '.' },
-        if diff.mode { 'p' } else { '.' },
-        if diff.owner && e.cfg.owners.owner && src.uid != basis.uid {
-            'o'
-        } else {
-            '.'
-        },
-        if diff.owner && e.cfg.owners.group && src.gid != basis.gid {
-            'g'
-        } else {
-            '.'
-        },
+    Itemize::Changed(
+        Update::Local,
+        Kind::File,
+        basis_changes(src, basis, diff, e),
     )
+}
+
+/// The columns of an entry beside a basis directory's copy of it, `diff` what differs
+/// by the run's rules (owner and group apart, as rsync shows them).
+fn basis_changes<D: Destination>(
+    src: &Meta,
+    basis: &Meta,
+    diff: crate::dest::AttrSet,
+    e: &Engine<'_, D>,
+) -> Changes {
+    Changes {
+        time: diff.mtime.into(),
+        perms: diff.mode,
+        owner: diff.owner && e.cfg.owners.owner && src.uid != basis.uid,
+        group: diff.owner && e.cfg.owners.group && src.gid != basis.gid,
+        ..Changes::default()
+    }
 }

@@ -10,6 +10,7 @@ use super::{Engine, EntryJob};
 use crate::dest::Destination;
 use crate::meta::Kind;
 use crate::report::Stats;
+use crate::report::itemize::{Itemize, Update};
 
 /// A set of source names sharing one inode (`-H`). The first one seen is copied; the
 /// others become hard links to its destination once it is done.
@@ -133,8 +134,8 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
             Stats::bump(&self.stats.links_created);
-            self.out
-                .hard_link("hf+++++++++", rel, lrel, (&job.entry).into());
+            let code = Itemize::New(Update::HardLink, Kind::File);
+            self.out.hard_link(code, rel, lrel, (&job.entry).into());
             self.source_done(job);
             Attempt::Done(true)
         })

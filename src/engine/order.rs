@@ -372,7 +372,7 @@ pub(super) fn config(src: &Path, delete: bool) -> Config {
         out_format: None,
         log_file: None,
         log_file_format: crate::report::format::LogFormat::itemize(),
-        human_readable: 1,
+        human_readable: crate::units::HumanLevel::Separated,
         follow: Default::default(),
         keep_dirlinks: false,
         chmod: Default::default(),

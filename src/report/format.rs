@@ -14,8 +14,9 @@ use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::stats::big_num;
+use super::Itemize;
 use crate::meta::{Kind, Meta, Time};
+use crate::units::HumanLevel;
 
 /// One piece of a parsed format.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,8 +26,8 @@ enum Piece {
     /// `%[']*[-][0-9]*[']*X`.
     Escape {
         letter: u8,
-        /// Apostrophes: how human the numbers of `%l` and `%b` are.
-        humanize: u8,
+        /// How human the numbers of `%l` and `%b` are: one level per apostrophe.
+        humanize: HumanLevel,
         left: bool,
         zero: bool,
         width: usize,
@@ -56,8 +57,8 @@ pub struct FormatError {
 
 /// What one line is about: an entry that changed, or one that was deleted.
 pub struct Item<'a> {
-    /// rsync's itemized code (`>f.st......`); ignored for a deletion.
-    pub code: &'a str,
+    /// rsync's itemized code (`>f.st......`, or the deletion's).
+    pub code: Itemize,
     /// The name relative to the transfer root, as rsync's `%n` (without the `/`).
     pub rel: &'a Path,
     /// The entry's kind.
@@ -72,8 +73,13 @@ pub struct Item<'a> {
     pub hard_link: Option<&'a Path>,
     /// Bytes of content written (`%b`).
     pub bytes: u64,
+}
+
+impl Item<'_> {
     /// Whether this line is about a deletion (`%o` is `del.`, `%i` `*deleting  `).
-    pub deleted: bool,
+    fn deleted(&self) -> bool {
+        self.code == Itemize::Deleting
+    }
 }
 
 /// What a format needs to know besides the entry.
@@ -117,7 +123,7 @@ impl LogFormat {
             }
             let start = i;
             i += 1;
-            let mut humanize = 0u8;
+            let mut humanize = 0;
             while b.get(i) == Some(&b'\'') {
                 humanize += 1;
                 i += 1;
@@ -164,7 +170,7 @@ impl LogFormat {
                     }
                     pieces.push(Piece::Escape {
                         letter,
-                        humanize,
+                        humanize: HumanLevel::from_count(humanize),
                         left,
                         zero: digits.starts_with('0'),
                         width: digits.parse().unwrap_or(0),
@@ -213,9 +219,9 @@ impl LogFormat {
                         b'f' => pad(&long_name(item), &mut out, false),
                         b'l' => {
                             let len = item.meta.map_or(0, |m| m.size);
-                            pad(big_num(len, humanize).as_bytes(), &mut out, false)
+                            pad(humanize.num(len).as_bytes(), &mut out, false)
                         }
-                        b'b' => pad(big_num(item.bytes, humanize).as_bytes(), &mut out, false),
+                        b'b' => pad(humanize.num(item.bytes).as_bytes(), &mut out, false),
                         b'U' => {
                             let uid = item.meta.filter(|_| cx.owners).map_or(0, |m| m.uid);
                             pad(uid.to_string().as_bytes(), &mut out, true)
@@ -239,28 +245,25 @@ impl LogFormat {
                         b't' => pad(timestring(now()).as_bytes(), &mut out, false),
                         b'B' => {
                             let mode = item.meta.map_or(0, |m| m.mode);
-                            let kind = if item.deleted { Kind::File } else { item.kind };
+                            let kind = if item.deleted() {
+                                Kind::File
+                            } else {
+                                item.kind
+                            };
                             let mode = if kind == Kind::Symlink { 0o777 } else { mode };
                             pad(permstring(mode).as_bytes(), &mut out, false)
                         }
                         b'o' => pad(
-                            if item.deleted { b"del." } else { b"send" },
+                            if item.deleted() { b"del." } else { b"send" },
                             &mut out,
                             false,
                         ),
                         b'm' => pad(b"", &mut out, false),
-                        b'i' => {
-                            let code: &[u8] = if item.deleted {
-                                b"*deleting  "
-                            } else {
-                                item.code.as_bytes()
-                            };
-                            pad(code, &mut out, false)
-                        }
+                        b'i' => pad(item.code.to_string().as_bytes(), &mut out, false),
                         b'L' => {
                             let (arrow, target) = match (item.hard_link, item.link) {
                                 (Some(h), _) => (" => ", name_bytes(h)),
-                                (None, Some(t)) if !item.deleted => (" -> ", name_bytes(t)),
+                                (None, Some(t)) if !item.deleted() => (" -> ", name_bytes(t)),
                                 _ if width == 0 => continue,
                                 _ => ("    ", Vec::new()),
                             };
@@ -364,6 +367,7 @@ pub fn parse_os(format: &OsStr) -> Result<LogFormat, FormatError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Update;
 
     fn meta(kind: Kind, size: u64, mode: u32) -> Meta {
         Meta {
@@ -393,7 +397,7 @@ mod tests {
     fn escapes_expand_as_rsync_expands_them() {
         let m = meta(Kind::File, 12345, 0o4755);
         let item = Item {
-            code: ">f+++++++++",
+            code: Itemize::New(Update::Received, Kind::File),
             rel: Path::new("d/a"),
             kind: Kind::File,
             meta: Some(&m),
@@ -401,7 +405,6 @@ mod tests {
             link: None,
             hard_link: None,
             bytes: 12345,
-            deleted: false,
         };
         assert_eq!(line("%i %n%L", &item), ">f+++++++++ d/a");
         assert_eq!(
@@ -415,11 +418,10 @@ mod tests {
         assert_eq!(line("%a %h %u %P %m|%z", &item), "%a %h %u %P |%z");
         assert_eq!(line("%''l %'''l", &item), "12.35K 12.06K");
         let del = Item {
-            deleted: true,
             meta: None,
             src: None,
             kind: Kind::Dir,
-            code: "",
+            code: Itemize::Deleting,
             bytes: 0,
             ..item
         };

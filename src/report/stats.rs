@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::Summary;
 use crate::meta::Kind;
+use crate::units::HumanLevel;
 
 /// Counts by rsync's five types: regular files, directories, symlinks, devices,
 /// specials (fifos and sockets).
@@ -73,15 +74,20 @@ pub struct RsyncStats {
     pub sent: u64,
     pub elapsed_s: f64,
     pub dry_run: bool,
-    /// rsync's `-h` level: 0 plain digits (`--no-h`), 1 (the default) thousands
-    /// separated by commas, 2 units of 1000, 3 units of 1024.
-    pub human: u8,
+    /// rsync's `-h` level.
+    pub human: HumanLevel,
 }
 
 impl RsyncStats {
     /// From the run's summary, the per-type counts of what was found, and the tally of
     /// the itemized lines.
-    pub fn new(s: &Summary, found: [u64; 5], link_bytes: u64, t: &Tally, human: u8) -> Self {
+    pub fn new(
+        s: &Summary,
+        found: [u64; 5],
+        link_bytes: u64,
+        t: &Tally,
+        human: HumanLevel,
+    ) -> Self {
         RsyncStats {
             files: found,
             created: t.created.get(),
@@ -98,11 +104,11 @@ impl RsyncStats {
     }
 
     fn num(&self, n: u64) -> String {
-        big_num(n, self.human)
+        self.human.num(n)
     }
 
     fn comma(&self, n: u64) -> String {
-        big_num(n, u8::from(self.human != 0))
+        self.human.separators_only().num(n)
     }
 
     fn counts(&self, prefix: &str, c: &[u64; 5]) -> String {
@@ -157,12 +163,12 @@ impl RsyncStats {
             format!(
                 "sent {} bytes  received 0 bytes  {} bytes/sec",
                 self.num(self.sent),
-                big_dnum(rate, self.human, 2)
+                self.human.dnum(rate, 2)
             ),
             format!(
                 "total size is {}  speedup is {}{}",
                 self.num(self.total_size),
-                big_dnum(speedup, u8::from(self.human != 0), 2),
+                self.human.separators_only().dnum(speedup, 2),
                 if self.dry_run { " (DRY RUN)" } else { "" }
             ),
         ]
@@ -173,75 +179,15 @@ impl RsyncStats {
     pub fn log_exit(&self) -> String {
         format!(
             "sent {} bytes  received 0 bytes  total size {}",
-            big_num(self.sent, 0),
-            big_num(self.total_size, 0)
+            HumanLevel::Digits.num(self.sent),
+            HumanLevel::Digits.num(self.total_size)
         )
     }
-}
-
-/// rsync's `do_big_num`: `human` 0 plain, 1 with thousands separators, 2 and 3 in
-/// units of 1000 or 1024 (`3.00M`) from 1000 (or 1024) up.
-pub fn big_num(n: u64, human: u8) -> String {
-    big_num_fract(n, human, "")
-}
-
-fn big_num_fract(n: u64, human: u8, fract: &str) -> String {
-    if human > 1 {
-        let mult = if human == 2 { 1000.0 } else { 1024.0 };
-        if n as f64 >= mult {
-            let mut d = n as f64 / mult;
-            let mut unit = 'K';
-            for u in ['M', 'G', 'T', 'P'] {
-                if d < mult {
-                    break;
-                }
-                d /= mult;
-                unit = u;
-            }
-            return format!("{d:.2}{unit}");
-        }
-    }
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + fract.len());
-    for (i, c) in digits.chars().enumerate() {
-        if human > 0 && i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out.push_str(fract);
-    out
-}
-
-/// rsync's `do_big_dnum`: a fraction with `decimals` digits, the whole part as
-/// [`big_num`] from 1000 up.
-pub fn big_dnum(d: f64, human: u8, decimals: usize) -> String {
-    let plain = format!("{d:.decimals$}");
-    if human == 0 || d < 1000.0 {
-        return plain;
-    }
-    let fract = plain.find('.').map_or("", |i| &plain[i..]);
-    big_num_fract(d as u64, human, fract)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_are_formatted_as_rsync_formats_them() {
-        assert_eq!(big_num(3_004_393, 0), "3004393");
-        assert_eq!(big_num(3_004_393, 1), "3,004,393");
-        assert_eq!(big_num(3_004_393, 2), "3.00M");
-        assert_eq!(big_num(3_004_393, 3), "2.87M");
-        assert_eq!(big_num(20_935, 2), "20.93K");
-        assert_eq!(big_num(999, 2), "999");
-        assert_eq!(big_num(0, 1), "0");
-        assert_eq!(big_dnum(6_179_634.0, 1, 2), "6,179,634.00");
-        assert_eq!(big_dnum(6_179_634.0, 2, 2), "6.18M");
-        assert_eq!(big_dnum(758.0, 1, 2), "758.00");
-        assert_eq!(big_dnum(0.05, 1, 2), "0.05");
-    }
 
     #[test]
     fn counts_list_only_the_types_present() {
@@ -255,7 +201,7 @@ mod tests {
             sent: 0,
             elapsed_s: 1.0,
             dry_run: false,
-            human: 1,
+            human: HumanLevel::Separated,
         };
         let b = s.block();
         assert_eq!(b[0], "Number of files: 1,102 (reg: 1,101, dir: 1)");

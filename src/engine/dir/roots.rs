@@ -17,6 +17,7 @@ use crate::engine::{DestKnown, Engine, EntryJob, Origin, root_is_dir};
 use crate::exit::Error;
 use crate::meta::{Kind, Meta};
 use crate::report::Stats;
+use crate::report::itemize::{Itemize, Update};
 use crate::walk::SrcEntry;
 
 /// A source operand after applying rsync's trailing-slash rule.
@@ -162,7 +163,7 @@ impl<D: Destination> Engine<'_, D> {
             self.out.created_dest(&self.dest_display);
             let code = match operands.as_slice() {
                 [o] if o.contents => self.new_dir_code(Path::new(""), &o.meta),
-                _ => Some("cd+++++++++".into()),
+                _ => Some(Itemize::New(Update::Local, Kind::Dir)),
             };
             if let (Some(code), Some(op)) = (code, operands.first()) {
                 // rsync's line for the transfer's top directory, made from scratch.
@@ -175,7 +176,7 @@ impl<D: Destination> Engine<'_, D> {
                     meta: &meta,
                     path: &path,
                 };
-                self.out.change(&code, Path::new("./"), src);
+                self.out.change(code, Path::new("./"), src);
             }
         }
         // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.

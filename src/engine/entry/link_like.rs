@@ -15,6 +15,7 @@ use crate::engine::{Engine, EntryJob};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};
 use crate::report::Stats;
+use crate::report::itemize::{Changes, Itemize, Update};
 use crate::walk;
 
 impl<D: Destination> Engine<'_, D> {
@@ -64,7 +65,7 @@ impl<D: Destination> Engine<'_, D> {
                         rel,
                         dst.as_ref(),
                         (
-                            &symlink_code(&src, dst.as_ref(), self),
+                            symlink_code(&src, dst.as_ref(), self),
                             Some(Path::new(&target)),
                         ),
                         last,
@@ -121,7 +122,7 @@ impl<D: Destination> Engine<'_, D> {
         job: &EntryJob<D>,
         rel: &Path,
         dst: Option<&Meta>,
-        (code, link): (&str, Option<&Path>),
+        (code, link): (Itemize, Option<&Path>),
         last: bool,
         create: impl FnOnce(&D::Dir) -> dest::Result<()>,
     ) -> Attempt {
@@ -171,11 +172,7 @@ impl<D: Destination> Engine<'_, D> {
             let src = self.as_stored(&job.entry.meta);
             let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
             self.act_link_like(job, rel, (&src, decision), ('S', None), last, || {
-                let code = if kind.is_device() {
-                    "cD+++++++++"
-                } else {
-                    "cS+++++++++"
-                };
+                let code = Itemize::New(Update::Local, kind);
                 self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
                     self.dest
                         .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
@@ -187,9 +184,16 @@ impl<D: Destination> Engine<'_, D> {
 
 /// A symlink's itemized code as rsync prints it: new (`cL+++++++++`), or an existing
 /// symlink pointing elsewhere (`cLc........`, with `t` when its time differs too).
-fn symlink_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D>) -> String {
+fn symlink_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D>) -> Itemize {
     match dst {
-        Some(d) if d.kind == Kind::Symlink => format!("cLc.{}......", e.time_flag(src, d)),
-        _ => "cL+++++++++".to_string(),
+        Some(d) if d.kind == Kind::Symlink => {
+            let changes = Changes {
+                value: true,
+                time: e.time_flag(src, d),
+                ..Changes::default()
+            };
+            Itemize::Changed(Update::Local, Kind::Symlink, changes)
+        }
+        _ => Itemize::New(Update::Local, Kind::Symlink),
     }
 }
