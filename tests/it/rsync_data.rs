@@ -60,7 +60,7 @@ enum To {
     ///
     /// [`rsync_cli`]: crate::rsync_cli
     Via(Via),
-    /// nfs-ganesha over NFSv4.1 (the shared server of [`crate::nfs4`]).
+    /// nfs-ganesha over NFSv4.1 (the shared server of [`crate::ganesha::v41`]).
     Nfs4,
 }
 
@@ -83,7 +83,7 @@ fn both_to(to: To, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Option<Both>
     }
     let flags = &flags[..];
     let nfs4 = match to {
-        To::Nfs4 => Some(crate::nfs4::shared()?),
+        To::Nfs4 => Some(crate::ganesha::v41::shared()?),
         To::Via(_) => None,
     };
     let s = match &nfs4 {
@@ -105,7 +105,7 @@ fn both_to(to: To, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Option<Both>
         (None, Some((export, port))) => {
             let rel = s.join("by_nfsync");
             let rel = rel.strip_prefix(export).unwrap().to_str().unwrap();
-            crate::nfs4::url41(*port, export, rel, "").into()
+            crate::ganesha::v41::url41(*port, export, rel, "").into()
         }
         (None, None) => slash(&s.join("by_nfsync")),
     };

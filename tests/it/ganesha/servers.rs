@@ -1,6 +1,6 @@
 //! Self-checks of the NFSv4.1 test harness, which need no NFSv4 client in nfsync: that
 //! the servers `benches/ganesha.sh --nfs4`, `--nfs4-only` and `--slots=N` start are set
-//! up as the NFSv4.1 tests ([`crate::nfs4`]) rely on. They are checked with RPC NULL
+//! up as the NFSv4.1 tests ([`super::v41`]) rely on. They are checked with RPC NULL
 //! calls and with the tests' own minimal NFSv4.1 client
 //! ([`nfs4probe`](crate::support::nfs4probe)), each test with a server of its own.
 //! Ganesha needs root: other users skip these tests (one line says so).

@@ -3,9 +3,9 @@
 //! MOUNT, no NFSv3, so nothing can go the v3 way unnoticed), on free loopback ports,
 //! started and stopped by the tests. Ganesha needs root: other users skip these tests
 //! (one line says so). The harness itself is checked without nfsync in
-//! [`crate::ganesha_nfs4`].
+//! [`super::servers`].
 //!
-//! As for NFSv3 ([`crate::ganesha`]), every shared scenario runs against one shared
+//! As for NFSv3 ([`super::v3`]), every shared scenario runs against one shared
 //! server (each in its own directory of the export) and is judged by reading the
 //! exported directory back locally; crash, cut and slot-table cases get servers of their
 //! own.
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::ganesha::{copy_under_way, many_files, wait_at_most};
+use super::v3::{copy_under_way, many_files, wait_at_most};
 use crate::scenarios::scenario_tests;
 use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
 use crate::support::net::Servers;
