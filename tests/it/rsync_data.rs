@@ -2,13 +2,13 @@
 //! `--append-verify`, `--temp-dir`, `--delay-updates`, `--bwlimit`.
 //!
 //! Each test runs rsync and nfsync with the same flags from the same source onto
-//! copies of the same starting destination ([`rsync_cli`]'s, plus files for the
+//! copies of the same starting destination ([`sides`]'s, plus files for the
 //! option at hand) and compares the results with `rsync -anciH --delete -c` (content
 //! too: an append that went wrong keeps size and mtime). Then the side effect itself:
 //! blocks allocated, a hard link seeing the new content, elapsed time, what is
 //! visible at the destination during the run.
 //!
-//! [`rsync_cli`]: crate::rsync_cli
+//! [`sides`]: crate::support::sides
 
 use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -16,9 +16,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::rsync_cli::{Via, diff, source, start};
 use crate::support::dirfs::DirFs;
 use crate::support::inproc::Server;
+use crate::support::sides::{Via, diff, source, start};
 use crate::support::{Scratch, Tree, bin, copy_tree, describe, nfsync, slash};
 
 /// The two results and how long nfsync took.
@@ -56,9 +56,9 @@ impl Both {
 /// Where nfsync writes.
 #[derive(Clone, Copy)]
 enum To {
-    /// [`rsync_cli`]'s: a local directory, or the in-process NFSv3 server.
+    /// [`sides`]'s: a local directory, or the in-process NFSv3 server.
     ///
-    /// [`rsync_cli`]: crate::rsync_cli
+    /// [`sides`]: crate::support::sides
     Via(Via),
     /// nfs-ganesha over NFSv4.1 (the shared server of [`crate::ganesha::v41`]).
     Nfs4,

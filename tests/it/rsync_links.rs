@@ -7,9 +7,9 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::rsync_cli::{Via, against_rsync, against_rsync_via, diff};
 use crate::support::dirfs::DirFs;
 use crate::support::inproc::Server;
+use crate::support::sides::{Via, against_rsync, against_rsync_via, diff};
 use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, root_or_skip, slash};
 
 /// A tree with every kind of symlink: internal (to a file, to a directory, one level

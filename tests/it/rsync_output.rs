@@ -1,16 +1,17 @@
 //! Issue 16, output: what nfsync prints is what rsync prints for the same change.
 //!
 //! Each test runs rsync and nfsync with the same options from the same source onto two
-//! copies of the same starting destination (the trees of [`crate::rsync_cli`]: files
-//! older, newer and extra there) and compares what they print: `--stats`' count lines,
-//! `--out-format` lines with every escape nfsync gives, the `--log-file` (times and pids
-//! masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by the trees.
+//! copies of the same starting destination (the trees of [`crate::support::sides`]:
+//! files older, newer and extra there) and compares what they print: `--stats`' count
+//! lines, `--out-format` lines with every escape nfsync gives, the `--log-file` (times
+//! and pids masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by
+//! the trees.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::rsync_cli::{Sides, Via, diff};
+use crate::support::sides::{Sides, Via, diff};
 use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 /// One run of each, side by side.

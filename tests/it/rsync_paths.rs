@@ -1,15 +1,15 @@
 //! Issue 16, which paths are sent: `-R` (whole paths and `/./` anchors), `--files-from`
 //! (rsync's implied `-R` and `-d`, `-a` without `-r`, `--from0`, stdin), `-d`, `-m` and
 //! `--list-only`. Each runs under rsync and nfsync on the same trees (the harness of
-//! [`crate::rsync_cli`]) and the results must be identical by `rsync -anciH --delete`;
-//! `--list-only`'s output must be rsync's, byte for byte.
+//! [`crate::support::sides`]) and the results must be identical by
+//! `rsync -anciH --delete`; `--list-only`'s output must be rsync's, byte for byte.
 
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::rsync_cli::{Via, against_rsync_setup, against_rsync_via, diff};
+use crate::support::sides::{Via, against_rsync_setup, against_rsync_via, diff};
 use crate::support::{Scratch, Tree, describe, nfsync};
 
 fn same_as_rsync(via: Via, flags: &[&str], operands: &[&str]) {

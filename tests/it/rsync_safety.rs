@@ -3,8 +3,8 @@
 //! `--remove-source-files`.
 //!
 //! These options reach beyond DEST (a backup directory, a previous snapshot, the source
-//! itself), so each side gets a whole world: `src/` (the source of `rsync_cli`), `dst/`
-//! (its starting destination) and what the test puts beside them. rsync runs in one
+//! itself), so each side gets a whole world: `src/` (the source of `support::sides`),
+//! `dst/` (its starting destination) and what the test puts beside them. rsync runs in one
 //! copy of the world, nfsync in another, and the two worlds are compared whole with
 //! `rsync -anciH --delete`: backups, removed sources and hard links between a snapshot
 //! and the one before it are all part of the comparison. The side effects are then
@@ -15,10 +15,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::rsync_cli::{diff, source, start};
 use crate::support::dirfs::DirFs;
 use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
 use crate::support::inproc::Server;
+use crate::support::sides::{diff, source, start};
 use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, slash};
 
 /// Where nfsync writes.
