@@ -17,6 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::dirfs::DirFs;
+use crate::support::ganesha::{self, Proto};
 use crate::support::inproc::Server;
 use crate::support::sides::{Via, diff, source, start};
 use crate::support::{Scratch, Tree, bin, copy_tree, describe, nfsync, slash};
@@ -60,7 +61,7 @@ enum To {
     ///
     /// [`sides`]: crate::support::sides
     Via(Via),
-    /// nfs-ganesha over NFSv4.1 (the shared server of [`crate::ganesha::v41`]).
+    /// nfs-ganesha over NFSv4.1 (the server the NFSv4.1 tests share).
     Nfs4,
 }
 
@@ -83,11 +84,11 @@ fn both_to(to: To, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Option<Both>
     }
     let flags = &flags[..];
     let nfs4 = match to {
-        To::Nfs4 => Some(crate::ganesha::v41::shared()?),
+        To::Nfs4 => Some(ganesha::shared(Proto::V41)?),
         To::Via(_) => None,
     };
     let s = match &nfs4 {
-        Some((export, _)) => Scratch::new_in(export),
+        Some(export) => Scratch::new_in(&export.path),
         None => Scratch::new(),
     };
     let via = match to {
@@ -102,10 +103,10 @@ fn both_to(to: To, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Option<Both>
     let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
     let dest = match (&server, &nfs4) {
         (Some(server), _) => server.url("/by_nfsync").into(),
-        (None, Some((export, port))) => {
+        (None, Some(export)) => {
             let rel = s.join("by_nfsync");
-            let rel = rel.strip_prefix(export).unwrap().to_str().unwrap();
-            crate::ganesha::v41::url41(*port, export, rel, "").into()
+            let rel = rel.strip_prefix(&export.path).unwrap().to_str().unwrap();
+            export.url(rel, "").into()
         }
         (None, None) => slash(&s.join("by_nfsync")),
     };

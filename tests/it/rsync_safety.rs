@@ -418,16 +418,12 @@ fn nfs_path_same_as_rsync() {
 /// between two directories, `--remove-source-files` removes what the server holds.
 #[test]
 fn ganesha_same_as_rsync() {
-    if !ganesha::available() {
-        return;
-    }
-    let state = Scratch::new();
-    let options = Options {
+    let Some((_dir, g)) = ganesha::own(Options {
         nfs4: Nfs4::Also,
         ..Options::default()
+    }) else {
+        return;
     };
-    let g = Ganesha::start(&state.join("export"), &state.join("state"), options)
-        .unwrap_or_else(|e| panic!("{e}"));
     for v41 in [false, true] {
         let via = Via::Ganesha(&g, v41);
         let (sides, d) = side_by_side_via(via, &["-a", "--link-dest=../prev"], previous_snapshot);

@@ -8,4 +8,4 @@
 
 mod servers;
 mod v3;
-pub(crate) mod v41;
+mod v41;

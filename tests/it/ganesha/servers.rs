@@ -14,18 +14,11 @@ use crate::support::{Scratch, Tree, describe, rsync_diff, sync_ok};
 
 /// A server of one's own; `None` when ganesha cannot run here.
 fn own_server(nfs4: Nfs4, slots: Option<u32>) -> Option<(Scratch, Ganesha)> {
-    if !ganesha::available() {
-        return None;
-    }
-    let dir = Scratch::new();
-    let options = Options {
+    ganesha::own(Options {
         nfs4,
         slots,
         ..Options::default()
-    };
-    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), options)
-        .unwrap_or_else(|e| panic!("{e}"));
-    Some((dir, g))
+    })
 }
 
 /// `--nfs4-only`: NFSv4.1 and 4.2 on the NFS port and nothing else (no NFSv3, no MOUNT,

@@ -9,57 +9,19 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::scenarios::scenario_tests;
-use crate::support::ganesha::{self, Ganesha, Options};
+use crate::support::ganesha::{self, Export, Ganesha, Options, Proto};
 use crate::support::net::Servers;
 use crate::support::{
     Scratch, Target, Tree, assert_copied, bin, count_files, describe, nobody, rsync_diff,
     rsync_diff_with, run_nfsync, slash, sync_ok,
 };
 
-/// The server shared by the scenario tests, stopped at process exit.
-struct Shared {
-    server: Ganesha,
-    _dir: Scratch,
-}
-
-static SHARED: OnceLock<Mutex<Option<Shared>>> = OnceLock::new();
-
-extern "C" fn stop_shared() {
-    if let Some(m) = SHARED.get()
-        && let Ok(mut g) = m.lock()
-    {
-        g.take();
-    }
-}
-
-/// (export dir, NFS port, MOUNT port) of the shared server, started on first use;
-/// `None` when ganesha cannot run here (not root).
-fn shared() -> Option<(PathBuf, u16, u16)> {
-    if !ganesha::available() {
-        return None;
-    }
-    let m = SHARED.get_or_init(|| {
-        let dir = Scratch::new();
-        let server = Ganesha::start(&dir.join("export"), &dir.join("state"), Options::default())
-            .unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: registering a plain extern "C" function.
-        unsafe { libc::atexit(stop_shared) };
-        Mutex::new(Some(Shared { server, _dir: dir }))
-    });
-    let g = m.lock().unwrap_or_else(|e| e.into_inner());
-    let s = &g.as_ref().expect("shared server stopped").server;
-    Some((s.export.clone(), s.nfs_port, s.mnt_port))
-}
-
 /// One scenario's corner of the shared export.
 struct GaneshaTarget {
-    export: PathBuf,
-    nfs_port: u16,
-    mnt_port: u16,
+    export: Export,
     prefix: String,
 }
 
@@ -68,31 +30,20 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 impl GaneshaTarget {
     /// `None` when ganesha cannot run here.
     fn new() -> Option<GaneshaTarget> {
-        let (export, nfs_port, mnt_port) = shared()?;
+        let export = ganesha::shared(Proto::V3)?;
         let prefix = format!("t{}", NEXT.fetch_add(1, Ordering::SeqCst));
-        std::fs::create_dir_all(export.join(&prefix)).unwrap();
-        Some(GaneshaTarget {
-            export,
-            nfs_port,
-            mnt_port,
-            prefix,
-        })
+        std::fs::create_dir_all(export.path.join(&prefix)).unwrap();
+        Some(GaneshaTarget { export, prefix })
     }
 }
 
 impl Target for GaneshaTarget {
     fn dest_arg(&self, sub: &str) -> String {
-        format!(
-            "nfs://127.0.0.1{}/{}/{sub}?nfsport={}&mountport={}",
-            self.export.display(),
-            self.prefix,
-            self.nfs_port,
-            self.mnt_port
-        )
+        self.export.url(&format!("{}/{sub}", self.prefix), "")
     }
 
     fn dest_path(&self, sub: &str) -> PathBuf {
-        self.export.join(&self.prefix).join(sub)
+        self.export.path.join(&self.prefix).join(sub)
     }
 
     /// nfs-ganesha's VFS backend answers SETATTR of a symlink's times with OK and
@@ -121,17 +72,10 @@ scenario_tests!(owners, GaneshaTarget::new());
 /// A server of one's own, for tests that crash or reconfigure it; `None` when ganesha
 /// cannot run here.
 fn own_server(privileged: bool) -> Option<(Scratch, Ganesha)> {
-    if !ganesha::available() {
-        return None;
-    }
-    let dir = Scratch::new();
-    let options = Options {
+    ganesha::own(Options {
         privileged,
-        ..Options::default()
-    };
-    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), options)
-        .unwrap_or_else(|e| panic!("{e}"));
-    Some((dir, g))
+        ..Proto::V3.alone()
+    })
 }
 
 /// `dirs` directories of `per_dir` files of up to 5,000 bytes, and two big files (9 MB):
@@ -281,22 +225,22 @@ fn privileged_export_refuses_noresvport_clearly() {
 
 #[test]
 fn wrong_export_and_closed_port_fail_in_bounded_time() {
-    let Some((export, nfs_port, mnt_port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V3) else {
         return;
     };
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "x");
     let start = Instant::now();
-    let out = run_nfsync(
-        &["--timeout", "10"],
-        &s.join("src"),
-        format!("nfs://127.0.0.1/no/such/export?nfsport={nfs_port}&mountport={mnt_port}"),
-    );
+    let no_such = Export {
+        path: "/no/such/export".into(),
+        ..export.clone()
+    };
+    let out = run_nfsync(&["--timeout", "10"], &s.join("src"), no_such.url("", ""));
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/no/such/export"), "{err}");
     assert!(
-        err.contains(&export.display().to_string()),
+        err.contains(&export.path.display().to_string()),
         "lists the exports: {err}"
     );
 
@@ -305,14 +249,11 @@ fn wrong_export_and_closed_port_fail_in_bounded_time() {
         .local_addr()
         .unwrap()
         .port();
-    let out = run_nfsync(
-        &["--timeout", "10"],
-        &s.join("src"),
-        format!(
-            "nfs://127.0.0.1{}/x?nfsport={closed}&mountport={mnt_port}",
-            export.display()
-        ),
-    );
+    let closed = Export {
+        nfs_port: closed,
+        ..export
+    };
+    let out = run_nfsync(&["--timeout", "10"], &s.join("src"), closed.url("x", ""));
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     assert!(start.elapsed() < Duration::from_secs(30));
 }
@@ -320,7 +261,7 @@ fn wrong_export_and_closed_port_fail_in_bounded_time() {
 /// Throughput figure for the report: 2,000 small files into a fresh directory.
 #[test]
 fn two_thousand_files_throughput() {
-    let Some((export, nfs_port, mnt_port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V3) else {
         return;
     };
     let s = Scratch::new();
@@ -335,10 +276,7 @@ fn two_thousand_files_throughput() {
             );
         }
     }
-    let url = format!(
-        "nfs://127.0.0.1{}/perf2000?nfsport={nfs_port}&mountport={mnt_port}",
-        export.display()
-    );
+    let url = export.url("perf2000", "");
     let start = Instant::now();
     let out = run_nfsync(&["--json"], &src, &url);
     let secs = start.elapsed().as_secs_f64();
@@ -348,7 +286,7 @@ fn two_thousand_files_throughput() {
         "nfs:// 2000 files in {secs:.2} s = {:.0} files/s",
         2000.0 / secs
     );
-    assert!(rsync_diff(&src, &export.join("perf2000")).is_empty());
+    assert!(rsync_diff(&src, &export.path.join("perf2000")).is_empty());
 }
 
 /// Runs `nfsync --timeout 10 SRC/ URL` as `nobody` (ganesha tests run as root), SRC
@@ -361,23 +299,19 @@ fn as_nobody(src: &Path, url: &str) -> Output {
 
 #[test]
 fn unprivileged_user_copies_through_an_insecure_export() {
-    let Some((export, nfs_port, mnt_port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V3) else {
         return;
     };
     let s = nobody::scratch();
     let src = s.join("src");
     Tree::new(&src).file("a", "as nobody\n").file("d/b", "b\n");
-    let dst = export.join("nobody_dst");
+    let dst = export.path.join("nobody_dst");
     std::fs::create_dir_all(&dst).unwrap();
     let _ = std::process::Command::new("chmod")
         .arg("777")
         .arg(&dst)
         .status();
-    let url = format!(
-        "nfs://127.0.0.1{}/nobody_dst/x?nfsport={nfs_port}&mountport={mnt_port}",
-        export.display()
-    );
-    let out = as_nobody(&src, &url);
+    let out = as_nobody(&src, &export.url("nobody_dst/x", ""));
     assert!(out.status.success(), "{}", describe(&out));
     let diff = rsync_diff(&src, &dst.join("x"));
     assert!(diff.is_empty(), "{diff}");
@@ -426,11 +360,11 @@ fn connections_cut_mid_run_end_exact() {
         .hardlink("hard", "d2/f2");
     let mut servers = Servers::default();
     let (proxy, cuts) = servers.cutting_proxy(g.nfs_port, 30_000);
-    let url = format!(
-        "nfs://127.0.0.1{}/dst?nfsport={proxy}&mountport={}",
-        g.export.display(),
-        g.mnt_port
-    );
+    let through_proxy = Export {
+        nfs_port: proxy,
+        ..g.export(Proto::V3)
+    };
+    let url = through_proxy.url("dst", "");
     sync_ok(&["-H", "--timeout", "20"], &src, &url);
     assert!(cuts.load(Ordering::SeqCst) > 5, "the proxy cut too little");
     let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
@@ -446,22 +380,19 @@ fn connections_cut_mid_run_end_exact() {
 #[test]
 fn url_uid_and_gid_are_the_identity_used() {
     use std::os::unix::fs::MetadataExt;
-    let Some((export, nfs_port, mnt_port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V3) else {
         return;
     };
     let s = Scratch::new();
     let src = s.join("src");
     Tree::new(&src).file("a", "a\n");
-    let dst = export.join("as_1234");
+    let dst = export.path.join("as_1234");
     std::fs::create_dir_all(&dst).unwrap();
     let _ = std::process::Command::new("chmod")
         .arg("777")
         .arg(&dst)
         .status();
-    let url = format!(
-        "nfs://127.0.0.1{}/as_1234/x?nfsport={nfs_port}&mountport={mnt_port}&uid=1234&gid=5678",
-        export.display()
-    );
+    let url = export.url("as_1234/x", "uid=1234&gid=5678");
     sync_ok(&["--no-owner", "--no-group"], &src, &url);
     let m = std::fs::metadata(dst.join("x/a")).unwrap();
     assert_eq!((m.uid(), m.gid()), (1234, 5678));

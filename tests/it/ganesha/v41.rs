@@ -14,78 +14,20 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::v3::{copy_under_way, many_files, wait_at_most};
 use crate::scenarios::scenario_tests;
-use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
+use crate::support::ganesha::{self, Export, Ganesha, Options, Proto};
 use crate::support::net::Servers;
 use crate::support::{
     Scratch, Target, Tree, assert_copied, describe, json_stats, rsync_diff, rsync_diff_with,
     run_nfsync, stat, sync_ok,
 };
 
-/// The NFSv4-only server shared by the scenario tests, stopped at process exit.
-struct Shared {
-    server: Ganesha,
-    _dir: Scratch,
-}
-
-static SHARED: OnceLock<Mutex<Option<Shared>>> = OnceLock::new();
-
-extern "C" fn stop_shared() {
-    if let Some(m) = SHARED.get()
-        && let Ok(mut g) = m.lock()
-    {
-        g.take();
-    }
-}
-
-/// (export dir, NFS port) of the shared server, started on first use; `None` when
-/// ganesha cannot run here (not root).
-pub(crate) fn shared() -> Option<(PathBuf, u16)> {
-    if !ganesha::available() {
-        return None;
-    }
-    let m = SHARED.get_or_init(|| {
-        let dir = Scratch::new();
-        let server = Ganesha::start(&dir.join("export"), &dir.join("state"), v4_only(None))
-            .unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: registering a plain extern "C" function.
-        unsafe { libc::atexit(stop_shared) };
-        Mutex::new(Some(Shared { server, _dir: dir }))
-    });
-    let g = m.lock().unwrap_or_else(|e| e.into_inner());
-    let s = &g.as_ref().expect("shared server stopped").server;
-    Some((s.export.clone(), s.nfs_port))
-}
-
-fn v4_only(slots: Option<u32>) -> Options {
-    Options {
-        nfs4: Nfs4::Only,
-        slots,
-        ..Options::default()
-    }
-}
-
-/// `nfs://127.0.0.1:PORT/EXPORT/rel?version=4.1`, `&extra` appended.
-pub(crate) fn url41(port: u16, export: &Path, rel: &str, extra: &str) -> String {
-    let extra = if extra.is_empty() {
-        String::new()
-    } else {
-        format!("&{extra}")
-    };
-    format!(
-        "nfs://127.0.0.1:{port}{}/{rel}?version=4.1{extra}",
-        export.display()
-    )
-}
-
 /// One scenario's corner of the shared export.
 struct Ganesha41Target {
-    export: PathBuf,
-    port: u16,
+    export: Export,
     prefix: String,
 }
 
@@ -94,29 +36,20 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 impl Ganesha41Target {
     /// `None` when ganesha cannot run here.
     fn new() -> Option<Ganesha41Target> {
-        let (export, port) = shared()?;
+        let export = ganesha::shared(Proto::V41)?;
         let prefix = format!("t{}", NEXT.fetch_add(1, Ordering::SeqCst));
-        std::fs::create_dir_all(export.join(&prefix)).unwrap();
-        Some(Ganesha41Target {
-            export,
-            port,
-            prefix,
-        })
+        std::fs::create_dir_all(export.path.join(&prefix)).unwrap();
+        Some(Ganesha41Target { export, prefix })
     }
 }
 
 impl Target for Ganesha41Target {
     fn dest_arg(&self, sub: &str) -> String {
-        url41(
-            self.port,
-            &self.export,
-            &format!("{}/{sub}", self.prefix),
-            "",
-        )
+        self.export.url(&format!("{}/{sub}", self.prefix), "")
     }
 
     fn dest_path(&self, sub: &str) -> PathBuf {
-        self.export.join(&self.prefix).join(sub)
+        self.export.path.join(&self.prefix).join(sub)
     }
 
     /// ganesha's VFS backend ignores a SETATTR of a symlink's times, over NFSv4.1 as
@@ -140,13 +73,10 @@ scenario_tests!(owners, Ganesha41Target::new());
 /// An NFSv4-only server of one's own (`slots`: the most session slots it grants), for
 /// tests that crash, cut or starve it; `None` when ganesha cannot run here.
 fn own_server(slots: Option<u32>) -> Option<(Scratch, Ganesha)> {
-    if !ganesha::available() {
-        return None;
-    }
-    let dir = Scratch::new();
-    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), v4_only(slots))
-        .unwrap_or_else(|e| panic!("{e}"));
-    Some((dir, g))
+    ganesha::own(Options {
+        slots,
+        ..Proto::V41.alone()
+    })
 }
 
 /// A run that did not succeed ended clearly: an NFS or I/O exit code (10 unreachable,
@@ -177,7 +107,7 @@ fn assert_clear_failure(out: &Output, what: &str) {
 /// warning and nothing counted as clamped; a re-run finds them equal and copies nothing.
 #[test]
 fn times_before_1970_and_after_2106_stored_exactly() {
-    let Some((export, port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V41) else {
         return;
     };
     let s = Scratch::new();
@@ -198,21 +128,21 @@ fn times_before_1970_and_after_2106_stored_exactly() {
         }
         t.mtime(name, sec, nsec);
     }
-    let url = url41(port, &export, "times", "");
+    let url = export.url("times", "");
     let out = sync_ok(&["--json"], &src, &url);
     let stats = json_stats(&out);
     assert_eq!(stat(&stats, "times_clamped"), 0, "{stats}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("cannot be stored"), "{err}");
     for (name, sec, nsec) in cases {
-        let m = std::fs::metadata(export.join("times").join(name)).unwrap();
+        let m = std::fs::metadata(export.path.join("times").join(name)).unwrap();
         assert_eq!(
             (m.mtime(), m.mtime_nsec() as u32),
             (sec, nsec),
             "mtime of {name}"
         );
     }
-    assert!(rsync_diff(&src, &export.join("times")).is_empty());
+    assert!(rsync_diff(&src, &export.path.join("times")).is_empty());
 
     let out = sync_ok(&["--json"], &src, &url);
     let stats = json_stats(&out);
@@ -275,7 +205,11 @@ fn connections_cut_mid_run_end_exact_or_clearly() {
         .hardlink("hard", "d2/f2");
     let mut servers = Servers::default();
     let (proxy, cuts) = servers.cutting_proxy(g.nfs_port, 30_000);
-    let cut_url = url41(proxy, &g.export, "dst", "");
+    let through_proxy = Export {
+        nfs_port: proxy,
+        ..g.export(Proto::V41)
+    };
+    let cut_url = through_proxy.url("dst", "");
     let dst = g.export.join("dst");
     let through_cuts = |extra: &[&str], what: &str| {
         let args = [&["-H", "--json", "--timeout", "20"][..], extra].concat();
@@ -355,14 +289,14 @@ fn server_killed_mid_run_then_restarted() {
 #[test]
 fn json_reports_version_and_one_compound_per_new_small_file() {
     const N: u64 = 300;
-    let Some((export, port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V41) else {
         return;
     };
     let s = Scratch::new();
     let src = s.join("src");
     let t = Tree::new(&src);
     t.file("d/first", "first\n");
-    let url = url41(port, &export, "rpcs", "");
+    let url = export.url("rpcs", "");
     let stats = json_stats(&sync_ok(&["--json"], &src, &url));
     assert_eq!(stats["nfs_version"], "4.1", "{stats}");
     assert!(stat(&stats, "rpcs") > 0, "{stats}");
@@ -380,22 +314,26 @@ fn json_reports_version_and_one_compound_per_new_small_file() {
         rpcs <= N + 20,
         "{rpcs} COMPOUNDs for {N} new files: {stats}"
     );
-    assert!(rsync_diff(&src, &export.join("rpcs")).is_empty());
+    assert!(rsync_diff(&src, &export.path.join("rpcs")).is_empty());
 }
 
 /// `?version=4.0` is refused as a usage error (exit 1) that says why: NFSv4.0 has no
 /// sessions (a call retried after a lost connection may run twice). Nothing is written.
 #[test]
 fn version_4_0_refused_for_lack_of_sessions() {
-    let Some((export, port)) = shared() else {
+    let Some(export) = ganesha::shared(Proto::V41) else {
         return;
     };
     let s = Scratch::new();
     Tree::new(s.join("src")).file("a", "a\n");
-    let url = format!("nfs://127.0.0.1:{port}{}/v40?version=4.0", export.display());
+    let url = format!(
+        "nfs://127.0.0.1:{}{}/v40?version=4.0",
+        export.nfs_port,
+        export.path.display()
+    );
     let out = run_nfsync(&[], &s.join("src"), &url);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("session"), "{err}");
-    assert!(!export.join("v40").exists());
+    assert!(!export.path.join("v40").exists());
 }
