@@ -1,73 +1,20 @@
-//! Integration tests of the NFSv3 path against a real server: nfs-ganesha (VFS FSAL,
-//! no root squash) on free loopback ports, started and stopped by the tests. Ganesha
-//! needs root: other users skip these tests (one line says so).
-//!
-//! Every shared scenario runs against one shared server (each in its own directory of
-//! the export) and is judged by reading the exported directory back locally with
-//! `rsync -anciH --delete`. Crash/restart and refusal cases get servers of their own.
+//! The NFSv3 path against nfs-ganesha: every shared scenario and fault case
+//! ([`protocol_tests!`](super::protocol_tests)), and what NFSv3 alone meets: a server
+//! gone for good, privileged ports, a wrong export or closed port, a root-squashed
+//! export, runs as `nobody` and the URL's AUTH_SYS identity, and a throughput figure.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::scenarios::scenario_tests;
+use super::faults::{copy_under_way, many_files, wait_at_most};
 use crate::support::ganesha::{self, Export, Ganesha, Options, Proto};
-use crate::support::net::Servers;
 use crate::support::{
-    Scratch, Target, Tree, assert_copied, bin, count_files, describe, nobody, rsync_diff,
-    rsync_diff_with, run_nfsync, slash, sync_ok,
+    Scratch, Tree, assert_copied, describe, nobody, rsync_diff, rsync_diff_with, run_nfsync, slash,
+    sync_ok,
 };
 
-/// One scenario's corner of the shared export.
-struct GaneshaTarget {
-    export: Export,
-    prefix: String,
-}
-
-static NEXT: AtomicUsize = AtomicUsize::new(0);
-
-impl GaneshaTarget {
-    /// `None` when ganesha cannot run here.
-    fn new() -> Option<GaneshaTarget> {
-        let export = ganesha::shared(Proto::V3)?;
-        let prefix = format!("t{}", NEXT.fetch_add(1, Ordering::SeqCst));
-        std::fs::create_dir_all(export.path.join(&prefix)).unwrap();
-        Some(GaneshaTarget { export, prefix })
-    }
-}
-
-impl Target for GaneshaTarget {
-    fn dest_arg(&self, sub: &str) -> String {
-        self.export.url(&format!("{}/{sub}", self.prefix), "")
-    }
-
-    fn dest_path(&self, sub: &str) -> PathBuf {
-        self.export.path.join(&self.prefix).join(sub)
-    }
-
-    /// nfs-ganesha's VFS backend answers SETATTR of a symlink's times with OK and
-    /// changes nothing ("Setting time on symlinks is illegal", FSAL_VFS/file.c), so
-    /// symlink mtimes cannot be stored there: compare everything else.
-    fn diff(&self, src: &Path, sub: &str) -> String {
-        rsync_diff_with(src, &self.dest_path(sub), &["--omit-link-times"])
-    }
-
-    fn keeps_symlink_times(&self) -> bool {
-        false
-    }
-
-    fn clamps_times(&self) -> bool {
-        true
-    }
-}
-
-scenario_tests!(files, GaneshaTarget::new());
-scenario_tests!(symlinks, GaneshaTarget::new());
-scenario_tests!(read_only_dirs, GaneshaTarget::new());
-scenario_tests!(hard_links, GaneshaTarget::new());
-scenario_tests!(specials, GaneshaTarget::new());
-scenario_tests!(owners, GaneshaTarget::new());
+super::protocol_tests!(Proto::V3);
 
 /// A server of one's own, for tests that crash or reconfigure it; `None` when ganesha
 /// cannot run here.
@@ -76,95 +23,6 @@ fn own_server(privileged: bool) -> Option<(Scratch, Ganesha)> {
         privileged,
         ..Proto::V3.alone()
     })
-}
-
-/// `dirs` directories of `per_dir` files of up to 5,000 bytes, and two big files (9 MB):
-/// a copy long enough to crash or cut (also used by the NFSv4.1 tests).
-pub(crate) fn many_files(root: &Path, dirs: usize, per_dir: usize) {
-    let t = Tree::new(root);
-    for d in 0..dirs {
-        for f in 0..per_dir {
-            t.random_file(
-                format!("d{d}/f{f}"),
-                ((f * 131 + d) % 5000) as u64,
-                (d * 10_000 + f) as u64,
-            );
-        }
-    }
-    t.random_file("big/a", 6_000_000, 7)
-        .random_file("big/b", 3_000_001, 8);
-}
-
-/// Starts `nfsync --json --timeout TIMEOUT SRC/ URL` and returns it once the copy is
-/// under way (200 files in the export).
-pub(crate) fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
-    let child = Command::new(bin())
-        .args(["--json", "--timeout", timeout])
-        .arg(slash(src))
-        .arg(url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child
-}
-
-/// Waits for `child` to end, failing with `hangs` if it takes longer than `limit`.
-pub(crate) fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
-    let since = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(since.elapsed() < limit, "{hangs}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
-#[test]
-fn server_killed_mid_run_then_restarted() {
-    let Some((dir, mut g)) = own_server(false) else {
-        return;
-    };
-    let src = dir.join("src");
-    many_files(&src, 20, 150);
-    let url = g.url("dst", "");
-    let started = Instant::now();
-    let child = copy_under_way(&g, &src, &url, "30");
-    g.kill();
-    std::thread::sleep(Duration::from_secs(2));
-    g.restart().unwrap();
-    let out = wait_at_most(
-        child,
-        Duration::from_secs(120),
-        "nfsync hangs after restart",
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    eprintln!(
-        "run across the crash: exit {:?} after {:.1} s\n{err}",
-        out.status.code(),
-        started.elapsed().as_secs_f64()
-    );
-    assert!(!err.contains("panicked"), "{}", describe(&out));
-    // Either it recovered, or it failed with a clear message and an NFS/I-O exit code.
-    if !out.status.success() {
-        let code = out.status.code();
-        assert!(
-            matches!(code, Some(10 | 11 | 23 | 30)),
-            "unexpected exit: {}",
-            describe(&out)
-        );
-        assert!(!err.trim().is_empty());
-    }
-    // A re-run finishes exactly.
-    let out = run_nfsync(&["--json"], &src, &url);
-    assert!(out.status.success(), "{}\n{}", describe(&out), g.log_tail());
-    let diff = rsync_diff(&src, &g.export.join("dst"));
-    assert!(diff.is_empty(), "after re-run:\n{diff}");
-    let out = run_nfsync(&["--json"], &src, &url);
-    assert_copied(&out, 0);
 }
 
 #[test]
@@ -344,36 +202,6 @@ fn root_squashed_export_warns_once_and_copies_the_rest() {
     assert!(diff.is_empty(), "{diff}");
     let out = sync_ok(&["--json"], &src, &url);
     assert_copied(&out, 0);
-}
-
-/// Connections cut mid-call (replies lost after the server acted): retries resolve the
-/// ambiguous answers (CREATE → EXIST, REMOVE → NOENT) and the tree ends exact.
-#[test]
-fn connections_cut_mid_run_end_exact() {
-    let Some((dir, g)) = own_server(false) else {
-        return;
-    };
-    let src = dir.join("src");
-    many_files(&src, 10, 100);
-    Tree::new(&src)
-        .symlink("link", "d1/f1")
-        .hardlink("hard", "d2/f2");
-    let mut servers = Servers::default();
-    let (proxy, cuts) = servers.cutting_proxy(g.nfs_port, 30_000);
-    let through_proxy = Export {
-        nfs_port: proxy,
-        ..g.export(Proto::V3)
-    };
-    let url = through_proxy.url("dst", "");
-    sync_ok(&["-H", "--timeout", "20"], &src, &url);
-    assert!(cuts.load(Ordering::SeqCst) > 5, "the proxy cut too little");
-    let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
-    assert!(diff.is_empty(), "{diff}");
-    // --delete through the same cuts.
-    std::fs::remove_dir_all(src.join("d3")).unwrap();
-    sync_ok(&["-H", "--delete", "--timeout", "20"], &src, &url);
-    let diff = rsync_diff_with(&src, &g.export.join("dst"), &["--omit-link-times"]);
-    assert!(diff.is_empty(), "{diff}");
 }
 
 /// `?uid=&gid=` in the URL are the AUTH_SYS identity the server creates files as.
