@@ -10,8 +10,8 @@ use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;
 
-use crate::support::sides::{Via, against_rsync, against_rsync_via, diff, source};
-use crate::support::{Scratch, Tree, describe, nfsync, slash};
+use crate::support::sides::{Via, against_rsync, against_rsync_via, source};
+use crate::support::{Scratch, Tree, describe, nfsync, rsync_diff_with, slash};
 
 macro_rules! same_as_rsync {
     ($($name:ident: [$($flag:literal),*] $(compare [$($c:literal),*])?;)*) => {$(
@@ -127,7 +127,7 @@ fn one_file_system_at_a_mount_point() {
             .status();
         let ok_n = nfsync().args(flags).arg(slash(src.root())).arg(&n).output();
         assert!(ok_r.unwrap().success() && ok_n.unwrap().status.success());
-        diffs.push(diff(&r, &n, &[]));
+        diffs.push(rsync_diff_with(&r, &n, &[]));
     }
     let _ = Command::new("umount").arg(&mnt).status();
     assert!(
