@@ -1,4 +1,4 @@
-//! Issue 16: an rsync user's command line works unchanged.
+//! An rsync user's command line works unchanged.
 //!
 //! Each test runs rsync and nfsync with the same options from the same source onto two
 //! copies of the same starting destination (with files older, newer and extra there),

@@ -1,4 +1,4 @@
-//! Issue 16, how file data is written: `-S`, `--inplace`, `--append`,
+//! How file data is written: `-S`, `--inplace`, `--append`,
 //! `--append-verify`, `--temp-dir`, `--delay-updates`, `--bwlimit`.
 //!
 //! Each test runs rsync and nfsync with the same flags from the same source onto

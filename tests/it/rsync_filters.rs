@@ -1,4 +1,4 @@
-//! Issue 16: rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
+//! rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
 //! `--delete-excluded`), each run by rsync and nfsync from the same source onto copies
 //! of the same destination, the two results compared with `rsync -anciH --delete`.
 //!

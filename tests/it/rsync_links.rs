@@ -1,4 +1,4 @@
-//! Issue 16, links and attributes: `-L`, `--copy-unsafe-links`, `--safe-links`, `-k`,
+//! Links and attributes: `-L`, `--copy-unsafe-links`, `--safe-links`, `-k`,
 //! `-K`, `--chmod`, `--chown`, `-X`, `-A`, each run by rsync and nfsync side by side
 //! and the results compared with `rsync -anciH --delete` (plus `-XA` where attributes
 //! count); and the symlink-race refusals for `--exclude-from` and DEST.

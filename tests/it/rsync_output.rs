@@ -1,4 +1,4 @@
-//! Issue 16, output: what nfsync prints is what rsync prints for the same change.
+//! Output: what nfsync prints is what rsync prints for the same change.
 //!
 //! Each test runs rsync and nfsync with the same options from the same source onto two
 //! copies of the same starting destination (the trees of [`crate::support::sides`]:

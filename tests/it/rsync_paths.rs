@@ -1,4 +1,4 @@
-//! Issue 16, which paths are sent: `-R` (whole paths and `/./` anchors), `--files-from`
+//! Which paths are sent: `-R` (whole paths and `/./` anchors), `--files-from`
 //! (rsync's implied `-R` and `-d`, `-a` without `-r`, `--from0`, stdin), `-d`, `-m` and
 //! `--list-only`. Each runs under rsync and nfsync on the same trees (the harness of
 //! [`crate::support::sides`]) and the results must be identical by

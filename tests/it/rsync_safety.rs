@@ -1,4 +1,4 @@
-//! Issue 16, the options that keep or reuse data: `-b/--backup`, `--suffix`,
+//! The options that keep or reuse data: `-b/--backup`, `--suffix`,
 //! `--backup-dir`, `--link-dest`, `--compare-dest`, `--copy-dest`,
 //! `--remove-source-files`.
 //!
