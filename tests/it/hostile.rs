@@ -1,4 +1,4 @@
-//! Hostile and broken servers (issue 12, point 4): no reply, however mangled, may make
+//! Hostile and broken servers: no reply, however mangled, may make
 //! nfsync allocate by a length the server merely claims, panic, or die by a signal.
 //!
 //! The decoder tests feed every reply type nfsync decodes — MOUNT, portmapper and each

@@ -1,13 +1,12 @@
 //! nfsync's integration tests: one binary (one link step), as ripgrep and fd do.
 //!
 //! - [`scenarios`]: sync scenarios shared by every kind of destination, each judged by an
-//!   independent comparison (`rsync -anciH --delete`); [`mount`], [`inproc`],
-//!   [`ganesha`] and [`nfs4`] run them against a local directory, the in-process NFSv3
-//!   server and nfs-ganesha over NFSv3 and NFSv4.1.
+//!   independent comparison (`rsync -anciH --delete`); [`mount`], [`inproc`] and
+//!   [`ganesha`] run them against a local directory, the in-process NFSv3 server and
+//!   nfs-ganesha over NFSv3 and NFSv4.1.
 //! - [`mount`]: the command line and the mount path (permissions, full disks, races).
-//! - [`ganesha`]: a real NFSv3 server (nfs-ganesha), crashed, reconfigured and cut off.
-//! - [`nfs4`]: the same and more over NFSv4.1, against an NFSv4-only nfs-ganesha;
-//!   [`ganesha_nfs4`] checks those servers themselves (no nfsync needed).
+//! - [`ganesha`]: a real NFS server (nfs-ganesha) over NFSv3 and NFSv4.1, crashed,
+//!   reconfigured and cut off; and checks of those servers themselves.
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
@@ -33,7 +32,6 @@
 //! is skipped: a missing server or tool fails the test.
 
 mod ganesha;
-mod ganesha_nfs4;
 mod generated;
 mod hostile;
 mod inproc;
@@ -42,7 +40,6 @@ mod itemize;
 mod memfs;
 mod mount;
 mod mpi;
-mod nfs4;
 mod progress;
 mod rsync_cli;
 mod rsync_data;

@@ -1,4 +1,4 @@
-//! Issue 17, `--mpi` (feature `mpi`, Open MPI's `mpirun`, as root with
+//! `--mpi` (feature `mpi`, Open MPI's `mpirun`, as root with
 //! `--allow-run-as-root`): four ranks on the mount path and into nfs-ganesha. Every
 //! rank takes units of work as it walks, rank 0 finalizes and reports the totals of
 //! all with each rank's part; with `--delete` no rank removes what another copies;

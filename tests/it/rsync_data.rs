@@ -1,29 +1,28 @@
-//! Issue 16, how file data is written: `-S`, `--inplace`, `--append`,
+//! How file data is written: `-S`, `--inplace`, `--append`,
 //! `--append-verify`, `--temp-dir`, `--delay-updates`, `--bwlimit`.
 //!
 //! Each test runs rsync and nfsync with the same flags from the same source onto
-//! copies of the same starting destination ([`rsync_cli`]'s, plus files for the
+//! copies of the same starting destination ([`sides`]'s, plus files for the
 //! option at hand) and compares the results with `rsync -anciH --delete -c` (content
 //! too: an append that went wrong keeps size and mtime). Then the side effect itself:
 //! blocks allocated, a hard link seeing the new content, elapsed time, what is
 //! visible at the destination during the run.
 //!
-//! [`rsync_cli`]: crate::rsync_cli
+//! [`sides`]: crate::support::sides
 
 use std::fs::{self, File};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::rsync_cli::{Via, diff, source, start};
-use crate::support::dirfs::DirFs;
-use crate::support::inproc::Server;
-use crate::support::{Scratch, Tree, bin, copy_tree, describe, nfsync, slash};
+use crate::support::ganesha::{self, Proto};
+use crate::support::sides::{Sides, Via};
+use crate::support::{Scratch, Tree, bin, describe, slash};
 
 /// The two results and how long nfsync took.
 struct Both {
-    s: Scratch,
+    sides: Sides,
     /// `rsync -anciH --delete -c by_rsync/ by_nfsync/`.
     diff: String,
     nfsync_took: Duration,
@@ -31,16 +30,16 @@ struct Both {
 
 impl Both {
     fn rsync(&self, rel: &str) -> std::path::PathBuf {
-        self.s.join("by_rsync").join(rel)
+        self.sides.rsync(rel)
     }
     fn nfsync(&self, rel: &str) -> std::path::PathBuf {
-        self.s.join("by_nfsync").join(rel)
+        self.sides.nfsync(rel)
     }
     /// [`Both::assert_same`] with more options to the comparison.
     fn assert_same_but(&self, what: &str, extra: &[&str]) {
         let mut with = vec!["-c"];
         with.extend_from_slice(extra);
-        let d = diff(&self.s.join("by_rsync"), &self.s.join("by_nfsync"), &with);
+        let d = self.sides.diff(&with);
         assert!(d.is_empty(), "{what}: nfsync differs from rsync:\n{d}");
     }
 
@@ -53,87 +52,29 @@ impl Both {
     }
 }
 
-/// Where nfsync writes.
-#[derive(Clone, Copy)]
-enum To {
-    /// [`rsync_cli`]'s: a local directory, or the in-process NFSv3 server.
-    ///
-    /// [`rsync_cli`]: crate::rsync_cli
-    Via(Via),
-    /// nfs-ganesha over NFSv4.1 (the shared server of [`crate::nfs4`]).
-    Nfs4,
-}
-
 /// rsync and nfsync with `flags`, `SRC/` onto copies of the starting destination;
 /// `extra` adds to the source and to the start before they are copied.
-fn both(via: Via, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Both {
-    both_to(To::Via(via), flags, extra).expect("no server needed")
-}
-
-/// [`both`] onto any destination; `None` when its server cannot run here.
-fn both_to(to: To, flags: &[&str], extra: impl Fn(&Tree, &Tree)) -> Option<Both> {
+fn both(via: Via, flags: &[&str], extra: impl FnOnce(&Tree, &Tree)) -> Both {
     // The in-process server has no MKNOD: the source's fifo stays out of both.
     let mut flags = flags.to_vec();
-    if !matches!(to, To::Via(Via::Mount)) {
+    if !matches!(via, Via::Mount) {
         flags.push("--no-D");
     }
-    // nfs-ganesha does not keep a symlink's own mtime over NFSv4.1.
-    if matches!(to, To::Nfs4) {
+    // nfs-ganesha does not keep a symlink's own mtime.
+    if matches!(via, Via::Ganesha(_)) {
         flags.push("--no-l");
     }
-    let flags = &flags[..];
-    let nfs4 = match to {
-        To::Nfs4 => Some(crate::nfs4::shared()?),
-        To::Via(_) => None,
-    };
-    let s = match &nfs4 {
-        Some((export, _)) => Scratch::new_in(export),
-        None => Scratch::new(),
-    };
-    let via = match to {
-        To::Via(v) => v,
-        To::Nfs4 => Via::Mount,
-    };
-    let src = source(&s.join("src"));
-    let st = start(&s.join("start"));
-    extra(&src, &st);
-    copy_tree(&s.join("start"), &s.join("by_rsync"));
-    copy_tree(&s.join("start"), &s.join("by_nfsync"));
-    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
-    let dest = match (&server, &nfs4) {
-        (Some(server), _) => server.url("/by_nfsync").into(),
-        (None, Some((export, port))) => {
-            let rel = s.join("by_nfsync");
-            let rel = rel.strip_prefix(export).unwrap().to_str().unwrap();
-            crate::nfs4::url41(*port, export, rel, "").into()
-        }
-        (None, None) => slash(&s.join("by_nfsync")),
-    };
-    let out = Command::new("rsync")
-        .args(flags)
-        .arg(slash(src.root()))
-        .arg(slash(&s.join("by_rsync")))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "rsync {flags:?}: {}", describe(&out));
-    let t0 = Instant::now();
-    let out = nfsync()
-        .args(flags)
-        .arg(slash(src.root()))
-        .arg(&dest)
-        .output()
-        .unwrap();
-    let nfsync_took = t0.elapsed();
-    assert!(out.status.success(), "nfsync {flags:?}: {}", describe(&out));
-    drop(server);
-    let changed = diff(&s.join("start"), &s.join("by_rsync"), &[]);
-    assert!(!changed.is_empty(), "rsync {flags:?} changed nothing");
-    let diff = diff(&s.join("by_rsync"), &s.join("by_nfsync"), &["-c"]);
-    Some(Both {
-        s,
-        diff,
-        nfsync_took,
-    })
+    let sides = Sides::standard(via, extra);
+    let src = slash(&sides.join("src"));
+    let ran = sides.run_ok("", b"", &|_, cmd| {
+        cmd.args(&flags).arg(&src);
+    });
+    sides.assert_rsync_changed("start", &[], &format!("{flags:?}"));
+    Both {
+        diff: sides.diff(&["-c"]),
+        sides,
+        nfsync_took: ran.nfsync_took,
+    }
 }
 
 const MB: u64 = 1 << 20;
@@ -165,7 +106,7 @@ fn check_sparse(via: Via) {
     for f in ["holey", "tail_hole"] {
         assert_eq!(
             fs::read(b.nfsync(f)).unwrap(),
-            fs::read(b.s.join("src").join(f)).unwrap(),
+            fs::read(b.sides.join("src").join(f)).unwrap(),
             "{f}: bytes"
         );
         let (r, n) = (allocated(&b.rsync(f)), allocated(&b.nfsync(f)));
@@ -193,10 +134,12 @@ fn sparse_keeps_holes_over_nfs() {
 /// `-S`, `--inplace` and `--append[-verify]` over NFSv4.1 (nfs-ganesha; root only).
 #[test]
 fn sparse_inplace_append_over_nfs4() {
-    let Some(b) = both_to(To::Nfs4, &["-aS"], holes) else {
+    let Some(export) = ganesha::shared(Proto::V41) else {
         eprintln!("skipping sparse_inplace_append_over_nfs4: no nfs-ganesha here (not root)");
         return;
     };
+    let via = Via::Ganesha(&export);
+    let b = both(via, &["-aS"], holes);
     b.assert_same("-S over NFSv4.1");
     for f in ["holey", "tail_hole"] {
         let (r, n) = (allocated(&b.rsync(f)), allocated(&b.nfsync(f)));
@@ -205,8 +148,8 @@ fn sparse_inplace_append_over_nfs4() {
             "{f}: nfsync -S allocated {n} bytes, rsync {r}"
         );
     }
-    check_inplace(To::Nfs4);
-    check_append(To::Nfs4);
+    check_inplace(via);
+    check_append(via);
 }
 
 /// `-S --inplace`: the old copy's blocks where the source has holes are punched out,
@@ -238,12 +181,10 @@ fn sparse_inplace_punches_holes() {
 
 /// `--inplace`: the destination file is written into, so a hard link to it (here
 /// `older_link`, which the source lacks) sees the new content, as with rsync.
-fn check_inplace(to: To) {
-    let Some(b) = both_to(to, &["-a", "--inplace"], |_, st| {
+fn check_inplace(via: Via) {
+    let b = both(via, &["-a", "--inplace"], |_, st| {
         st.hardlink("older_link", "older");
-    }) else {
-        return;
-    };
+    });
     b.assert_same("--inplace");
     assert_eq!(fs::read(b.rsync("older_link")).unwrap(), b"new content\n");
     assert_eq!(fs::read(b.nfsync("older_link")).unwrap(), b"new content\n");
@@ -252,12 +193,12 @@ fn check_inplace(to: To) {
 
 #[test]
 fn inplace_updates_the_file_hard_links_see() {
-    check_inplace(To::Via(Via::Mount));
+    check_inplace(Via::Mount);
 }
 
 #[test]
 fn inplace_over_nfs() {
-    check_inplace(To::Via(Via::InProc));
+    check_inplace(Via::InProc);
 }
 
 /// Files longer, the same size and shorter at the destination, one whose start
@@ -280,17 +221,15 @@ fn appendable(src: &Tree, st: &Tree) {
 /// `--append`: only files longer at the source grow, from the destination's length
 /// (a wrong start stays wrong, as with rsync); the others are left alone, times
 /// included. `--append-verify` rewrites the file whose start differed.
-fn check_append(to: To) {
-    let Some(b) = both_to(to, &["-a", "--append"], appendable) else {
-        return;
-    };
+fn check_append(via: Via) {
+    let b = both(via, &["-a", "--append"], appendable);
     b.assert_same("--append");
     let read = |p: std::path::PathBuf| String::from_utf8(fs::read(p).unwrap()).unwrap();
     assert_eq!(read(b.nfsync("grow")), "0123456789abcdef\n");
     assert_eq!(read(b.nfsync("wrong_start")), "hello world\n");
     assert_eq!(read(b.nfsync("same_len")), "BBBB\n");
     assert_eq!(read(b.nfsync("shrunk")), "abcdef\n");
-    let b = both_to(to, &["-a", "--append-verify"], appendable).expect("ran before");
+    let b = both(via, &["-a", "--append-verify"], appendable);
     b.assert_same("--append-verify");
     assert_eq!(read(b.nfsync("wrong_start")), "HELLO world\n");
     assert_eq!(read(b.nfsync("shrunk")), "abcdef\n");
@@ -298,12 +237,12 @@ fn check_append(to: To) {
 
 #[test]
 fn append_and_append_verify() {
-    check_append(To::Via(Via::Mount));
+    check_append(Via::Mount);
 }
 
 #[test]
 fn append_over_nfs() {
-    check_append(To::Via(Via::InProc));
+    check_append(Via::InProc);
 }
 
 /// `--temp-dir`: relative to DEST, and on another filesystem (moved by copying);
@@ -472,30 +411,26 @@ fn delay_updates_refuses_inplace_and_append() {
 
 /// `--bwlimit=1000` (KiB/s): 2 MB take at least about 2 s, whatever the job count
 /// (a lower bound only: the machine may be slower, never faster).
-#[test]
-fn bwlimit_limits_the_rate() {
-    let b = both(Via::Mount, &["-a", "--bwlimit=1000"], |src, _| {
+fn check_bwlimit(via: Via, what: &str) {
+    let b = both(via, &["-a", "--bwlimit=1000"], |src, _| {
         src.random_file("two_mb", 2_000_000, 3);
     });
-    b.assert_same("--bwlimit");
+    b.assert_same(what);
     assert!(
         b.nfsync_took >= Duration::from_millis(1500),
-        "2 MB at 1000 KiB/s took {:?}",
+        "{what}: 2 MB at 1000 KiB/s took {:?}",
         b.nfsync_took
     );
 }
 
 #[test]
+fn bwlimit_limits_the_rate() {
+    check_bwlimit(Via::Mount, "--bwlimit");
+}
+
+#[test]
 fn bwlimit_over_nfs() {
-    let b = both(Via::InProc, &["-a", "--bwlimit=1000"], |src, _| {
-        src.random_file("two_mb", 2_000_000, 3);
-    });
-    b.assert_same("--bwlimit over nfs://");
-    assert!(
-        b.nfsync_took >= Duration::from_millis(1500),
-        "2 MB at 1000 KiB/s took {:?}",
-        b.nfsync_took
-    );
+    check_bwlimit(Via::InProc, "--bwlimit over nfs://");
 }
 
 /// `--inplace` into a read-only file of ours, not as root: made writable for the

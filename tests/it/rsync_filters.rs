@@ -1,4 +1,4 @@
-//! Issue 16: rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
+//! rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
 //! `--delete-excluded`), each run by rsync and nfsync from the same source onto copies
 //! of the same destination, the two results compared with `rsync -anciH --delete`.
 //!
@@ -7,22 +7,11 @@
 //! the source lacks holding a protected file.
 
 use std::ffi::OsString;
-use std::fs::{self, File};
+use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use crate::support::dirfs::DirFs;
-use crate::support::inproc::Server;
-use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, rsync_diff_with, slash};
-
-/// Where nfsync writes.
-#[derive(Clone, Copy, PartialEq)]
-enum Via {
-    /// A local directory (the mount path).
-    Mount,
-    /// The in-process NFSv3 server (the NFS path).
-    InProc,
-}
+use crate::support::sides::{Sides, Via};
+use crate::support::{Tree, slash};
 
 /// Options for one comparison besides the flags.
 #[derive(Default)]
@@ -34,47 +23,25 @@ struct Run<'a> {
 }
 
 /// Runs `rsync FLAGS src/ by_rsync/` and `nfsync FLAGS src/ DEST` (DEST: `by_nfsync`,
-/// or its nfs:// URL) from `s/src` onto copies of `s/start`, and returns the difference
+/// or its nfs:// URL) from `src` onto copies of `start`, and returns the difference
 /// between the two results (empty when nfsync did what rsync did).
-fn compare(s: &Scratch, via: Via, flags: &[OsString], run: &Run<'_>) -> String {
-    copy_tree(&s.join("start"), &s.join("by_rsync"));
-    copy_tree(&s.join("start"), &s.join("by_nfsync"));
-    let server = (via == Via::InProc).then(|| Server::start(None, DirFs::new(s.path())));
-    let dest: OsString = match &server {
-        Some(server) => server.url("/by_nfsync").into(),
-        None => slash(&s.join("by_nfsync")),
-    };
+fn compare(s: &Sides, flags: &[OsString], run: &Run<'_>) -> String {
+    s.copy_start("start");
     let src = slash(&s.join("src"));
-    let stdin_file = s.join("stdin");
-    fs::write(&stdin_file, run.stdin.unwrap_or_default()).unwrap();
-    let out = Command::new("rsync")
-        .args(flags)
-        .arg(&src)
-        .arg(slash(&s.join("by_rsync")))
-        .envs(run.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::from(File::open(&stdin_file).unwrap()))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "rsync {flags:?}: {}", describe(&out));
-    let out = nfsync()
-        .args(flags)
-        .arg(&src)
-        .arg(&dest)
-        .envs(run.env.iter().map(|(k, v)| (k, v)))
-        .write_stdin(run.stdin.unwrap_or_default())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "nfsync {flags:?}: {}", describe(&out));
-    let changed = rsync_diff_with(&s.join("start"), &s.join("by_rsync"), &[]);
-    assert!(!changed.is_empty(), "rsync {flags:?} changed nothing");
+    s.run_ok("", run.stdin.unwrap_or_default(), &|_, cmd| {
+        cmd.args(flags)
+            .arg(&src)
+            .envs(run.env.iter().map(|(k, v)| (k, v)));
+    });
+    s.assert_rsync_changed("start", &[], &format!("{flags:?}"));
     // A directory the source lacks, kept because of a protected file in it, has the
     // mtime of its deletions: the clock's, which the two runs cannot share.
     let kept = |root: &str| fs::metadata(s.join(root).join("gone")).ok();
     if let (Some(r), Some(_)) = (kept("by_rsync"), kept("by_nfsync")) {
         let t = filetime::FileTime::from_last_modification_time(&r);
-        filetime::set_file_mtime(s.join("by_nfsync/gone"), t).unwrap();
+        filetime::set_file_mtime(s.nfsync("gone"), t).unwrap();
     }
-    rsync_diff_with(&s.join("by_rsync"), &s.join("by_nfsync"), &[])
+    s.diff(&[])
 }
 
 fn os(flags: &[&str]) -> Vec<OsString> {
@@ -83,8 +50,8 @@ fn os(flags: &[&str]) -> Vec<OsString> {
 
 /// Asserts nfsync and rsync agree on `flags`, and that the rules did something: the
 /// result differs from what the same run without `rule_flags` gives.
-fn same_as_rsync(s: &Scratch, via: Via, flags: &[OsString], run: &Run<'_>) {
-    let d = compare(s, via, flags, run);
+fn same_as_rsync(s: &Sides, flags: &[OsString], run: &Run<'_>) {
+    let d = compare(s, flags, run);
     assert!(d.is_empty(), "nfsync {flags:?} differs from rsync:\n{d}");
 }
 
@@ -134,8 +101,9 @@ fn start(root: &Path) -> Tree {
     t
 }
 
-fn scratch() -> Scratch {
-    let s = Scratch::new();
+/// The scratch directory with [`source`] and [`start`], nfsync writing `via`.
+fn scratch(via: Via) -> Sides {
+    let s = Sides::new(via);
     source(&s.join("src")).age();
     start(&s.join("start")).age();
     s
@@ -143,7 +111,7 @@ fn scratch() -> Scratch {
 
 #[test]
 fn each_rule_kind() {
-    let s = scratch();
+    let s = scratch(Via::Mount);
     let flags = os(&[
         "-a",
         "--delete",
@@ -170,7 +138,7 @@ fn each_rule_kind() {
         "-f",
         "include,r other/",
     ]);
-    same_as_rsync(&s, Via::Mount, &flags, &Run::default());
+    same_as_rsync(&s, &flags, &Run::default());
     // The rules did something: protected extras stay, hidden and risked go.
     let d = s.join("by_nfsync");
     assert!(d.join("prot1").exists() && !d.join("prot_risk").exists());
@@ -183,7 +151,7 @@ fn each_rule_kind() {
 
 #[test]
 fn negated_and_anchored_rules() {
-    let s = scratch();
+    let s = scratch(Via::Mount);
     let flags = os(&[
         "-a",
         "--delete",
@@ -194,7 +162,7 @@ fn negated_and_anchored_rules() {
         "-f",
         "-! *.c",
     ]);
-    same_as_rsync(&s, Via::Mount, &flags, &Run::default());
+    same_as_rsync(&s, &flags, &Run::default());
     assert!(!s.join("by_nfsync/sub/deep").exists());
     assert!(s.join("by_nfsync/other/d.c").exists());
     assert!(!s.join("by_nfsync/other/only_here").exists());
@@ -213,8 +181,8 @@ fn clear_forgets_the_rules_before_it() {
             "--exclude=*.log",
         ],
     ] {
-        let s = scratch();
-        same_as_rsync(&s, Via::Mount, &os(flags), &Run::default());
+        let s = scratch(Via::Mount);
+        same_as_rsync(&s, &os(flags), &Run::default());
         assert!(s.join("by_nfsync/a.o").exists(), "{flags:?}");
         assert!(!s.join("by_nfsync/x.log").exists(), "{flags:?}");
     }
@@ -224,7 +192,7 @@ fn clear_forgets_the_rules_before_it() {
 /// `only_here` in `sub` and below only and includes `keep.tmp` there, and a
 /// non-inherited (`n`) merge file whose rules stop at its own directory. The
 /// destination already has the merge files (a re-run), which rsync's receiver reads.
-fn with_rsync_filters(s: &Scratch) {
+fn with_rsync_filters(s: &Sides) {
     for root in ["src", "start"] {
         let t = Tree::new(s.join(root));
         t.file(".rsync-filter", "- *.tmp\n")
@@ -242,9 +210,9 @@ fn dir_merge_rsync_filter_files() {
         &["-a", "--delete", "-FF"],
         &["-a", "--delete", "-f", "dir-merge,e .rsync-filter"],
     ] {
-        let s = scratch();
+        let s = scratch(Via::Mount);
         with_rsync_filters(&s);
-        same_as_rsync(&s, Via::Mount, &os(flags), &Run::default());
+        same_as_rsync(&s, &os(flags), &Run::default());
         let d = s.join("by_nfsync");
         assert!(!d.join("top.tmp").exists(), "{flags:?}");
         assert!(d.join("only_here").exists(), "{flags:?}");
@@ -253,14 +221,9 @@ fn dir_merge_rsync_filter_files() {
         assert!(d.join("sub/keep.tmp").exists() && !d.join("sub/drop.tmp").exists());
     }
     // `n`: sub's .local excludes sub/b.o, not sub/deep/c.o.
-    let s = scratch();
+    let s = scratch(Via::Mount);
     with_rsync_filters(&s);
-    same_as_rsync(
-        &s,
-        Via::Mount,
-        &os(&["-a", "-f", ":n .local"]),
-        &Run::default(),
-    );
+    same_as_rsync(&s, &os(&["-a", "-f", ":n .local"]), &Run::default());
     let d = s.join("by_nfsync");
     assert!(d.join("sub/deep/c.o").exists());
     assert_eq!(fs::read(d.join("sub/b.o")).unwrap(), b"old obj\n");
@@ -268,20 +231,15 @@ fn dir_merge_rsync_filter_files() {
 
 #[test]
 fn dir_merge_over_nfs() {
-    let s = scratch();
+    let s = scratch(Via::InProc);
     with_rsync_filters(&s);
-    same_as_rsync(
-        &s,
-        Via::InProc,
-        &os(&["-a", "--delete", "-F"]),
-        &Run::default(),
-    );
+    same_as_rsync(&s, &os(&["-a", "--delete", "-F"]), &Run::default());
     assert!(!s.join("by_nfsync/sub/deep/only_here").exists());
 }
 
 #[test]
 fn cvs_exclude() {
-    let s = scratch();
+    let s = scratch(Via::Mount);
     let home = s.join("home");
     Tree::new(&home).file(".cvsignore", "*.home\n");
     let src = Tree::new(s.join("src"));
@@ -300,7 +258,7 @@ fn cvs_exclude() {
         env: vec![("HOME", home.into()), ("CVSIGNORE", "*.env".into())],
         stdin: None,
     };
-    same_as_rsync(&s, Via::Mount, &os(&["-a", "--delete", "-C"]), &run);
+    same_as_rsync(&s, &os(&["-a", "--delete", "-C"]), &run);
     let d = s.join("by_nfsync");
     assert!(!d.join("sub/a.x").exists() && !d.join("sub/b.c").exists());
     assert!(d.join("sub/deep/a.x").exists() && d.join("a.x").exists());
@@ -313,7 +271,7 @@ fn cvs_exclude() {
 
 #[test]
 fn include_from_file_and_stdin_in_command_line_order() {
-    let s = scratch();
+    let s = scratch(Via::Mount);
     let list = s.join("list");
     fs::write(&list, "# comment\n*.c\n- sub/deep/\n*/\n").unwrap();
     let flags = [
@@ -324,19 +282,19 @@ fn include_from_file_and_stdin_in_command_line_order() {
         "--exclude".into(),
         "*".into(),
     ];
-    same_as_rsync(&s, Via::Mount, &flags, &Run::default());
+    same_as_rsync(&s, &flags, &Run::default());
     let d = s.join("by_nfsync");
     assert!(d.join("sub/b.c").exists());
     assert_eq!(fs::read(d.join("sub/b.o")).unwrap(), b"old obj\n");
     assert!(!d.join("other").exists() && !d.join("sub/deep").exists());
 
-    let s = scratch();
+    let s = scratch(Via::Mount);
     let flags = os(&["-a", "--include-from=-", "--exclude=*"]);
     let run = Run {
         stdin: Some(b"*.c\n*/\n"),
         ..Run::default()
     };
-    same_as_rsync(&s, Via::Mount, &flags, &run);
+    same_as_rsync(&s, &flags, &run);
     assert!(s.join("by_nfsync/other/d.c").exists());
     assert!(!s.join("by_nfsync/other/only_here").exists());
 }
@@ -344,7 +302,7 @@ fn include_from_file_and_stdin_in_command_line_order() {
 #[test]
 fn delete_excluded_keeps_what_protect_rules_protect() {
     for via in [Via::Mount, Via::InProc] {
-        let s = scratch();
+        let s = scratch(via);
         let flags = os(&[
             "-a",
             "--delete-excluded",
@@ -355,7 +313,7 @@ fn delete_excluded_keeps_what_protect_rules_protect() {
             "-f",
             "-s *.log",
         ]);
-        same_as_rsync(&s, via, &flags, &Run::default());
+        same_as_rsync(&s, &flags, &Run::default());
         let d = s.join("by_nfsync");
         assert!(!d.join("extra.o").exists() && !d.join("sub/b.o").exists());
         assert!(!d.join("sub/extra.log").exists() && !d.join("extra").exists());
@@ -368,12 +326,12 @@ fn delete_excluded_keeps_what_protect_rules_protect() {
 /// each directory down to the transfer, anchored patterns at the directory they are in.
 #[test]
 fn dir_merge_with_a_path_reads_the_parents_files() {
-    let s = scratch();
+    let s = scratch(Via::Mount);
     fs::write(s.join(".f"), "- /src/only_here\n- *.c\n").unwrap();
     fs::write(s.join("src/.f"), "+ a.c\n").unwrap();
     let rule = format!(": {}", s.join(".f").display());
     let flags = [OsString::from("-a"), "-f".into(), rule.into()];
-    same_as_rsync(&s, Via::Mount, &flags, &Run::default());
+    same_as_rsync(&s, &flags, &Run::default());
     let d = s.join("by_nfsync");
     assert!(!d.join("only_here").exists() && d.join("sub/only_here").exists());
     assert!(!d.join("sub/b.c").exists() && d.join("a.c").exists());
@@ -384,15 +342,10 @@ fn dir_merge_with_a_path_reads_the_parents_files() {
 #[test]
 fn delete_excluded_with_rsync_filter_files() {
     for via in [Via::Mount, Via::InProc] {
-        let s = scratch();
+        let s = scratch(via);
         with_rsync_filters(&s);
         Tree::new(s.join("start")).file("sub/deep/only_here", "excluded here\n");
-        same_as_rsync(
-            &s,
-            via,
-            &os(&["-a", "--delete-excluded", "-F"]),
-            &Run::default(),
-        );
+        same_as_rsync(&s, &os(&["-a", "--delete-excluded", "-F"]), &Run::default());
         let d = s.join("by_nfsync");
         assert!(!d.join("sub/deep/only_here").exists() && !d.join("sub/old.tmp").exists());
         assert!(d.join("sub/keep.tmp").exists() && d.join("only_here").exists());

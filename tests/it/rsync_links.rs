@@ -1,4 +1,4 @@
-//! Issue 16, links and attributes: `-L`, `--copy-unsafe-links`, `--safe-links`, `-k`,
+//! Links and attributes: `-L`, `--copy-unsafe-links`, `--safe-links`, `-k`,
 //! `-K`, `--chmod`, `--chown`, `-X`, `-A`, each run by rsync and nfsync side by side
 //! and the results compared with `rsync -anciH --delete` (plus `-XA` where attributes
 //! count); and the symlink-race refusals for `--exclude-from` and DEST.
@@ -7,15 +7,13 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::rsync_cli::{Via, against_rsync, against_rsync_via, diff};
-use crate::support::dirfs::DirFs;
-use crate::support::inproc::Server;
-use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, root_or_skip, slash};
+use crate::support::sides::{Side, Sides, Via, against_rsync, against_rsync_via};
+use crate::support::{Scratch, Tree, describe, nfsync, root_or_skip, rsync_diff_with, slash};
 
 /// A tree with every kind of symlink: internal (to a file, to a directory, one level
 /// up from a subdirectory), external (`../`), absolute, and dangling (inside and out).
 /// `outside/` sits beside `src/`, so the external links have referents.
-fn link_source(s: &Scratch, dangling: bool) -> Tree {
+fn link_source(s: &Path, dangling: bool) -> Tree {
     Tree::new(s.join("outside")).file("o", "outside\n");
     Tree::new(s.join("outside/dir")).file("od", "outside dir\n");
     let t = Tree::new(s.join("src"));
@@ -49,46 +47,27 @@ fn link_start(root: &Path) {
 /// two copies of `start`'s tree; returns both outputs and the difference between the
 /// results (`rsync -anciH --delete` plus `extra`).
 fn side_by_side(
-    s: &Scratch,
+    s: &Sides,
     flags: &[&str],
     operand: &str,
     extra: &[&str],
 ) -> (Output, Output, String) {
-    let _ = fs::remove_dir_all(s.join("by_rsync"));
-    let _ = fs::remove_dir_all(s.join("by_nfsync"));
-    copy_tree(&s.join("start"), &s.join("by_rsync"));
-    copy_tree(&s.join("start"), &s.join("by_nfsync"));
+    s.copy_start("start");
     let src = s.join(operand.trim_end_matches('/'));
-    // DEST's own time is the time of the run when SRC has no slash: the same for both.
-    let same_root_times = || {
-        for d in ["by_rsync", "by_nfsync"] {
-            filetime::set_file_mtime(s.join(d), filetime::FileTime::from_unix_time(1, 0)).unwrap();
-        }
-    };
     let src = if operand.ends_with('/') {
         slash(&src)
     } else {
         src.into_os_string()
     };
-    let r = Command::new("rsync")
-        .args(flags)
-        .arg(&src)
-        .arg(slash(&s.join("by_rsync")))
-        .output()
-        .unwrap();
-    let n = nfsync()
-        .args(flags)
-        .arg(&src)
-        .arg(slash(&s.join("by_nfsync")))
-        .output()
-        .unwrap();
+    let ran = s.run("", b"", &|_, cmd| {
+        cmd.args(flags).arg(&src);
+    });
+    // DEST's own time is the time of the run when SRC has no slash: the same for both.
     if !operand.ends_with('/') {
-        same_root_times();
+        s.set_dest_mtimes(filetime::FileTime::from_unix_time(1, 0));
     }
-    let changed = diff(&s.join("start"), &s.join("by_rsync"), extra);
-    assert!(!changed.is_empty(), "rsync {flags:?} changed nothing");
-    let d = diff(&s.join("by_rsync"), &s.join("by_nfsync"), extra);
-    (r, n, d)
+    s.assert_rsync_changed("start", extra, &format!("{flags:?}"));
+    (ran.rsync, ran.nfsync, s.diff(extra))
 }
 
 /// Each link option, on `src/` and on `src` (whose name then counts in the unsafe
@@ -108,8 +87,8 @@ fn link_options_same_as_rsync() {
         &["-a", "--safe-links", "--delete"],
     ];
     for dangling in [false, true] {
-        let s = Scratch::new();
-        link_source(&s, dangling);
+        let s = Sides::new(Via::Mount);
+        link_source(s.path(), dangling);
         link_start(&s.join("start"));
         for flags in cases {
             for operand in ["src/", "src"] {
@@ -139,8 +118,8 @@ fn link_options_same_as_rsync() {
 /// `-v` names the unsafe links it copies or leaves out, in rsync's words.
 #[test]
 fn unsafe_links_are_named_under_verbose() {
-    let s = Scratch::new();
-    link_source(&s, false);
+    let s = Sides::new(Via::Mount);
+    link_source(s.path(), false);
     link_start(&s.join("start"));
     for (flag, says) in [
         (
@@ -169,7 +148,7 @@ fn unsafe_links_are_named_under_verbose() {
 /// (see below).
 #[test]
 fn keep_dirlinks_writes_through_a_destination_symlink() {
-    let s = Scratch::new();
+    let s = Sides::new(Via::Mount);
     Tree::new(s.join("src"))
         .file("sub/f", "f\n")
         .file("sub/g", "g\n")
@@ -327,7 +306,7 @@ fn xattrs_of(p: &Path) -> Vec<(String, Vec<u8>)> {
 /// A source with user xattrs and ACLs, and a destination whose files are up to date
 /// by the quick check but lack them or hold stale ones: `None` when this filesystem
 /// has no user xattrs (the test then says so and passes).
-fn xattr_trees(s: &Scratch) -> Option<()> {
+fn xattr_trees(s: &Path) -> Option<()> {
     let t = Tree::new(s.join("src"));
     t.file("plain", "p\n")
         .file("x", "x\n")
@@ -336,10 +315,7 @@ fn xattr_trees(s: &Scratch) -> Option<()> {
         .file("new", "new\n")
         .file("d/f", "f\n");
     if let Err(e) = setxattr(&t.path("x"), "user.one", b"1") {
-        eprintln!(
-            "skipping: {} holds no user xattrs ({e})",
-            s.path().display()
-        );
+        eprintln!("skipping: {} holds no user xattrs ({e})", s.display());
         return None;
     }
     setxattr(&t.path("x"), "user.two", b"").unwrap();
@@ -376,8 +352,8 @@ fn xattr_trees(s: &Scratch) -> Option<()> {
 /// ones removed.
 #[test]
 fn xattrs_and_acls_same_as_rsync() {
-    let s = Scratch::new();
-    if xattr_trees(&s).is_none() {
+    let s = Sides::new(Via::Mount);
+    if xattr_trees(s.path()).is_none() {
         return;
     }
     for flags in [&["-aiX"][..], &["-aiA"], &["-aiXA"]] {
@@ -419,17 +395,16 @@ fn xattrs_and_acls_same_as_rsync() {
 /// still copied.
 #[test]
 fn xattrs_over_nfs_warn_once_and_copy_everything() {
-    let s = Scratch::new();
-    if xattr_trees(&s).is_none() {
+    let s = Sides::new(Via::InProc);
+    if xattr_trees(s.path()).is_none() {
         return;
     }
     fs::create_dir(s.join("by_nfsync")).unwrap();
-    let server = Server::start(None, DirFs::new(s.path()));
     for flags in [&["-aX"][..], &["-rltA"]] {
         let out = nfsync()
             .args(flags)
             .arg(slash(&s.join("src")))
-            .arg(server.url("/by_nfsync"))
+            .arg(s.dest("by_nfsync"))
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -445,7 +420,7 @@ fn xattrs_over_nfs_warn_once_and_copy_everything() {
             2,
             "{flags:?}: the warning and the summary: {err}"
         );
-        let d = diff(
+        let d = rsync_diff_with(
             &s.join("src"),
             &s.join("by_nfsync"),
             &["--no-o", "--no-g", "--no-p"],
@@ -520,7 +495,7 @@ fn xattrs_on_a_filesystem_without_them_warn_once() {
         return;
     }
     let s = Scratch::new();
-    if xattr_trees(&s).is_none() {
+    if xattr_trees(s.path()).is_none() {
         return;
     }
     let dst = s.join("ramfs");
@@ -552,7 +527,7 @@ fn xattrs_on_a_filesystem_without_them_warn_once() {
         warnings[0].contains("cannot hold extended attributes or ACLs"),
         "{err}"
     );
-    let d = diff(&s.join("src"), &dst, &[]);
+    let d = rsync_diff_with(&s.join("src"), &dst, &[]);
     assert!(d.is_empty(), "not everything copied:\n{d}");
 }
 
@@ -561,8 +536,9 @@ fn xattrs_on_a_filesystem_without_them_warn_once() {
 /// error (exit 23).
 #[test]
 fn linked_sources_on_the_command_line_follow_rsync() {
-    let s = Scratch::new();
-    link_source(&s, true);
+    let s = Sides::new(Via::Mount);
+    link_source(s.path(), true);
+    Tree::new(s.join("empty"));
     for (flags, operand, dest) in [
         (&["-aL"][..], "src/int", "renamed"),
         (&["-aL"], "src/int", "into/"),
@@ -572,38 +548,27 @@ fn linked_sources_on_the_command_line_follow_rsync() {
         (&["-a", "--copy-unsafe-links"], "src/ext", "renamed"),
         (&["-aL"], "src/dang", "renamed"),
     ] {
-        let mut codes = Vec::new();
-        for side in ["by_rsync", "by_nfsync"] {
-            let _ = fs::remove_dir_all(s.join(side));
-            fs::create_dir(s.join(side)).unwrap();
-            let mut to = s.join(side).join(dest).into_os_string();
-            if dest.ends_with('/') {
-                to = slash(&s.join(side).join(dest.trim_end_matches('/')));
-            }
-            let mut cmd = Command::new(if side == "by_rsync" {
-                "rsync".into()
-            } else {
-                crate::support::bin()
-            });
-            let out = cmd
-                .args(flags)
-                .arg(s.join(operand))
-                .arg(&to)
-                .output()
-                .unwrap();
-            codes.push(out.status.code());
-            // The times of the directory holding DEST, and of a DEST directory (no
-            // operand here ends in `/`, so no source directory's copy), are when each
-            // tool last created something in them: the same for both.
-            let named = s.join(side).join(dest.trim_end_matches('/'));
+        s.copy_start("empty");
+        let ran = s.run(dest, b"", &|_, cmd| {
+            cmd.args(flags).arg(s.join(operand));
+        });
+        // The times of the directory holding DEST, and of a DEST directory (no operand
+        // here ends in `/`, so no source directory's copy), are when each tool last
+        // created something in them: the same for both.
+        for side in [Side::Rsync, Side::Nfsync] {
+            let named = s.join(side.dir()).join(dest.trim_end_matches('/'));
             let own = fs::symlink_metadata(&named).is_ok_and(|m| m.is_dir());
-            for dir in std::iter::once(s.join(side)).chain(own.then_some(named)) {
+            for dir in std::iter::once(s.join(side.dir())).chain(own.then_some(named)) {
                 filetime::set_file_mtime(dir, filetime::FileTime::from_unix_time(1, 0)).unwrap();
             }
         }
         let what = format!("{flags:?} {operand} {dest}");
-        assert_eq!(codes[0], codes[1], "{what}: exit codes");
-        let d = diff(&s.join("by_rsync"), &s.join("by_nfsync"), &[]);
+        assert_eq!(
+            ran.rsync.status.code(),
+            ran.nfsync.status.code(),
+            "{what}: exit codes"
+        );
+        let d = s.diff(&[]);
         assert!(d.is_empty(), "{what}:\n{d}");
     }
 }

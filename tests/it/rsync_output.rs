@@ -1,16 +1,17 @@
-//! Issue 16, output: what nfsync prints is what rsync prints for the same change.
+//! Output: what nfsync prints is what rsync prints for the same change.
 //!
 //! Each test runs rsync and nfsync with the same options from the same source onto two
-//! copies of the same starting destination (the trees of [`crate::rsync_cli`]: files
-//! older, newer and extra there) and compares what they print: `--stats`' count lines,
-//! `--out-format` lines with every escape nfsync gives, the `--log-file` (times and pids
-//! masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by the trees.
+//! copies of the same starting destination (the trees of [`crate::support::sides`]:
+//! files older, newer and extra there) and compares what they print: `--stats`' count
+//! lines, `--out-format` lines with every escape nfsync gives, the `--log-file` (times
+//! and pids masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by
+//! the trees.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::rsync_cli::{Sides, Via, diff};
+use crate::support::sides::{Side, Sides, Via};
 use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 /// One run of each, side by side.
@@ -19,61 +20,37 @@ struct Both {
     nfsync: Output,
     /// `rsync -anciH --delete` from rsync's result to nfsync's: empty when equal.
     diff: String,
-    s: Scratch,
+    sides: Sides,
 }
 
 impl Both {
     fn log(&self, who: &str) -> String {
-        std::fs::read_to_string(self.s.join(format!("{who}.log"))).unwrap_or_default()
+        std::fs::read_to_string(self.sides.join(format!("{who}.log"))).unwrap_or_default()
     }
 }
 
 /// `rsync FLAGS SRC/ DEST` and `nfsync FLAGS SRC/ DEST` onto copies of the start tree;
 /// `LOG` in a flag is replaced by `rsync.log` / `nfsync.log` in the scratch directory.
 fn both(via: Via, flags: &[&str]) -> Both {
-    let Sides {
-        s,
-        src,
-        server,
-        dest,
-    } = Sides::new(via, &|_, _| {});
-    let with_log = |who: &str| -> Vec<String> {
-        let log = s.join(format!("{who}.log"));
-        flags
-            .iter()
-            .map(|f| f.replace("LOG", &log.to_string_lossy()))
-            .collect()
-    };
-    let rsync = Command::new("rsync")
-        .env("LANG", "C.UTF-8")
-        .args(with_log("rsync"))
-        .arg(slash(src.root()))
-        .arg(slash(&s.join("by_rsync")))
-        .output()
-        .unwrap();
-    assert!(
-        rsync.status.success(),
-        "rsync {flags:?}: {}",
-        describe(&rsync)
-    );
-    let ours = nfsync()
-        .args(with_log("nfsync"))
-        .arg(slash(src.root()))
-        .arg(&dest)
-        .output()
-        .unwrap();
-    assert!(
-        ours.status.success(),
-        "nfsync {flags:?}: {}",
-        describe(&ours)
-    );
-    drop(server);
-    let diff = diff(&s.join("by_rsync"), &s.join("by_nfsync"), &[]);
+    let sides = Sides::standard(via, |_, _| {});
+    let src = slash(&sides.join("src"));
+    let ran = sides.run_ok("", b"", &|side, cmd| {
+        let log = sides.join(format!("{}.log", side.name()));
+        if side == Side::Rsync {
+            cmd.env("LANG", "C.UTF-8");
+        }
+        cmd.args(
+            flags
+                .iter()
+                .map(|f| f.replace("LOG", &log.to_string_lossy())),
+        )
+        .arg(&src);
+    });
     Both {
-        rsync,
-        nfsync: ours,
-        diff,
-        s,
+        rsync: ran.rsync,
+        nfsync: ran.nfsync,
+        diff: sides.diff(&[]),
+        sides,
     }
 }
 
@@ -338,16 +315,12 @@ fn last_of_archive_and_no_option_wins() {
         // comparison and checked directly instead.
         let no_times = flags.last() == Some(&"--no-t");
         let d = if no_times {
-            diff(
-                &b.s.join("by_rsync"),
-                &b.s.join("by_nfsync"),
-                &["--no-t", "-O"],
-            )
+            b.sides.diff(&["--no-t", "-O"])
         } else {
             b.diff.clone()
         };
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
-        let older = std::fs::metadata(b.s.join("by_nfsync/older")).unwrap();
+        let older = std::fs::metadata(b.sides.nfsync("older")).unwrap();
         assert_eq!(
             std::os::unix::fs::MetadataExt::mtime(&older) == 1_600_000_000,
             !no_times,

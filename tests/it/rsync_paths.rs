@@ -1,15 +1,14 @@
-//! Issue 16, which paths are sent: `-R` (whole paths and `/./` anchors), `--files-from`
+//! Which paths are sent: `-R` (whole paths and `/./` anchors), `--files-from`
 //! (rsync's implied `-R` and `-d`, `-a` without `-r`, `--from0`, stdin), `-d`, `-m` and
 //! `--list-only`. Each runs under rsync and nfsync on the same trees (the harness of
-//! [`crate::rsync_cli`]) and the results must be identical by `rsync -anciH --delete`;
-//! `--list-only`'s output must be rsync's, byte for byte.
+//! [`crate::support::sides`]) and the results must be identical by
+//! `rsync -anciH --delete`; `--list-only`'s output must be rsync's, byte for byte.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::rsync_cli::{Via, against_rsync_setup, against_rsync_via, diff};
+use crate::support::sides::{Sides, Via, against_rsync_setup, against_rsync_via};
 use crate::support::{Scratch, Tree, describe, nfsync};
 
 fn same_as_rsync(via: Via, flags: &[&str], operands: &[&str]) {
@@ -104,35 +103,17 @@ fn files_from_nul_separated() {
 /// `--files-from=-` reads the names from stdin.
 #[test]
 fn files_from_stdin() {
-    let s = Scratch::new();
+    let s = Sides::new(Via::Mount);
     let src = Tree::new(s.join("src"));
     src.file("a/b/f", "f\n")
         .file("a/g", "g\n")
         .file("c", "c\n")
         .dir("d/e");
-    let run = |cmd: &mut Command, dst: &Path| {
-        let mut child = cmd
-            .args(["-a", "--files-from=-"])
-            .arg(src.root())
-            .arg(dst)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"a/b/f\nc\nd\n")
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", describe(&out));
-    };
-    run(&mut Command::new("rsync"), &s.join("r"));
-    run(&mut Command::new(crate::support::bin()), &s.join("n"));
-    assert!(s.join("n/d").is_dir() && !s.join("n/a/g").exists());
-    let d = diff(&s.join("r"), &s.join("n"), &["-O"]);
+    s.run_ok("", b"a/b/f\nc\nd\n", &|_, cmd| {
+        cmd.args(["-a", "--files-from=-"]).arg(src.root());
+    });
+    assert!(s.nfsync("d").is_dir() && !s.nfsync("a/g").exists());
+    let d = s.diff(&["-O"]);
     assert!(d.is_empty(), "differs from rsync:\n{d}");
 }
 

@@ -1,10 +1,10 @@
-//! Issue 16, the options that keep or reuse data: `-b/--backup`, `--suffix`,
+//! The options that keep or reuse data: `-b/--backup`, `--suffix`,
 //! `--backup-dir`, `--link-dest`, `--compare-dest`, `--copy-dest`,
 //! `--remove-source-files`.
 //!
 //! These options reach beyond DEST (a backup directory, a previous snapshot, the source
-//! itself), so each side gets a whole world: `src/` (the source of `rsync_cli`), `dst/`
-//! (its starting destination) and what the test puts beside them. rsync runs in one
+//! itself), so each side gets a whole world: `src/` (the source of `support::sides`),
+//! `dst/` (its starting destination) and what the test puts beside them. rsync runs in one
 //! copy of the world, nfsync in another, and the two worlds are compared whole with
 //! `rsync -anciH --delete`: backups, removed sources and hard links between a snapshot
 //! and the one before it are all part of the comparison. The side effects are then
@@ -15,30 +15,15 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::rsync_cli::{diff, source, start};
-use crate::support::dirfs::DirFs;
-use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
-use crate::support::inproc::Server;
-use crate::support::{Scratch, Tree, copy_tree, describe, nfsync, slash};
-
-/// Where nfsync writes.
-#[derive(Clone, Copy)]
-enum Via<'a> {
-    /// The mount path.
-    Mount,
-    /// The in-process NFSv3 server (no LINK, no MKNOD).
-    InProc,
-    /// nfs-ganesha over NFSv3 (`false`) or NFSv4.1 (`true`).
-    Ganesha(&'a Ganesha, bool),
-}
+use crate::support::ganesha::{self, Nfs4, Options, Proto};
+use crate::support::sides::{Side, Sides, Via, source, start};
+use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 /// Two worlds after a run: rsync's and nfsync's.
-struct Sides {
-    /// Holds the worlds (the second: in ganesha's export).
-    _s: (Scratch, Option<Scratch>),
-    base: PathBuf,
-    /// The in-process NFS server nfsync wrote through (kept alive until the checks).
-    _server: Option<Server>,
+struct Worlds {
+    /// Holds the worlds, `by_rsync` and `by_nfsync`, and the server nfsync wrote
+    /// through (kept alive until the checks).
+    sides: Sides,
     /// What each printed on stdout, its lines sorted (nfsync's come in the order its
     /// parallel jobs finish).
     printed: (Vec<String>, Vec<String>),
@@ -46,13 +31,13 @@ struct Sides {
     warned: String,
 }
 
-impl Sides {
+impl Worlds {
     fn rsync(&self, rel: &str) -> PathBuf {
-        self.base.join("r").join(rel)
+        self.sides.rsync(rel)
     }
 
     fn nfsync(&self, rel: &str) -> PathBuf {
-        self.base.join("n").join(rel)
+        self.sides.nfsync(rel)
     }
 }
 
@@ -61,19 +46,13 @@ impl Sides {
 /// in two copies of it, and returns them with their difference. `-b` without
 /// `--backup-dir` implies `-O` (rsync's rule): directories keep the time of the run,
 /// so their times are not compared then.
-fn side_by_side(nfs: bool, flags: &[&str], setup: impl Fn(&Path)) -> (Sides, String) {
+fn side_by_side(nfs: bool, flags: &[&str], setup: impl Fn(&Path)) -> (Worlds, String) {
     side_by_side_via(if nfs { Via::InProc } else { Via::Mount }, flags, setup)
 }
 
-fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sides, String) {
-    let s = Scratch::new();
-    // Over ganesha each run's worlds are in a corner of the export of their own.
-    let corner = match via {
-        Via::Ganesha(g, _) => Some(Scratch::new_in(&g.export)),
-        _ => None,
-    };
-    let base = corner.as_ref().unwrap_or(&s).path().to_path_buf();
-    let w = base.join("w");
+fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Worlds, String) {
+    let sides = Sides::new(via);
+    let w = sides.join("w");
     source(&w.join("src"));
     start(&w.join("dst"));
     Tree::new(w.join("dst"))
@@ -81,29 +60,11 @@ fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sid
         .file("gone/deeper/g", "g\n")
         .symlink("gone_link", "nowhere");
     setup(&w);
-    copy_tree(&w, &base.join("r"));
-    copy_tree(&w, &base.join("n"));
-    let server = matches!(via, Via::InProc).then(|| Server::start(None, DirFs::new(&base)));
-    let dest = match (&server, via) {
-        (Some(server), _) => server.url("/n/dst").into(),
-        (None, Via::Ganesha(g, v41)) => {
-            let rel = base.join("n/dst");
-            let rel = rel.strip_prefix(&g.export).unwrap().to_str().unwrap();
-            match v41 {
-                true => g.url41(rel, ""),
-                false => g.url(rel, ""),
-            }
-            .into()
-        }
-        (None, _) => slash(&base.join("n/dst")),
-    };
-    let out = Command::new("rsync")
-        .args(flags)
-        .arg(slash(&base.join("r/src")))
-        .arg(slash(&base.join("r/dst")))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "rsync {flags:?}: {}", describe(&out));
+    sides.copy_start("w");
+    let ran = sides.run_ok("dst/", b"", &|side, cmd| {
+        cmd.args(flags)
+            .arg(slash(&sides.join(side.dir()).join("src")));
+    });
     let sorted = |b: &[u8]| {
         // "created directory DEST" names each side's own DEST.
         let mut l: Vec<String> = String::from_utf8_lossy(b)
@@ -114,28 +75,21 @@ fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sid
         l.sort();
         l
     };
-    let by_rsync = sorted(&out.stdout);
-    let out = nfsync()
-        .args(flags)
-        .arg(slash(&base.join("n/src")))
-        .arg(&dest)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "nfsync {flags:?}: {}", describe(&out));
-    let printed = (by_rsync, sorted(&out.stdout));
-    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    let printed = (sorted(&ran.rsync.stdout), sorted(&ran.nfsync.stdout));
+    let warned = String::from_utf8_lossy(&ran.nfsync.stderr).into_owned();
     // The worlds' own directories differ only in when they were made, and so do
     // backup directories (moving a backup in gives them the time of the run) and the
     // source's with --remove-source-files.
-    for side in ["r", "n"] {
+    for side in [Side::Rsync, Side::Nfsync] {
+        let world = sides.join(side.dir());
         let ok = Command::new("touch")
             .args(["-h", "-d", "@1600000000"])
-            .arg(base.join(side))
+            .arg(&world)
             .status()
             .unwrap();
         assert!(ok.success());
         for bk in ["bk", "dst/bk", "src"] {
-            let bk = base.join(side).join(bk);
+            let bk = world.join(bk);
             if bk.is_dir() {
                 let ok = Command::new("find")
                     .arg(&bk)
@@ -162,18 +116,16 @@ fn side_by_side_via(via: Via<'_>, flags: &[&str], setup: impl Fn(&Path)) -> (Sid
         compare.push("-O");
     }
     // nfs-ganesha keeps no symlink times (nfsync warns once).
-    if let Via::Ganesha(..) = via {
+    if let Via::Ganesha(_) = via {
         compare.push("--omit-link-times");
     }
-    let d = diff(&base.join("r"), &base.join("n"), &compare);
-    let sides = Sides {
-        _s: (s, corner),
-        base,
-        _server: server,
+    let d = sides.diff(&compare);
+    let worlds = Worlds {
+        sides,
         printed,
         warned,
     };
-    (sides, d)
+    (worlds, d)
 }
 
 fn nothing_more(_: &Path) {}
@@ -418,26 +370,23 @@ fn nfs_path_same_as_rsync() {
 /// between two directories, `--remove-source-files` removes what the server holds.
 #[test]
 fn ganesha_same_as_rsync() {
-    if !ganesha::available() {
-        return;
-    }
-    let state = Scratch::new();
-    let options = Options {
+    let Some((_dir, g)) = ganesha::own(Options {
         nfs4: Nfs4::Also,
         ..Options::default()
+    }) else {
+        return;
     };
-    let g = Ganesha::start(&state.join("export"), &state.join("state"), options)
-        .unwrap_or_else(|e| panic!("{e}"));
-    for v41 in [false, true] {
-        let via = Via::Ganesha(&g, v41);
+    for proto in [Proto::V3, Proto::V41] {
+        let export = g.export(proto);
+        let via = Via::Ganesha(&export);
         let (sides, d) = side_by_side_via(via, &["-a", "--link-dest=../prev"], previous_snapshot);
         assert!(
             d.is_empty(),
-            "v4.1 {v41}: --link-dest differs from rsync:\n{d}"
+            "{proto:?}: --link-dest differs from rsync:\n{d}"
         );
         let m = |p: &str| fs::symlink_metadata(sides.nfsync(p)).unwrap();
-        assert_eq!(m("dst/big").ino(), m("prev/big").ino(), "v4.1 {v41}");
-        assert_eq!(m("dst/big").nlink(), 2, "v4.1 {v41}");
+        assert_eq!(m("dst/big").ino(), m("prev/big").ino(), "{proto:?}");
+        assert_eq!(m("dst/big").nlink(), 2, "{proto:?}");
         for flags in [
             &["-a", "--backup-dir=../bk", "--delete"][..],
             &["-a", "-b", "--suffix=.old", "--delete"],
@@ -446,7 +395,7 @@ fn ganesha_same_as_rsync() {
             let (sides, d) = side_by_side_via(via, flags, nothing_more);
             assert!(
                 d.is_empty(),
-                "v4.1 {v41}: {flags:?} differs from rsync:\n{d}"
+                "{proto:?}: {flags:?} differs from rsync:\n{d}"
             );
             if flags[1] == "--remove-source-files" {
                 assert_eq!(non_dirs(&sides.nfsync("src")), Vec::<String>::new());

@@ -1,4 +1,4 @@
-//! Issue 17: one tree, many processes. Four `--shard K/4` runs started at once into one
+//! One tree, many processes. Four `--shard K/4` runs started at once into one
 //! DEST, on the mount path and over NFSv3 to nfs-ganesha, then the finalize run (the
 //! same command without `--shard`): every share's totals, the union, what the finalize
 //! run still had to do (nothing but directory attributes), `--delete` between shards,

@@ -6,12 +6,20 @@
 //! dropping the guard runs `ganesha.sh stop STATE`, also when the test panics. `kill`
 //! and `restart` simulate a server crash and reboot on the same ports (the config stays
 //! in STATE).
+//!
+//! A test gets a server of its own ([`own`]) when it crashes, cuts or reconfigures it;
+//! otherwise it shares one per NFS version with the other tests of the process
+//! ([`shared`]), each in a directory of its own in the export. Either way it reaches the
+//! export through an [`Export`], which makes the URL for the version it speaks.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use super::Scratch;
 
 /// Which NFS versions a server speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +44,72 @@ pub struct Options {
     /// NFSv4.1 session slots the server grants (`--slots=N`: `Slot_Table_Size`);
     /// `None` leaves ganesha's default. Needs `nfs4` other than `No`.
     pub slots: Option<u32>,
+}
+
+/// The NFS version a test speaks to a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    /// NFSv3, with MOUNT.
+    V3,
+    /// NFSv4.1 (`?version=4.1`).
+    V41,
+}
+
+impl Proto {
+    /// A server that speaks this version alone (NFSv3 and MOUNT, or NFSv4.1/4.2 with no
+    /// MOUNT), so that nothing can go the other version's way unnoticed.
+    pub fn alone(self) -> Options {
+        let nfs4 = match self {
+            Proto::V3 => Nfs4::No,
+            Proto::V41 => Nfs4::Only,
+        };
+        Options {
+            nfs4,
+            ..Options::default()
+        }
+    }
+}
+
+/// How a client reaches a server's export over one NFS version: a plain copy, so that
+/// a shared server can stay behind its lock (and a test can point it at a proxy).
+#[derive(Clone, Debug)]
+pub struct Export {
+    /// The exported directory (canonical; also its path in URLs).
+    pub path: PathBuf,
+    /// The version spoken.
+    pub proto: Proto,
+    /// The NFS port on 127.0.0.1.
+    pub nfs_port: u16,
+    /// The MOUNT port on 127.0.0.1 (NFSv3 only).
+    pub mnt_port: u16,
+}
+
+impl Export {
+    /// The URL of `rel` below the export, plus `extra` query options:
+    /// `nfs://127.0.0.1/EXPORT/rel?nfsport=..&mountport=..` over NFSv3,
+    /// `nfs://127.0.0.1:PORT/EXPORT/rel?version=4.1` over NFSv4.1 (the export's path from
+    /// the pseudo root is its real path).
+    pub fn url(&self, rel: &str, extra: &str) -> String {
+        let (port, query) = match self.proto {
+            Proto::V3 => (
+                String::new(),
+                format!("nfsport={}&mountport={}", self.nfs_port, self.mnt_port),
+            ),
+            Proto::V41 => (format!(":{}", self.nfs_port), "version=4.1".to_owned()),
+        };
+        let mut u = format!("nfs://127.0.0.1{port}{}", self.path.display());
+        if !rel.is_empty() {
+            u.push('/');
+            u.push_str(rel.trim_start_matches('/'));
+        }
+        u.push('?');
+        u.push_str(&query);
+        if !extra.is_empty() {
+            u.push('&');
+            u.push_str(extra);
+        }
+        u
+    }
 }
 
 /// A running ganesha instance; stopped on drop.
@@ -82,6 +156,54 @@ pub fn available() -> bool {
         );
     }
     true
+}
+
+/// A server of one's own, with its export and state in a new scratch directory (which
+/// the test may use for its source too); `None` when ganesha cannot run here.
+pub fn own(options: Options) -> Option<(Scratch, Ganesha)> {
+    if !available() {
+        return None;
+    }
+    let dir = Scratch::new();
+    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    Some((dir, g))
+}
+
+/// A server the tests of a process share, with the directory that holds its export and
+/// state (dropped after it); `None` once stopped at exit.
+type SharedServer = OnceLock<Mutex<Option<(Ganesha, Scratch)>>>;
+
+/// The servers the tests of a process share, one per version ([`Proto::alone`]).
+static SHARED: [SharedServer; 2] = [OnceLock::new(), OnceLock::new()];
+
+extern "C" fn stop_shared() {
+    for shared in &SHARED {
+        if let Some(m) = shared.get()
+            && let Ok(mut g) = m.lock()
+        {
+            g.take();
+        }
+    }
+}
+
+/// The export of the server shared by the tests that speak `proto`, started on first
+/// use and stopped at process exit; `None` when ganesha cannot run here.
+pub fn shared(proto: Proto) -> Option<Export> {
+    if !available() {
+        return None;
+    }
+    let m = SHARED[proto as usize].get_or_init(|| {
+        let dir = Scratch::new();
+        let server = Ganesha::start(&dir.join("export"), &dir.join("state"), proto.alone())
+            .unwrap_or_else(|e| panic!("{e}"));
+        // SAFETY: registering a plain extern "C" function.
+        unsafe { libc::atexit(stop_shared) };
+        Mutex::new(Some((server, dir)))
+    });
+    let g = m.lock().unwrap_or_else(|e| e.into_inner());
+    let (server, _) = g.as_ref().expect("shared server stopped");
+    Some(server.export(proto))
 }
 
 impl Ganesha {
@@ -178,49 +300,33 @@ impl Ganesha {
         self.restart()
     }
 
-    /// `nfs://127.0.0.1/EXPORT/rel?nfsport=..&mountport=..`, plus `extra` query options:
-    /// the NFSv3 URL (not for an NFSv4-only server).
-    pub fn url(&self, rel: &str, extra: &str) -> String {
-        assert_ne!(
-            self.options.nfs4,
-            Nfs4::Only,
-            "an NFSv4-only server has no v3 URL"
+    /// How a client reaches this server's export over `proto`, which it must speak.
+    pub fn export(&self, proto: Proto) -> Export {
+        let speaks = match proto {
+            Proto::V3 => self.options.nfs4 != Nfs4::Only,
+            Proto::V41 => self.options.nfs4 != Nfs4::No,
+        };
+        assert!(
+            speaks,
+            "a server started with {:?} does not speak {proto:?}",
+            self.options.nfs4
         );
-        let mut u = format!("nfs://127.0.0.1{}", self.export.display());
-        if !rel.is_empty() {
-            u.push('/');
-            u.push_str(rel.trim_start_matches('/'));
+        Export {
+            path: self.export.clone(),
+            proto,
+            nfs_port: self.nfs_port,
+            mnt_port: self.mnt_port,
         }
-        u.push_str(&format!(
-            "?nfsport={}&mountport={}",
-            self.nfs_port, self.mnt_port
-        ));
-        if !extra.is_empty() {
-            u.push('&');
-            u.push_str(extra);
-        }
-        u
     }
 
-    /// `nfs://127.0.0.1:PORT/EXPORT/rel?version=4.1`, plus `extra` query options: the
-    /// NFSv4.1 URL (the export's path from the pseudo root is its real path).
+    /// The NFSv3 URL of `rel` below the export ([`Export::url`]).
+    pub fn url(&self, rel: &str, extra: &str) -> String {
+        self.export(Proto::V3).url(rel, extra)
+    }
+
+    /// The NFSv4.1 URL of `rel` below the export ([`Export::url`]).
     pub fn url41(&self, rel: &str, extra: &str) -> String {
-        assert_ne!(
-            self.options.nfs4,
-            Nfs4::No,
-            "an NFSv3-only server has no v4.1 URL"
-        );
-        let mut u = format!("nfs://127.0.0.1:{}{}", self.nfs_port, self.export.display());
-        if !rel.is_empty() {
-            u.push('/');
-            u.push_str(rel.trim_start_matches('/'));
-        }
-        u.push_str("?version=4.1");
-        if !extra.is_empty() {
-            u.push('&');
-            u.push_str(extra);
-        }
-        u
+        self.export(Proto::V41).url(rel, extra)
     }
 
     /// Whether every protocol the server serves answers a NULL call: NFSv3 and MOUNTv3,

@@ -6,9 +6,9 @@
 //! Submodules: [`ganesha`] (a private nfs-ganesha), [`inproc`] (the in-process NFSv3
 //! server and [`dirfs`], the file system it serves a local directory with), [`net`]
 //! (test TCP servers and proxies), [`nfs4probe`] (a minimal NFSv4.1 client that checks
-//! the test servers), [`nobody`] (runs as uid 65534 when root), [`tree`] (scratch
-//! directories and the tree builder), [`compare`] (the comparisons and snapshots),
-//! both re-exported here.
+//! the test servers), [`nobody`] (runs as uid 65534 when root), [`sides`] (rsync and
+//! nfsync side by side), [`tree`] (scratch directories and the tree builder),
+//! [`compare`] (the comparisons and snapshots), both re-exported here.
 
 mod compare;
 pub mod dirfs;
@@ -17,6 +17,7 @@ pub mod inproc;
 pub mod net;
 pub mod nfs4probe;
 pub mod nobody;
+pub mod sides;
 pub mod tls;
 mod tree;
 

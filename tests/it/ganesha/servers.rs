@@ -1,6 +1,6 @@
 //! Self-checks of the NFSv4.1 test harness, which need no NFSv4 client in nfsync: that
 //! the servers `benches/ganesha.sh --nfs4`, `--nfs4-only` and `--slots=N` start are set
-//! up as the NFSv4.1 tests ([`crate::nfs4`]) rely on. They are checked with RPC NULL
+//! up as the NFSv4.1 tests ([`super::v41`]) rely on. They are checked with RPC NULL
 //! calls and with the tests' own minimal NFSv4.1 client
 //! ([`nfs4probe`](crate::support::nfs4probe)), each test with a server of its own.
 //! Ganesha needs root: other users skip these tests (one line says so).
@@ -14,18 +14,11 @@ use crate::support::{Scratch, Tree, describe, rsync_diff, sync_ok};
 
 /// A server of one's own; `None` when ganesha cannot run here.
 fn own_server(nfs4: Nfs4, slots: Option<u32>) -> Option<(Scratch, Ganesha)> {
-    if !ganesha::available() {
-        return None;
-    }
-    let dir = Scratch::new();
-    let options = Options {
+    ganesha::own(Options {
         nfs4,
         slots,
         ..Options::default()
-    };
-    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), options)
-        .unwrap_or_else(|e| panic!("{e}"));
-    Some((dir, g))
+    })
 }
 
 /// `--nfs4-only`: NFSv4.1 and 4.2 on the NFS port and nothing else (no NFSv3, no MOUNT,
