@@ -41,6 +41,39 @@ impl ExitCode {
     pub fn code(self) -> i32 {
         self as i32
     }
+
+    /// The code of a run that ended without a run-ending [`Error`] (that error's code
+    /// wins over all of these). When several apply, the one that most needs the user's
+    /// attention is chosen: an interrupted run is unfinished whatever else happened;
+    /// deletions stopped by `--max-delete` may mean the source came up empty, which
+    /// must not hide behind a file's error; a failed file is worse than one that
+    /// vanished, which the next run would not copy either.
+    pub fn of_run(end: RunEnd) -> ExitCode {
+        if end.interrupted {
+            ExitCode::Interrupted
+        } else if end.deletes_skipped > 0 {
+            ExitCode::DelLimit
+        } else if end.errors > 0 {
+            ExitCode::Partial
+        } else if end.vanished > 0 {
+            ExitCode::Vanished
+        } else {
+            ExitCode::Success
+        }
+    }
+}
+
+/// What a finished run's code is picked from (see [`ExitCode::of_run`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunEnd {
+    /// SIGINT or SIGTERM stopped it.
+    pub interrupted: bool,
+    /// Deletions `--max-delete` did not make.
+    pub deletes_skipped: u64,
+    /// Entries that failed.
+    pub errors: u64,
+    /// Source entries that vanished before they were copied.
+    pub vanished: u64,
 }
 
 impl From<ExitCode> for std::process::ExitCode {
@@ -132,4 +165,65 @@ pub fn with_hint(mut e: Error, hint: &str) -> Error {
         m.push_str(hint);
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_code_follows_the_precedence_interrupted_dellimit_partial_vanished() {
+        let all = RunEnd {
+            interrupted: true,
+            deletes_skipped: 1,
+            errors: 1,
+            vanished: 1,
+        };
+        assert_eq!(ExitCode::of_run(all), ExitCode::Interrupted);
+        let no_signal = RunEnd {
+            interrupted: false,
+            ..all
+        };
+        assert_eq!(ExitCode::of_run(no_signal), ExitCode::DelLimit);
+        let all_deleted = RunEnd {
+            deletes_skipped: 0,
+            ..no_signal
+        };
+        assert_eq!(ExitCode::of_run(all_deleted), ExitCode::Partial);
+        let no_error = RunEnd {
+            errors: 0,
+            ..all_deleted
+        };
+        assert_eq!(ExitCode::of_run(no_error), ExitCode::Vanished);
+        assert_eq!(ExitCode::of_run(RunEnd::default()), ExitCode::Success);
+        // Each alone gives its own code.
+        let none = RunEnd::default();
+        let alone = [
+            (
+                RunEnd {
+                    interrupted: true,
+                    ..none
+                },
+                ExitCode::Interrupted,
+            ),
+            (
+                RunEnd {
+                    deletes_skipped: 2,
+                    ..none
+                },
+                ExitCode::DelLimit,
+            ),
+            (RunEnd { errors: 3, ..none }, ExitCode::Partial),
+            (
+                RunEnd {
+                    vanished: 4,
+                    ..none
+                },
+                ExitCode::Vanished,
+            ),
+        ];
+        for (end, code) in alone {
+            assert_eq!(ExitCode::of_run(end), code, "{end:?}");
+        }
+    }
 }
