@@ -1,45 +1,76 @@
-//! Exit codes, in one place. They follow rsync's where rsync has the same situation,
-//! so scripts that check rsync's codes keep working.
+//! Exit codes and the errors that end a run, in one place. The codes follow rsync's
+//! where rsync has the same situation, so scripts that check rsync's codes keep working.
+//!
+//! Each code's meaning is written once, in the `exit_codes!` table below: the enum's
+//! docs, `--help`, the man page and README's "Exit codes" table are all that text (a
+//! test compares README with it).
 
 use std::io;
 use std::path::PathBuf;
 
 use crate::dest;
 
-/// How a run ended, as the process exit status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ExitCode {
+/// Builds [`ExitCode`] from one table of `Name = code, "meaning"`: the meaning is the
+/// variant's first doc line and its row in [`table`], the doc lines above it say where
+/// it comes from.
+macro_rules! exit_codes {
+    ($($(#[doc = $doc:literal])* $name:ident = $code:literal, $meaning:literal;)*) => {
+        /// How a run ended, as the process exit status.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum ExitCode {
+            $(#[doc = $meaning] #[doc = ""] $(#[doc = $doc])* $name = $code,)*
+        }
+
+        impl ExitCode {
+            /// Every code, lowest first.
+            pub const ALL: &[ExitCode] = &[$(ExitCode::$name),*];
+
+            /// What the code tells the caller, as `--help` and README say it.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ExitCode::$name => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+exit_codes! {
     /// Everything was copied (or was already up to date).
-    Success = 0,
-    /// Bad command line.
-    Usage = 1,
-    /// A source is missing or DEST cannot be used (rsync: "errors selecting input/output
-    /// files, dirs").
-    Select = 3,
-    /// The NFS server could not be reached or refused the export (rsync: "error in
-    /// socket I/O").
-    Connect = 10,
-    /// A fatal I/O error stopped the run midway (rsync: "error in file I/O").
-    FileIo = 11,
-    /// Interrupted by SIGINT or SIGTERM; the summary was printed (rsync uses 20 too).
-    Interrupted = 20,
-    /// Some files could not be copied; the rest were (rsync: "partial transfer due to
-    /// error").
-    Partial = 23,
-    /// Some source files vanished before they could be copied (rsync: "some files
-    /// vanished").
-    Vanished = 24,
-    /// `--max-delete` stopped deletions; the rest of the run went on (rsync uses 25 too).
-    DelLimit = 25,
-    /// The NFS server stopped answering within `--timeout` (rsync: "timeout in data
-    /// send/receive").
-    Timeout = 30,
+    Success = 0, "success";
+    /// clap's own errors, `--temp-dir` that does not exist, `--shard slurm` without
+    /// its variables, `--mpi` without MPI.
+    Usage = 1, "usage error: an option, its value or the nfs:// URL cannot be used";
+    /// rsync: "errors selecting input/output files, dirs".
+    Select = 3, "a source is missing or DEST is unusable (e.g. a regular file where a directory is needed)";
+    /// Name lookup, portmapper, MOUNT, the NFSv4.1 session or TLS while setting up;
+    /// connections that keep failing midway. rsync: "error in socket I/O".
+    Connect = 10, "NFS server unreachable or refusing us (MOUNT, NFSv4.1 session, TLS), at start or midway";
+    /// A failure outside any one file (a file's own error is 23). rsync: "error in file
+    /// I/O".
+    FileIo = 11, "fatal local I/O error (no worker thread could start, output could not be written)";
+    /// rsync uses 20 too. The second signal leaves the files in flight partial, which
+    /// the next run finds (README, "The resume guarantee").
+    Interrupted = 20, "interrupted (SIGINT/SIGTERM): in-flight files finished, summary printed; 2nd signal: at once";
+    /// rsync: "partial transfer due to error".
+    Partial = 23, "partial transfer: some files failed (each printed with its path and cause), the rest copied";
+    /// rsync: "some files vanished".
+    Vanished = 24, "some source files vanished during the run";
+    /// rsync uses 25 too.
+    DelLimit = 25, "--max-delete stopped deletions (the rest of the sync went on)";
+    /// rsync: "timeout in data send/receive".
+    Timeout = 30, "NFS server timed out (--timeout), at the start or midway";
 }
 
 impl ExitCode {
     /// The number the process exits with.
     pub fn code(self) -> i32 {
         self as i32
+    }
+
+    /// The code numbered `code`, if there is one.
+    pub fn from_code(code: i32) -> Option<ExitCode> {
+        Self::ALL.iter().copied().find(|c| c.code() == code)
     }
 
     /// The code of a run that ended without a run-ending [`Error`] (that error's code
@@ -88,19 +119,14 @@ impl serde::Serialize for ExitCode {
     }
 }
 
-/// The table printed in `--help` and README.
-pub const TABLE: &str = "\
-Exit codes:
-   0  success
-   1  usage error
-   3  a source is missing or DEST is unusable (e.g. a regular file where a directory is needed)
-  10  NFS server unreachable, or MOUNT refused
-  11  fatal I/O error on the destination
-  20  interrupted (SIGINT/SIGTERM); in-flight files were finished or left detectably partial
-  23  partial transfer: some files failed (each printed with its path and cause)
-  24  some source files vanished during the run
-  25  --max-delete stopped deletions (the rest of the sync was done)
-  30  NFS server timed out (--timeout)";
+/// The table printed after `--help` (and so in the man page).
+pub fn table() -> String {
+    let mut t = String::from("Exit codes:");
+    for c in ExitCode::ALL {
+        t += &format!("\n{:>4}  {}", c.code(), c.meaning());
+    }
+    t
+}
 
 /// An error that ends the whole run. Per-entry failures never become one: they are
 /// printed, counted, and the run goes on (exit 23).
@@ -225,5 +251,58 @@ mod tests {
         for (end, code) in alone {
             assert_eq!(ExitCode::of_run(end), code, "{end:?}");
         }
+    }
+
+    #[test]
+    fn codes_are_listed_once_in_increasing_order() {
+        let codes: Vec<i32> = ExitCode::ALL.iter().map(|c| c.code()).collect();
+        assert!(codes.windows(2).all(|w| w[0] < w[1]), "{codes:?}");
+        for c in ExitCode::ALL {
+            assert_eq!(ExitCode::from_code(c.code()), Some(*c));
+        }
+        assert_eq!(ExitCode::from_code(2), None);
+    }
+
+    /// README's "Exit codes" table, row by row: the code and its meaning.
+    fn readme_rows() -> Vec<(i32, String)> {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let section = readme
+            .split("\n## Exit codes\n")
+            .nth(1)
+            .expect("README has an \"## Exit codes\" section");
+        let section = section.split("\n## ").next().unwrap_or(section);
+        section
+            .lines()
+            .filter_map(|l| l.strip_prefix('|')?.strip_suffix('|'))
+            .filter_map(|row| {
+                let (code, meaning) = row.split_once('|')?;
+                Some((code.trim().parse().ok()?, meaning.trim().to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn readme_exit_code_table_is_the_code_table() {
+        let want: Vec<(i32, String)> = ExitCode::ALL
+            .iter()
+            .map(|c| (c.code(), c.meaning().to_string()))
+            .collect();
+        assert_eq!(
+            readme_rows(),
+            want,
+            "README.md's \"Exit codes\" table must list exactly exit::ExitCode's codes and meanings"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_code_with_its_meaning() {
+        let t = table();
+        assert!(t.starts_with("Exit codes:\n   0  success\n"), "{t}");
+        assert!(
+            t.ends_with(&format!("\n  30  {}", ExitCode::Timeout.meaning())),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), ExitCode::ALL.len() + 1);
     }
 }
