@@ -15,8 +15,8 @@ use nfs3_types::nfs3::{
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error;
+use super::rpc::shape::Shape;
 use super::rpc::{RpcClient, RpcError};
-use super::shape::Shape;
 use crate::dest;
 use crate::meta::{Kind, Meta, Time};
 

@@ -23,20 +23,15 @@ pub mod error;
 pub mod mount;
 mod objects;
 mod paths;
-pub(crate) mod pipeline;
 pub mod rpc;
-pub mod shape;
-pub mod tls;
-pub(crate) mod tree;
-pub mod url;
-pub mod wire;
 mod write;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use dest::{NfsDest, NfsDir};
-pub use url::is_nfs_url;
+use rpc::url;
+pub use rpc::url::is_nfs_url;
 
 use crate::config::Config;
 use crate::exit::Error;

@@ -21,9 +21,10 @@ use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::rpc::{RpcError, connect_tcp, decode_reply, encode_call, next_xid, read_record};
-use super::shape::Shape;
-use super::url::NfsUrl;
+use super::rpc::shape::Shape;
+use super::rpc::transport::{connect_tcp, encode_call, next_xid};
+use super::rpc::url::NfsUrl;
+use super::rpc::{RpcError, decode_reply, read_record};
 use crate::exit::{Error, with_hint};
 
 /// One call on a connection that carries nothing else, so the next record is its reply.

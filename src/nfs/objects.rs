@@ -17,7 +17,7 @@ use nfs3_types::xdr_codec::Opaque;
 use super::client::{Answer, Nfs, dirop, meta, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
-use super::tree::{Found, TreeOps};
+use super::rpc::tree::{Found, TreeOps};
 use crate::dest;
 use crate::meta::{Kind, Meta};
 

@@ -23,7 +23,7 @@ use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use super::objects::remove_call;
-use super::pipeline;
+use super::rpc::pipeline;
 use crate::dest;
 use crate::dest::{CopyError, SourceFile, read_full};
 use crate::meta::Meta;

@@ -39,7 +39,7 @@ pub use dest::{Nfs4Dest, Nfs4Dir};
 
 use crate::config::Config;
 use crate::exit::Error;
-use crate::nfs::url::NfsUrl;
+use crate::nfs::rpc::url::NfsUrl;
 use crate::nfs::{mount, rpc};
 use crate::report::Output;
 
@@ -100,7 +100,7 @@ pub fn connect(
         let tls = match parsed.tls {
             true => Some(
                 // A CA file that cannot be used is the command line's problem (exit 1).
-                crate::nfs::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
+                crate::nfs::rpc::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
                     .map_err(|e| ConnectError::Failed(Error::Usage(e.to_string())))?,
             ),
             false => None,

@@ -28,7 +28,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::rpc::RpcError;
+use super::transport::RpcError;
 
 /// The longest a TLS handshake may take, whatever `--timeout` says: a real one takes a
 /// few round trips, and a server that does not speak TLS says nothing at all (it reads

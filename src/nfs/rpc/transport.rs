@@ -9,7 +9,7 @@
 //! semaphore per connection bounds the calls in flight (and with them the memory).
 //!
 //! Every byte from the server is untrusted: record marks are checked against
-//! [`MAX_RECORD`] before anything is allocated, lengths inside a record against the
+//! [`MAX_RECORD`](super::MAX_RECORD) before anything is allocated, lengths inside a record against the
 //! record ([`super::shape`]), and decoding failures become errors, never panics.
 
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ use nfs3_types::rpc::{RPC_VERSION_2, auth_stat, call_body, msg_body, opaque_auth
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::shape::Shape;
-pub use super::wire::{MAX_RECORD, decode_reply, read_record};
+use super::wire::{decode_reply, read_record};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
@@ -130,7 +130,7 @@ const SLOW_CALL_LIMIT: u32 = 20;
 static NEXT_XID: AtomicU32 = AtomicU32::new(0);
 static XID_SEEDED: AtomicBool = AtomicBool::new(false);
 
-pub(super) fn next_xid() -> u32 {
+pub(crate) fn next_xid() -> u32 {
     if !XID_SEEDED.swap(true, Ordering::Relaxed) {
         // Seed from time and pid so a restarted client does not repeat a previous
         // run's xids against the server's duplicate request cache.
