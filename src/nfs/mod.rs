@@ -16,22 +16,16 @@
 //! file costs CREATE + WRITE + SETATTR, a new directory MKDIR + SETATTR, and a re-run
 //! one READDIRPLUS per directory page.
 
-mod attrs;
-pub mod client;
-pub mod dest;
-pub mod error;
-pub mod mount;
-mod objects;
-mod paths;
 pub mod rpc;
-mod write;
+pub mod v3;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use dest::{NfsDest, NfsDir};
 use rpc::url;
 pub use rpc::url::is_nfs_url;
+pub use v3::{NfsDest, NfsDir};
+use v3::{client, dest, mount};
 
 use crate::config::Config;
 use crate::exit::Error;

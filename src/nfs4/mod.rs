@@ -39,8 +39,9 @@ pub use dest::{Nfs4Dest, Nfs4Dir};
 
 use crate::config::Config;
 use crate::exit::Error;
+use crate::nfs::rpc;
 use crate::nfs::rpc::url::NfsUrl;
-use crate::nfs::{mount, rpc};
+use crate::nfs::v3::mount;
 use crate::report::Output;
 
 /// The NFS port when the URL names none (NFSv4 has no portmapper).

@@ -21,11 +21,11 @@ use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::rpc::shape::Shape;
-use super::rpc::transport::{connect_tcp, encode_call, next_xid};
-use super::rpc::url::NfsUrl;
-use super::rpc::{RpcError, decode_reply, read_record};
 use crate::exit::{Error, with_hint};
+use crate::nfs::rpc::shape::Shape;
+use crate::nfs::rpc::transport::{connect_tcp, encode_call, next_xid};
+use crate::nfs::rpc::url::NfsUrl;
+use crate::nfs::rpc::{RpcError, decode_reply, read_record};
 
 /// One call on a connection that carries nothing else, so the next record is its reply.
 async fn call_once<A: Pack, R: Unpack + Shape>(

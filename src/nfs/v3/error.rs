@@ -9,8 +9,8 @@ use std::io;
 
 use nfs3_types::nfs3::nfsstat3;
 
-use super::rpc::RpcError;
 use crate::dest;
+use crate::nfs::rpc::RpcError;
 
 /// The errno matching an NFSv3 status (RFC 1813 defines most of them as errno values).
 pub fn errno(stat: nfsstat3) -> i32 {

@@ -15,10 +15,10 @@ use nfs3_types::nfs3::{
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error;
-use super::rpc::shape::Shape;
-use super::rpc::{RpcClient, RpcError};
 use crate::dest;
 use crate::meta::{Kind, Meta, Time};
+use crate::nfs::rpc::shape::Shape;
+use crate::nfs::rpc::{RpcClient, RpcError};
 
 /// The outcome of one NFS procedure.
 #[derive(Debug)]
