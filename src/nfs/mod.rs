@@ -18,6 +18,7 @@
 
 pub mod rpc;
 pub mod v3;
+pub mod v4;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,12 +67,10 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
         None => parsed.mount_port.is_none() || parsed.tls,
     };
     if v41 {
-        match crate::nfs4::connect(&parsed, config, out.clone(), new_runtime()?, timeout) {
+        match v4::connect(&parsed, config, out.clone(), new_runtime()?, timeout) {
             Ok(d) => return Ok(Dest::V41(d)),
             // Never without TLS when TLS was asked for: NFSv3 cannot have it.
-            Err(crate::nfs4::ConnectError::NotSpoken(e))
-                if parsed.version.is_none() && !parsed.tls =>
-            {
+            Err(v4::ConnectError::NotSpoken(e)) if parsed.version.is_none() && !parsed.tls => {
                 out.verbose(1, format_args!("NFSv4.1 not available ({e}); using NFSv3"));
             }
             Err(e) => return Err(e.into_error()),
@@ -127,7 +126,7 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
 /// An NFS destination of either version.
 pub enum Dest {
     V3(NfsDest),
-    V41(crate::nfs4::Nfs4Dest),
+    V41(v4::Nfs4Dest),
 }
 
 /// Threads driving the connections' reader and writer tasks.

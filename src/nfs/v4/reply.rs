@@ -365,7 +365,7 @@ impl Shape for Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nfs4::proto::{Compound, Op, attr};
+    use crate::nfs::v4::proto::{Compound, Op, attr};
     use nfs3_types::xdr_codec::{Opaque, Pack};
 
     fn packed(v: &impl Pack) -> Vec<u8> {
