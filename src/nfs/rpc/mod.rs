@@ -7,6 +7,7 @@
 //! client over many connections. Above the calls, what both versions do the same way:
 //! `pipeline` keeps a file's data in flight, and `tree` removes a directory tree.
 
+pub mod error;
 pub(crate) mod pipeline;
 pub mod shape;
 pub mod tls;
@@ -15,5 +16,6 @@ pub(crate) mod tree;
 pub mod url;
 pub mod wire;
 
-pub use transport::{Endpoint, RpcClient, RpcError};
+pub use error::RpcError;
+pub use transport::{Endpoint, RpcClient};
 pub use wire::{MAX_RECORD, decode_reply, read_record};

@@ -12,8 +12,8 @@ use nfs3_types::rpc::{accept_stat_data, msg_body, rejected_reply, reply_body, rp
 use nfs3_types::xdr_codec::Unpack;
 use tokio::io::AsyncReadExt;
 
+use super::error::RpcError;
 use super::shape::{Shape, check_reply};
-use super::transport::RpcError;
 
 /// Largest reply record accepted (all fragments together). Our biggest replies are
 /// READ and READDIRPLUS, whose sizes we choose (at most 1 MiB of data); anything much
