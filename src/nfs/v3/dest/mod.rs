@@ -149,7 +149,7 @@ pub(super) fn ok<T>(a: Answer<T>) -> dest::Result<T> {
 }
 
 impl NfsDest {
-    pub(super) fn new(
+    pub(crate) fn new(
         rt: Runtime,
         nfs: Arc<Nfs>,
         m: Mounted,
@@ -404,7 +404,7 @@ impl Destination for NfsDest {
     }
 
     fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        super::tree::remove_tree(self, dir, Path::new(name), each)
+        crate::nfs::rpc::tree::remove_tree(self, dir, Path::new(name), each)
     }
 
     fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {

@@ -16,15 +16,17 @@ use std::time::Duration;
 use nfs3_types::mount::{MOUNT_PROGRAM, dirpath, exports, mountres3, mountstat3};
 use nfs3_types::nfs3::nfs_fh3;
 use nfs3_types::portmap::{PMAP_PROG, mapping};
-use nfs3_types::rpc::{auth_unix, opaque_auth};
+use nfs3_types::rpc::opaque_auth;
 use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::rpc::{RpcError, connect_tcp, decode_reply, encode_call, next_xid, read_record};
-use super::shape::Shape;
-use super::url::NfsUrl;
 use crate::exit::{Error, with_hint};
+use crate::nfs::rpc::setup;
+use crate::nfs::rpc::shape::Shape;
+use crate::nfs::rpc::transport::{connect_tcp, encode_call, next_xid};
+use crate::nfs::rpc::url::NfsUrl;
+use crate::nfs::rpc::{RpcError, decode_reply, read_record};
 
 /// One call on a connection that carries nothing else, so the next record is its reply.
 async fn call_once<A: Pack, R: Unpack + Shape>(
@@ -77,50 +79,6 @@ fn efs_hint(host: &str) -> &'static str {
     } else {
         ""
     }
-}
-
-/// AUTH_SYS credentials: the caller's uid, gid and groups unless the URL overrides them.
-pub fn credentials(url: &NfsUrl) -> opaque_auth<'static> {
-    let uid = url.uid.unwrap_or(rustix::process::getuid().as_raw());
-    let gid = url.gid.unwrap_or(rustix::process::getgid().as_raw());
-    let mut gids = Vec::new();
-    if url.gid.is_none() && url.uid.is_none() {
-        let groups = rustix::process::getgroups().unwrap_or_default();
-        gids.extend(groups.iter().map(|g| g.as_raw()).filter(|&g| g != gid));
-    }
-    gids.truncate(16); // AUTH_SYS carries at most 16 groups
-    let name = rustix::system::uname().nodename().to_bytes().to_vec();
-    let name = if name.is_empty() {
-        b"nfsync".to_vec()
-    } else {
-        name
-    };
-    opaque_auth::auth_unix(&auth_unix {
-        stamp: std::process::id(),
-        machinename: Opaque::owned(name),
-        uid,
-        gid,
-        gids,
-    })
-}
-
-/// Resolves the server name (IP literals pass through), preferring IPv4.
-pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Error> {
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(ip);
-    }
-    let found = tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0)))
-        .await
-        .map_err(|_| Error::Timeout(format!("resolving {host}: timed out")))?
-        .map_err(|e| Error::Connect(format!("cannot resolve NFS server {host}: {e}")))?
-        .map(|a| a.ip())
-        .collect::<Vec<_>>();
-    found
-        .iter()
-        .find(|ip| ip.is_ipv4())
-        .or(found.first())
-        .copied()
-        .ok_or_else(|| Error::Connect(format!("{host} has no address")))
 }
 
 async fn bounded<T, E: std::fmt::Display>(
@@ -227,7 +185,7 @@ pub async fn mount(
     timeout: Duration,
 ) -> Result<Mounted, Error> {
     let host = &url.host;
-    let ip = resolve(host, timeout).await?;
+    let ip = setup::resolve(host, timeout).await?;
     let mount_port = match url.mount_port {
         Some(p) => p,
         None => getport(ip, nfs3_types::mount::PROGRAM, 3, "MOUNT v3", host, timeout).await?,
