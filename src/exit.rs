@@ -5,6 +5,8 @@
 //! docs, `--help`, the man page and README's "Exit codes" table are all that text (a
 //! test compares README with it).
 
+use std::error::Error as StdError;
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
@@ -128,43 +130,80 @@ pub fn table() -> String {
     t
 }
 
+/// Any error, kept as the cause of a run-ending one.
+pub type Cause = Box<dyn StdError + Send + Sync + 'static>;
+
 /// An error that ends the whole run. Per-entry failures never become one: they are
 /// printed, counted, and the run goes on (exit 23).
-#[derive(Debug, thiserror::Error)]
+///
+/// Like `anyhow::Error`, `{}` shows only this error's own words and `{:#}` the whole
+/// chain, "context: cause: cause", then the hint if there is one; that is what the user
+/// reads. Its causes stay reachable through [`std::error::Error::source`].
+#[derive(Debug)]
 pub enum Error {
     /// The command line (or the `nfs://` URL in it) cannot be used.
-    #[error("{0}")]
-    Usage(String),
+    Usage(Why),
     /// A source or DEST cannot be looked at.
-    #[error("{}: {source}", path.display())]
-    Select {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    Select { path: PathBuf, source: io::Error },
     /// A source or DEST is the wrong kind of thing for the command.
-    #[error("{}: {why}", path.display())]
     Unusable { path: PathBuf, why: String },
     /// The NFS server cannot be reached, or refused us, while setting up.
-    #[error("{0}")]
-    Connect(String),
+    Connect(Why),
     /// The NFS server did not answer within `--timeout` while setting up.
-    #[error("{0}")]
-    Timeout(String),
+    Timeout(Why),
     /// The destination went away mid-run (see [`dest::Error`]).
-    #[error("{}: {source}", path.display())]
-    Dest {
-        path: PathBuf,
-        #[source]
-        source: dest::Error,
-    },
+    Dest { path: PathBuf, source: dest::Error },
     /// A local failure outside any file (starting threads, writing output).
-    #[error("{what}: {source}")]
-    Local {
-        what: String,
-        #[source]
-        source: io::Error,
-    },
+    Local { what: String, source: io::Error },
+}
+
+/// The words of a [`Error::Usage`], [`Error::Connect`] or [`Error::Timeout`]: what
+/// could not be done, the error underneath (with its own causes), and advice on what to
+/// change, which is printed after the causes.
+#[derive(Debug)]
+pub struct Why {
+    /// `None`: the cause's own words lead (the error is the cause, nothing to add).
+    what: Option<String>,
+    source: Option<Cause>,
+    hint: String,
+}
+
+impl Why {
+    /// What could not be done; [`Why::because`] adds what stopped it.
+    pub fn new(what: impl Into<String>) -> Why {
+        Why {
+            what: Some(what.into()),
+            source: None,
+            hint: String::new(),
+        }
+    }
+
+    /// An error that says it all by itself.
+    pub fn of(source: impl Into<Cause>) -> Why {
+        Why {
+            what: None,
+            source: Some(source.into()),
+            hint: String::new(),
+        }
+    }
+
+    /// The error that stopped it, printed after the words (with its causes) by `{:#}`.
+    pub fn because(mut self, source: impl Into<Cause>) -> Why {
+        self.source = Some(source.into());
+        self
+    }
+}
+
+impl From<String> for Why {
+    fn from(what: String) -> Why {
+        Why::new(what)
+    }
+}
+
+impl From<&str> for Why {
+    fn from(what: &str) -> Why {
+        Why::new(what)
+    }
 }
 
 impl Error {
@@ -183,14 +222,88 @@ impl Error {
             Error::Local { .. } => ExitCode::FileIo,
         }
     }
+
+    /// Adds advice (what to change in the URL or on the server) to a set-up error; it is
+    /// printed after the causes, and starts with its own separator (`": "`, `"; "`,
+    /// `" ("`). Other errors are returned as they are.
+    pub fn with_hint(mut self, hint: &str) -> Error {
+        if let Error::Usage(w) | Error::Connect(w) | Error::Timeout(w) = &mut self {
+            w.hint.push_str(hint);
+        }
+        self
+    }
+
+    fn why(&self) -> Option<&Why> {
+        match self {
+            Error::Usage(w) | Error::Connect(w) | Error::Timeout(w) => Some(w),
+            _ => None,
+        }
+    }
 }
 
-/// Adds advice to a set-up error's message (what to change in the URL or on the server).
-pub fn with_hint(mut e: Error, hint: &str) -> Error {
-    if let Error::Connect(m) | Error::Timeout(m) | Error::Usage(m) = &mut e {
-        m.push_str(hint);
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            write_chain(f, self)?;
+            return f.write_str(self.why().map_or("", |w| &w.hint));
+        }
+        match self {
+            Error::Usage(w) | Error::Connect(w) | Error::Timeout(w) => match (&w.what, &w.source) {
+                (Some(what), _) => f.write_str(what),
+                (None, Some(source)) => source.fmt(f),
+                (None, None) => Ok(()),
+            },
+            Error::Select { path, .. } | Error::Dest { path, .. } => {
+                write!(f, "{}", path.display())
+            }
+            Error::Unusable { path, why } => write!(f, "{}: {why}", path.display()),
+            Error::Local { what, .. } => f.write_str(what),
+        }
     }
-    e
+}
+
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Error::Usage(w) | Error::Connect(w) | Error::Timeout(w) => match (&w.what, &w.source) {
+                (Some(_), Some(source)) => Some(source.as_ref()),
+                // The cause stands in for the words, so the chain goes on below it.
+                (None, Some(source)) => source.source(),
+                (_, None) => None,
+            },
+            Error::Select { source, .. } | Error::Local { source, .. } => Some(source),
+            Error::Dest { source, .. } => Some(source),
+            Error::Unusable { .. } => None,
+        }
+    }
+}
+
+/// `top` and its causes, "context: cause: cause", as `anyhow`'s `{:#}` writes them, but
+/// no error's words twice: one whose words end with its cause's (a `"{addr}: {source}"`
+/// format) is cut back to what it adds, and a cause whose words are already printed (an
+/// `io::Error` holding another error's message, advice after a cause) is left out.
+/// `snafu`'s `Report` cuts such suffixes the same way: errors written in either style
+/// (cause in the words or only in `source`) print alike.
+fn write_chain(f: &mut fmt::Formatter<'_>, top: &(dyn StdError + 'static)) -> fmt::Result {
+    let mut printed = String::new();
+    let mut next = Some(top);
+    while let Some(e) = next {
+        next = e.source();
+        let text = e.to_string();
+        let below = next.map(ToString::to_string).unwrap_or_default();
+        let own = match text.strip_suffix(below.as_str()) {
+            Some(head) if !below.is_empty() => head.trim_end_matches([':', ' ']),
+            _ => &text,
+        };
+        if own.is_empty() || printed.contains(own) {
+            continue;
+        }
+        if !printed.is_empty() {
+            printed.push_str(": ");
+        }
+        printed.push_str(own);
+    }
+    f.write_str(&printed)
 }
 
 #[cfg(test)]
@@ -304,5 +417,94 @@ mod tests {
             "{t}"
         );
         assert_eq!(t.lines().count(), ExitCode::ALL.len() + 1);
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot connect to {addr}: {source}")]
+    struct Repeats {
+        addr: &'static str,
+        source: io::Error,
+    }
+
+    #[test]
+    fn alternate_display_is_the_chain_then_the_hint() {
+        let refused = || io::Error::from(io::ErrorKind::ConnectionRefused);
+        let e = Error::Connect(Why::new("portmapper at h:111").because(refused()))
+            .with_hint("; give the ports in the URL");
+        assert_eq!(e.to_string(), "portmapper at h:111");
+        assert_eq!(
+            format!("{e:#}"),
+            format!(
+                "portmapper at h:111: {}; give the ports in the URL",
+                refused()
+            )
+        );
+        assert!(e.source().unwrap().downcast_ref::<io::Error>().is_some());
+        // A cause whose words already hold its own cause prints that cause once.
+        let e = Error::Connect(Why::new("NFS service").because(Repeats {
+            addr: "h:2049",
+            source: refused(),
+        }));
+        assert_eq!(
+            format!("{e:#}"),
+            format!("NFS service: cannot connect to h:2049: {}", refused())
+        );
+        // So does a dest::Error that shows its io::Error's words as its own.
+        let e = Error::Dest {
+            path: "/d".into(),
+            source: dest::Error::Unreachable(io::Error::other(Repeats {
+                addr: "h:2049",
+                source: refused(),
+            })),
+        };
+        assert_eq!(
+            format!("{e:#}"),
+            format!("/d: cannot connect to h:2049: {}", refused())
+        );
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{source}; try ?tls-ca=FILE")]
+    struct AdviceAfter {
+        source: io::Error,
+    }
+
+    #[test]
+    fn a_cause_already_in_its_parents_words_is_not_printed_again() {
+        let e = Error::Connect(Why::new("NFS service").because(AdviceAfter {
+            source: io::Error::other("UnknownIssuer"),
+        }));
+        assert_eq!(
+            format!("{e:#}"),
+            "NFS service: UnknownIssuer; try ?tls-ca=FILE"
+        );
+    }
+
+    #[test]
+    fn an_error_that_says_it_all_leads_its_chain() {
+        let inner = anyhow::anyhow!("bad value").context("--chmod");
+        let e = Error::Usage(Why::of(inner));
+        assert_eq!(e.to_string(), "--chmod");
+        assert_eq!(format!("{e:#}"), "--chmod: bad value");
+        let e = Error::Usage("--mpi: MPI could not be initialized".into());
+        assert_eq!(format!("{e:#}"), e.to_string());
+        assert!(e.source().is_none());
+    }
+
+    #[test]
+    fn select_and_local_errors_read_as_before() {
+        let e = Error::Select {
+            path: "/src".into(),
+            source: io::Error::from_raw_os_error(libc::ENOENT),
+        };
+        assert_eq!(
+            format!("{e:#}"),
+            format!("/src: {}", io::Error::from_raw_os_error(libc::ENOENT))
+        );
+        let e = Error::Unusable {
+            path: "/d".into(),
+            why: "not a directory".into(),
+        };
+        assert_eq!(format!("{e:#}"), "/d: not a directory");
     }
 }

@@ -60,7 +60,7 @@ pub fn run(
     // A rank that fails still takes part in the reduction, or the others would wait.
     let run_share = |share: &Config| {
         sync(share).unwrap_or_else(|e| {
-            eprintln!("nfsync: rank {rank}: {e}");
+            eprintln!("nfsync: rank {rank}: {e:#}");
             Summary::failed(&e, cfg.dry_run)
         })
     };

@@ -273,7 +273,7 @@ pub fn run<D: Destination>(
     }
     if let Some(f) = engine.fatal.lock().unwrap().take() {
         summary.exit_code = f.exit_code();
-        summary.fatal = Some(f.to_string());
+        summary.fatal = Some(format!("{f:#}"));
         return Ok(summary);
     }
     summary.interrupted = engine.interrupted.load(Ordering::Relaxed);

@@ -27,7 +27,7 @@ pub use rpc::url::is_nfs_url;
 use rpc::{setup, url};
 
 use crate::config::Config;
-use crate::exit::Error;
+use crate::exit::{Error, Why};
 use crate::report::Output;
 
 /// Parses an `nfs://` URL, mounts the export and checks the NFS service answers.
@@ -42,10 +42,10 @@ use crate::report::Output;
 /// Every step is bounded by `config.timeout`; failures are [`Error::Connect`]
 /// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
 pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Error> {
-    let parsed = url::parse(url).map_err(Error::Usage)?;
+    let parsed = url::parse(url).map_err(|e| Error::Usage(e.into()))?;
     let new_runtime = || {
         setup::runtime(setup::RUNTIME_THREADS)
-            .map_err(|e| Error::Connect(format!("cannot start the NFS runtime: {e}")))
+            .map_err(|e| Error::Connect(Why::new("cannot start the NFS runtime").because(e)))
     };
     let timeout = if config.timeout.is_zero() {
         Duration::from_secs(30)

@@ -11,7 +11,7 @@ use nfs3_types::xdr_codec::Opaque;
 
 use super::RpcError;
 use super::url::NfsUrl;
-use crate::exit::Error;
+use crate::exit::{Error, Why};
 
 /// Default TCP connections per server (like `nconnect`).
 pub const DEFAULT_CONNS: usize = 4;
@@ -47,8 +47,10 @@ pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Error> {
     }
     let found = tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0)))
         .await
-        .map_err(|_| Error::Timeout(format!("resolving {host}: timed out")))?
-        .map_err(|e| Error::Connect(format!("cannot resolve NFS server {host}: {e}")))?
+        .map_err(|_| Error::Timeout(format!("resolving {host}: timed out").into()))?
+        .map_err(|e| {
+            Error::Connect(Why::new(format!("cannot resolve NFS server {host}")).because(e))
+        })?
         .map(|a| a.ip())
         .collect::<Vec<_>>();
     found
@@ -56,7 +58,7 @@ pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Error> {
         .find(|ip| ip.is_ipv4())
         .or(found.first())
         .copied()
-        .ok_or_else(|| Error::Connect(format!("{host} has no address")))
+        .ok_or_else(|| Error::Connect(format!("{host} has no address").into()))
 }
 
 /// Threads driving the connections' reader and writer tasks.
@@ -106,15 +108,16 @@ pub(crate) const PORT_HINT: &str = ": the server refuses unprivileged source por
      then binds a port below 1024), or allow other ports on the server (`insecure` in \
      /etc/exports for knfsd, `PrivilegedPort = false;` in the EXPORT block for nfs-ganesha)";
 
-/// A failure while connecting, with advice where there is some to give.
-pub(crate) fn setup_error(e: &RpcError, resvport: bool, version: &str) -> Error {
+/// A failure while connecting, kept as the cause, with advice where there is some to
+/// give.
+pub(crate) fn setup_error(e: RpcError, resvport: bool, version: &str) -> Error {
     setup_error_tls(e, resvport, version, false)
 }
 
 /// [`setup_error`] for a connection that may be TLS.
-pub(crate) fn setup_error_tls(e: &RpcError, resvport: bool, version: &str, tls: bool) -> Error {
+pub(crate) fn setup_error_tls(e: RpcError, resvport: bool, version: &str, tls: bool) -> Error {
     let other = if version == "3" { "4.1" } else { "3" };
-    let hint = match e {
+    let hint = match &e {
         RpcError::Auth { .. } if !resvport => PORT_HINT.to_string(),
         RpcError::Garbage { .. } | RpcError::Unavailable { .. } if version == "4.1" && tls => {
             ": does the server speak TLS there? (?tls)".to_string()
@@ -124,10 +127,46 @@ pub(crate) fn setup_error_tls(e: &RpcError, resvport: bool, version: &str, tls: 
         ),
         _ => String::new(),
     };
-    let msg = format!("NFS service: {e}{hint}");
-    if matches!(e, RpcError::Timeout { .. }) {
-        Error::Timeout(msg)
+    let timed_out = matches!(e, RpcError::Timeout { .. });
+    let why = Why::new("NFS service").because(e);
+    let err = if timed_out {
+        Error::Timeout(why)
     } else {
-        Error::Connect(msg)
+        Error::Connect(why)
+    };
+    err.with_hint(&hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_setup_error_keeps_the_rpc_error_and_puts_the_advice_last() {
+        let addr = "127.0.0.1:2049".parse().unwrap();
+        let e = setup_error(
+            RpcError::Garbage {
+                addr,
+                what: "bad record mark".into(),
+            },
+            true,
+            "3",
+        );
+        assert_eq!(e.exit_code(), crate::exit::ExitCode::Connect);
+        let rpc = e.source().and_then(|s| s.downcast_ref::<RpcError>());
+        assert!(matches!(rpc, Some(RpcError::Garbage { .. })), "{e:?}");
+        assert_eq!(
+            format!("{e:#}"),
+            "NFS service: 127.0.0.1:2049 sent an invalid RPC reply: bad record mark: is that \
+             port really an NFSv3 server? (?version=4.1 for NFSv4.1)"
+        );
+        let e = setup_error(RpcError::Timeout { addr, secs: 5 }, true, "4.1");
+        assert_eq!(e.exit_code(), crate::exit::ExitCode::Timeout);
+        assert_eq!(
+            format!("{e:#}"),
+            "NFS service: no reply from 127.0.0.1:2049 within 5 s"
+        );
     }
 }

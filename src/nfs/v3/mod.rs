@@ -55,14 +55,14 @@ pub fn connect(
         nfs.rpc()
             .connect_all()
             .await
-            .map_err(|e| setup::setup_error(&e, resvport, "3"))?;
+            .map_err(|e| setup::setup_error(e, resvport, "3"))?;
         nfs.null()
             .await
-            .map_err(|e| setup::setup_error(&e, resvport, "3"))?;
+            .map_err(|e| setup::setup_error(e, resvport, "3"))?;
         let info = dest::fsinfo(&nfs, &m.root).await.map_err(|f| {
             // ganesha lets an unprivileged port MOUNT, then refuses NFS calls.
-            if f.to_string().contains("AUTH_TOOWEAK") && !resvport {
-                return crate::exit::with_hint(f, setup::PORT_HINT);
+            if format!("{f:#}").contains("AUTH_TOOWEAK") && !resvport {
+                return f.with_hint(setup::PORT_HINT);
             }
             f
         })?;

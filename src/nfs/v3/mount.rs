@@ -21,7 +21,7 @@ use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::exit::{Error, with_hint};
+use crate::exit::{Cause, Error, Why};
 use crate::nfs::rpc::setup;
 use crate::nfs::rpc::shape::Shape;
 use crate::nfs::rpc::transport::{connect_tcp, encode_call, next_xid};
@@ -81,18 +81,17 @@ fn efs_hint(host: &str) -> &'static str {
     }
 }
 
-async fn bounded<T, E: std::fmt::Display>(
+async fn bounded<T, E: Into<Cause>>(
     what: &str,
     timeout: Duration,
     fut: impl Future<Output = Result<T, E>>,
 ) -> Result<T, Error> {
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Error::Connect(format!("{what}: {e}"))),
-        Err(_) => Err(Error::Timeout(format!(
-            "{what}: no answer within {} s",
-            timeout.as_secs()
-        ))),
+        Ok(Err(e)) => Err(Error::Connect(Why::new(what).because(e))),
+        Err(_) => Err(Error::Timeout(
+            format!("{what}: no answer within {} s", timeout.as_secs()).into(),
+        )),
     }
 }
 
@@ -114,7 +113,7 @@ async fn getport(
                 "; give the ports in the URL (?nfsport=N&mountport=N) to skip the portmapper{}",
                 efs_hint(host)
             );
-            with_hint(f, &hint)
+            f.with_hint(&hint)
         })?;
     let mut sock = sock;
     let args = mapping {
@@ -142,18 +141,16 @@ async fn getport(
                 }
                 h => h,
             };
-            Err(Error::Connect(format!(
-                "{host} does not serve {name} over TCP{hint}"
-            )))
+            Err(Error::Connect(
+                format!("{host} does not serve {name} over TCP{hint}").into(),
+            ))
         }
-        Ok(Ok(port)) => {
-            u16::try_from(port).map_err(|_| Error::Connect(format!("{what}: answered port {port}")))
-        }
-        Ok(Err(e)) => Err(Error::Connect(format!("{what}: {e}"))),
-        Err(_) => Err(Error::Timeout(format!(
-            "{what}: no answer within {} s",
-            t.as_secs()
-        ))),
+        Ok(Ok(port)) => u16::try_from(port)
+            .map_err(|_| Error::Connect(format!("{what}: answered port {port}").into())),
+        Ok(Err(e)) => Err(Error::Connect(Why::new(what).because(e))),
+        Err(_) => Err(Error::Timeout(
+            format!("{what}: no answer within {} s", t.as_secs()).into(),
+        )),
     }
 }
 
@@ -198,7 +195,7 @@ pub async fn mount(
     let what = format!("MOUNT service at {maddr}");
     let mut sock = bounded(&what, timeout, connect_retrying(maddr, resvport, timeout))
         .await
-        .map_err(|f| with_hint(f, efs_hint(host)))?;
+        .map_err(|f| f.with_hint(efs_hint(host)))?;
     let proc = |p: MOUNT_PROGRAM| {
         (
             nfs3_types::mount::PROGRAM,
@@ -224,7 +221,7 @@ pub async fn mount(
             .map(|e| String::from_utf8_lossy(&e.ex_dir.0).into_owned())
             .collect(),
         Ok(Err(e @ RpcError::Garbage { .. })) => {
-            return Err(Error::Connect(format!("MOUNT EXPORT: {e}")));
+            return Err(Error::Connect(Why::new("MOUNT EXPORT").because(e)));
         }
         _ => Vec::new(),
     };
@@ -237,10 +234,13 @@ pub async fn mount(
     if candidates.is_empty() && !exports.is_empty() {
         // Servers answer MNT of a non-export inconsistently (ganesha: ACCES), so say
         // what is exported instead of passing that on.
-        return Err(Error::Connect(format!(
-            "{host} has no export leading to {want}; it exports: {}",
-            exports.join(", ")
-        )));
+        return Err(Error::Connect(
+            format!(
+                "{host} has no export leading to {want}; it exports: {}",
+                exports.join(", ")
+            )
+            .into(),
+        ));
     }
     if candidates.is_empty() {
         // No export list: try DEST itself, then ever shorter prefixes.
@@ -282,22 +282,28 @@ pub async fn mount(
                 }
             }
             Ok(Err(e)) => {
-                return Err(Error::Connect(format!(
-                    "{what}: MNT {export}: {e} (is {maddr} the MOUNT v3 service?){}",
-                    efs_hint(host)
-                )));
+                let hint = format!(" (is {maddr} the MOUNT v3 service?){}", efs_hint(host));
+                return Err(
+                    Error::Connect(Why::new(format!("{what}: MNT {export}")).because(e))
+                        .with_hint(&hint),
+                );
             }
             Err(_) => {
-                return Err(Error::Timeout(format!(
-                    "{what}: MNT {export}: no answer within {} s",
-                    timeout.as_secs()
-                )));
+                return Err(Error::Timeout(
+                    format!(
+                        "{what}: MNT {export}: no answer within {} s",
+                        timeout.as_secs()
+                    )
+                    .into(),
+                ));
             }
         }
     }
-    Err(Error::Connect(first_err.unwrap_or_else(|| {
-        format!("{host}: no export leads to {want}")
-    })))
+    Err(Error::Connect(
+        first_err
+            .unwrap_or_else(|| format!("{host}: no export leads to {want}"))
+            .into(),
+    ))
 }
 
 fn mnt_message(

@@ -38,7 +38,7 @@ use std::time::Duration;
 pub use dest::{Nfs4Dest, Nfs4Dir};
 
 use crate::config::Config;
-use crate::exit::Error;
+use crate::exit::{Error, Why};
 use crate::nfs::rpc;
 use crate::nfs::rpc::setup;
 use crate::nfs::rpc::url::NfsUrl;
@@ -102,7 +102,7 @@ pub fn connect(
             true => Some(
                 // A CA file that cannot be used is the command line's problem (exit 1).
                 crate::nfs::rpc::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
-                    .map_err(|e| ConnectError::Failed(Error::Usage(e.to_string())))?,
+                    .map_err(|e| ConnectError::Failed(Error::Usage(Why::of(e))))?,
             ),
             false => None,
         };
@@ -128,8 +128,9 @@ pub fn connect(
             _ => false,
         };
         rpc.connect_all().await.map_err(|e| {
-            let err = setup::setup_error_tls(&e, resvport, "4.1", parsed.tls);
-            if unspoken(&e) {
+            let not_spoken = unspoken(&e);
+            let err = setup::setup_error_tls(e, resvport, "4.1", parsed.tls);
+            if not_spoken {
                 ConnectError::NotSpoken(err)
             } else {
                 ConnectError::Failed(err)
@@ -139,7 +140,7 @@ pub fn connect(
             Ok(c) => c,
             Err(session::SessionError::Rpc(e)) if unspoken(&e) => {
                 return Err(ConnectError::NotSpoken(setup::setup_error(
-                    &e, resvport, "4.1",
+                    e, resvport, "4.1",
                 )));
             }
             Err(session::SessionError::Status {
@@ -192,12 +193,11 @@ pub fn connect(
 
 fn session_error(e: session::SessionError, resvport: bool, tls: bool) -> Error {
     match e {
-        session::SessionError::Rpc(e) => setup::setup_error_tls(&e, resvport, "4.1", tls),
-        session::SessionError::Status { op, status } => Error::Connect(format!(
-            "NFSv4.1 session: {op} failed: {}",
-            error::name(status)
-        )),
-        e => Error::Connect(format!("NFSv4.1 session: {e}")),
+        session::SessionError::Rpc(e) => setup::setup_error_tls(e, resvport, "4.1", tls),
+        session::SessionError::Status { op, status } => {
+            Error::Connect(format!("NFSv4.1 session: {op} failed: {}", error::name(status)).into())
+        }
+        e => Error::Connect(Why::new("NFSv4.1 session").because(e)),
     }
 }
 
@@ -215,19 +215,24 @@ async fn limits(client: &client::Client) -> Result<(u32, Duration), Error> {
             ])),
         ])
         .await
-        .map_err(|e| Error::Connect(format!("GETATTR of the server's root: {e}")))?;
+        .map_err(|e| Error::Connect(Why::new("GETATTR of the server's root").because(e)))?;
     if a.reply.status != proto::status::OK {
-        return Err(Error::Connect(format!(
-            "GETATTR of the server's root: {}",
-            error::name(a.reply.status)
-        )));
+        return Err(Error::Connect(
+            format!(
+                "GETATTR of the server's root: {}",
+                error::name(a.reply.status)
+            )
+            .into(),
+        ));
     }
     let mut lease = 90;
     let mut maxread = u64::from(MAX_IO);
     let mut maxwrite = u64::from(MAX_IO);
     if let Some(reply::Res::GetAttr(f)) = dest::nth(&a.reply, 9, 0) {
         let mut d = reply::Dec::new(&f.vals);
-        let bad = |e: nfs3_types::xdr_codec::Error| Error::Connect(format!("root attributes: {e}"));
+        let bad = |e: nfs3_types::xdr_codec::Error| {
+            Error::Connect(Why::new("root attributes").because(e))
+        };
         if f.mask.has(attr::LEASE_TIME) {
             lease = d.u32().map_err(bad)?;
         }
