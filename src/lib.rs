@@ -31,7 +31,6 @@ pub mod meta;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod nfs;
-pub mod nfs4;
 pub mod plan;
 pub mod progress;
 pub mod relative;

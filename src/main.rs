@@ -9,7 +9,7 @@ use clap::{CommandFactory, FromArgMatches};
 use nfsync::cli::{self, Cli};
 use nfsync::config::Config;
 use nfsync::dest::{Destination, local};
-use nfsync::exit::{Error, ExitCode};
+use nfsync::exit::{Error, ExitCode, Why};
 use nfsync::progress::Progress;
 use nfsync::report::logfile::LogFile;
 use nfsync::report::stats::RsyncStats;
@@ -20,7 +20,7 @@ fn main() -> std::process::ExitCode {
     let code = match real_main() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("nfsync: {e}");
+            eprintln!("nfsync: {e:#}");
             e.exit_code()
         }
     };
@@ -30,7 +30,7 @@ fn main() -> std::process::ExitCode {
 fn real_main() -> Result<ExitCode, Error> {
     // rsync's words for an option nfsync lacks, before clap's.
     let args = cli::check_argv(std::env::args_os().skip(1).collect())
-        .map_err(|e| Error::Usage(e.to_string()))?;
+        .map_err(|e| Error::Usage(Why::of(e)))?;
     let argv = std::iter::once("nfsync".into()).chain(args);
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
@@ -43,7 +43,7 @@ fn real_main() -> Result<ExitCode, Error> {
             });
         }
     };
-    let cli = Cli::from_arg_matches(&matches).map_err(|e| Error::Usage(e.to_string()))?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| Error::Usage(Why::of(e)))?;
     if let Some(kind) = cli.generate {
         let mut out = std::io::stdout().lock();
         cli::generate(kind, &mut out).map_err(|source| Error::Local {
@@ -58,7 +58,7 @@ fn real_main() -> Result<ExitCode, Error> {
     }
     let cfg = cli
         .into_config(&matches)
-        .map_err(|e| Error::Usage(format!("{e:#}")))?;
+        .map_err(|e| Error::Usage(Why::of(e)))?;
     let log = cfg.log_file.as_ref().and_then(|p| {
         LogFile::open(p, cfg.log_file_format.clone())
             .map_err(|e| {

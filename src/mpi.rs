@@ -60,7 +60,7 @@ pub fn run(
     // A rank that fails still takes part in the reduction, or the others would wait.
     let run_share = |share: &Config| {
         sync(share).unwrap_or_else(|e| {
-            eprintln!("nfsync: rank {rank}: {e}");
+            eprintln!("nfsync: rank {rank}: {e:#}");
             Summary::failed(&e, cfg.dry_run)
         })
     };
@@ -245,20 +245,8 @@ fn add_changes(t: &mut Summary, f: &Summary) {
 
 /// The exit code numbered `code` (the worst of the ranks').
 fn exit_code(code: u64) -> ExitCode {
-    use ExitCode::*;
-    [
-        Success,
-        Usage,
-        Select,
-        Connect,
-        FileIo,
-        Interrupted,
-        Partial,
-        Vanished,
-        DelLimit,
-        Timeout,
-    ]
-    .into_iter()
-    .find(|c| c.code() as u64 == code)
-    .unwrap_or(FileIo)
+    i32::try_from(code)
+        .ok()
+        .and_then(ExitCode::from_code)
+        .unwrap_or(ExitCode::FileIo)
 }

@@ -226,7 +226,7 @@ impl Summary {
     pub fn failed(f: &crate::exit::Error, dry_run: bool) -> Summary {
         Summary {
             exit_code: f.exit_code(),
-            fatal: Some(f.to_string()),
+            fatal: Some(format!("{f:#}")),
             ..Summary::new(&Stats::default(), 0.0, TuneReport::default(), dry_run)
         }
     }

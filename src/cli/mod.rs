@@ -59,7 +59,7 @@ fn parse_jobs(s: &str) -> Result<Jobs, String> {
 /// (NFSv4.1, or NFSv3 with ?version=3; EFS: nfs://fs-ID.efs.REGION.amazonaws.com/dir?tls).
 /// Re-running the same command after an interruption finishes the copy exactly.
 #[derive(Debug, Parser)]
-#[command(name = "nfsync", version, after_help = exit::TABLE, after_long_help = exit::TABLE,
+#[command(name = "nfsync", version, after_help = exit::table(), after_long_help = exit::table(),
           disable_help_flag = true, args_override_self = true)]
 pub struct Cli {
     /// Print help (-h alone too; with other options -h is rsync's --human-readable).

@@ -273,7 +273,7 @@ pub fn run<D: Destination>(
     }
     if let Some(f) = engine.fatal.lock().unwrap().take() {
         summary.exit_code = f.exit_code();
-        summary.fatal = Some(f.to_string());
+        summary.fatal = Some(format!("{f:#}"));
         return Ok(summary);
     }
     summary.interrupted = engine.interrupted.load(Ordering::Relaxed);
@@ -283,17 +283,12 @@ pub fn run<D: Destination>(
             summary.deletes_skipped
         ));
     }
-    summary.exit_code = if summary.interrupted {
-        ExitCode::Interrupted
-    } else if summary.deletes_skipped > 0 {
-        ExitCode::DelLimit
-    } else if summary.errors > 0 {
-        ExitCode::Partial
-    } else if summary.vanished > 0 {
-        ExitCode::Vanished
-    } else {
-        ExitCode::Success
-    };
+    summary.exit_code = ExitCode::of_run(crate::exit::RunEnd {
+        interrupted: summary.interrupted,
+        deletes_skipped: summary.deletes_skipped,
+        errors: summary.errors,
+        vanished: summary.vanished,
+    });
     Ok(summary)
 }
 

@@ -252,11 +252,12 @@ pub(super) fn open_temp_dir<D: Destination>(
     match &cfg.data.temp_dir {
         Some(p) if !cfg.dry_run => match dest.open_path(p, false) {
             Ok(Some(d)) => Ok(Some(d)),
-            Ok(None) => Err(Error::Usage(format!(
-                "--temp-dir {}: the temp-dir does not exist",
-                p.display()
-            ))),
-            Err(e) => Err(Error::Usage(format!("--temp-dir {}: {e}", p.display()))),
+            Ok(None) => Err(Error::Usage(
+                format!("--temp-dir {}: the temp-dir does not exist", p.display()).into(),
+            )),
+            Err(e) => Err(Error::Usage(
+                crate::exit::Why::new(format!("--temp-dir {}", p.display())).because(e),
+            )),
         },
         _ => Ok(None),
     }

@@ -25,8 +25,8 @@ use nfs3_client::nfs3_types::rpc::{
     accept_stat_data, accepted_reply, auth_flavor, msg_body, opaque_auth, reply_body, rpc_msg,
 };
 use nfs3_client::nfs3_types::xdr_codec::{List, Opaque, Pack, Unpack, Void};
-use nfsync::nfs::shape::Shape;
-use nfsync::nfs::wire::decode_reply;
+use nfsync::nfs::rpc::decode_reply;
+use nfsync::nfs::rpc::shape::Shape;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 

@@ -135,8 +135,8 @@ mod transport {
     use nfs3_types::nfs3::READ3resok;
     use nfs3_types::rpc::opaque_auth;
     use nfs3_types::xdr_codec::{Opaque, Void};
+    use nfsync::nfs::rpc::tls::Tls;
     use nfsync::nfs::rpc::{Endpoint, RpcClient, RpcError, read_record};
-    use nfsync::nfs::tls::Tls;
     use tokio::io::AsyncWriteExt;
 
     use crate::support::Scratch;

@@ -25,7 +25,7 @@ use super::proto::{
 use super::reply::Res;
 use crate::dest::{self, CopyError, SourceFile, read_full};
 use crate::meta::{Kind, Meta};
-use crate::nfs::pipeline;
+use crate::nfs::rpc::pipeline;
 
 /// `stable_how4`.
 const UNSTABLE: u32 = 0;

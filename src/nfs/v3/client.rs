@@ -14,11 +14,11 @@ use nfs3_types::nfs3::{
 };
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
-use super::error;
-use super::rpc::{RpcClient, RpcError};
-use super::shape::Shape;
 use crate::dest;
 use crate::meta::{Kind, Meta, Time};
+use crate::nfs::rpc::error::{transport, transport_msg};
+use crate::nfs::rpc::shape::Shape;
+use crate::nfs::rpc::{RpcClient, RpcError};
 
 /// The outcome of one NFS procedure.
 #[derive(Debug)]
@@ -91,10 +91,10 @@ impl Nfs {
                     }
                     if first_failure.get_or_insert_with(Instant::now).elapsed() > limit {
                         let msg = format!("NFS server gone for {} s ({e})", limit.as_secs());
-                        return Err(error::transport_msg(&e, msg));
+                        return Err(transport_msg(&e, msg));
                     }
                 }
-                Err(e) => return Err(error::transport(e)),
+                Err(e) => return Err(transport(e)),
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));

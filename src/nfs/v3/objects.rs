@@ -17,9 +17,9 @@ use nfs3_types::xdr_codec::Opaque;
 use super::client::{Answer, Nfs, dirop, meta, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
-use super::tree::{Found, TreeOps};
 use crate::dest;
 use crate::meta::{Kind, Meta};
+use crate::nfs::rpc::tree::{Found, TreeOps};
 
 impl NfsDest {
     /// Finds an object this run just created when the reply did not carry its handle

@@ -25,7 +25,7 @@ use super::mount::Mounted;
 use crate::dest::{
     self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
-use crate::exit::Error;
+use crate::exit::{Error, Why};
 use crate::meta::{Kind, Meta, Time};
 use crate::report::Output;
 
@@ -70,10 +70,10 @@ pub async fn fsinfo(nfs: &Nfs, root: &nfs_fh3) -> Result<FsInfo, Error> {
     let a = nfs
         .call::<_, v3::FSINFO3resok, v3::FSINFO3resfail>(P::NFSPROC3_FSINFO, &args)
         .await
-        .map_err(|e| Error::Connect(format!("FSINFO: {e}")))?;
+        .map_err(|e| Error::Connect(Why::new("FSINFO").because(e)))?;
     let ok = a
         .res
-        .map_err(|s| Error::Connect(format!("FSINFO on the export root: {s}")))?;
+        .map_err(|s| Error::Connect(format!("FSINFO on the export root: {s}").into()))?;
     // As large as the server allows (fewer calls per file), within our own cap; a
     // server that says 0 gets a conservative 64 KiB.
     let size = |max: u32| {
@@ -149,7 +149,7 @@ pub(super) fn ok<T>(a: Answer<T>) -> dest::Result<T> {
 }
 
 impl NfsDest {
-    pub(super) fn new(
+    pub(crate) fn new(
         rt: Runtime,
         nfs: Arc<Nfs>,
         m: Mounted,
@@ -404,7 +404,7 @@ impl Destination for NfsDest {
     }
 
     fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        super::tree::remove_tree(self, dir, Path::new(name), each)
+        crate::nfs::rpc::tree::remove_tree(self, dir, Path::new(name), each)
     }
 
     fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {

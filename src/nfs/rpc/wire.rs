@@ -12,7 +12,7 @@ use nfs3_types::rpc::{accept_stat_data, msg_body, rejected_reply, reply_body, rp
 use nfs3_types::xdr_codec::Unpack;
 use tokio::io::AsyncReadExt;
 
-use super::rpc::RpcError;
+use super::error::RpcError;
 use super::shape::{Shape, check_reply};
 
 /// Largest reply record accepted (all fragments together). Our biggest replies are

@@ -1,15 +1,14 @@
-//! Turning NFS statuses and transport failures into the seam's [`dest::Error`].
+//! Turning NFSv3 statuses into the seam's [`dest::Error`].
 //!
 //! The engine prints `path: error` and counts the file, so an NFS status becomes the
 //! errno a local filesystem would have given (ENOSPC, EDQUOT, EROFS...), which reads
-//! the same as on the mount path. Transport failures that mean the server is gone for
-//! good become [`dest::Error::TimedOut`] / [`dest::Error::Unreachable`], which end the run.
+//! the same as on the mount path. Transport failures are the RPC toolkit's to classify
+//! ([`crate::nfs::rpc::error`]).
 
 use std::io;
 
 use nfs3_types::nfs3::nfsstat3;
 
-use super::rpc::RpcError;
 use crate::dest;
 
 /// The errno matching an NFSv3 status (RFC 1813 defines most of them as errno values).
@@ -59,28 +58,6 @@ pub fn status_io(stat: nfsstat3) -> io::Error {
         return io::Error::other(format!("server error {stat}"));
     }
     io::Error::from_raw_os_error(e)
-}
-
-/// A transport failure: run-ending when the server is gone or silent, a per-entry
-/// error when it refuses our credentials or speaks garbage for one call.
-pub fn transport(e: RpcError) -> dest::Error {
-    transport_msg(&e, e.to_string())
-}
-
-/// [`transport`] with a message of the caller's own.
-pub fn transport_msg(e: &RpcError, msg: String) -> dest::Error {
-    let io = |kind| io::Error::new(kind, msg);
-    match e {
-        RpcError::Timeout { .. } => dest::Error::TimedOut(io(io::ErrorKind::TimedOut)),
-        RpcError::Connect { .. } | RpcError::Disconnected { .. } => {
-            dest::Error::Unreachable(io(io::ErrorKind::NotConnected))
-        }
-        RpcError::Auth { .. } => dest::Error::Entry(io(io::ErrorKind::PermissionDenied)),
-        RpcError::Tls { .. } => dest::Error::Unreachable(io(io::ErrorKind::ConnectionRefused)),
-        RpcError::Garbage { .. } | RpcError::Unavailable { .. } => {
-            dest::Error::Entry(io(io::ErrorKind::InvalidData))
-        }
-    }
 }
 
 #[cfg(test)]

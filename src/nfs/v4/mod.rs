@@ -38,9 +38,10 @@ use std::time::Duration;
 pub use dest::{Nfs4Dest, Nfs4Dir};
 
 use crate::config::Config;
-use crate::exit::Error;
-use crate::nfs::url::NfsUrl;
-use crate::nfs::{mount, rpc};
+use crate::exit::{Error, Why};
+use crate::nfs::rpc;
+use crate::nfs::rpc::setup;
+use crate::nfs::rpc::url::NfsUrl;
 use crate::report::Output;
 
 /// The NFS port when the URL names none (NFSv4 has no portmapper).
@@ -92,16 +93,16 @@ pub fn connect(
 ) -> Result<Nfs4Dest, ConnectError> {
     let is_root = rustix::process::geteuid().is_root();
     let resvport = parsed.resvport.unwrap_or(is_root);
-    let cred = mount::credentials(parsed);
+    let cred = setup::credentials(parsed);
     let want_slots = parsed.slots.unwrap_or(DEFAULT_SLOTS);
     let setup = rt.block_on(async {
-        let ip = mount::resolve(&parsed.host, timeout).await?;
+        let ip = setup::resolve(&parsed.host, timeout).await?;
         let addr = SocketAddr::new(ip, parsed.nfs_port.unwrap_or(PORT));
         let tls = match parsed.tls {
             true => Some(
                 // A CA file that cannot be used is the command line's problem (exit 1).
-                crate::nfs::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
-                    .map_err(|e| ConnectError::Failed(Error::Usage(e.to_string())))?,
+                crate::nfs::rpc::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
+                    .map_err(|e| ConnectError::Failed(Error::Usage(Why::of(e))))?,
             ),
             false => None,
         };
@@ -110,7 +111,7 @@ pub fn connect(
             prog: proto::PROGRAM,
             vers: proto::VERSION,
             resvport,
-            conns: parsed.conns.unwrap_or(crate::nfs::DEFAULT_CONNS),
+            conns: parsed.conns.unwrap_or(setup::DEFAULT_CONNS),
             // The session's slots bound the calls in flight; the connections need
             // not bound them again.
             window: want_slots as usize,
@@ -127,8 +128,9 @@ pub fn connect(
             _ => false,
         };
         rpc.connect_all().await.map_err(|e| {
-            let err = crate::nfs::setup_error_tls(&e, resvport, "4.1", parsed.tls);
-            if unspoken(&e) {
+            let not_spoken = unspoken(&e);
+            let err = setup::setup_error_tls(e, resvport, "4.1", parsed.tls);
+            if not_spoken {
                 ConnectError::NotSpoken(err)
             } else {
                 ConnectError::Failed(err)
@@ -137,8 +139,8 @@ pub fn connect(
         let client = match client::Client::new(rpc, want_slots, timeout).await {
             Ok(c) => c,
             Err(session::SessionError::Rpc(e)) if unspoken(&e) => {
-                return Err(ConnectError::NotSpoken(crate::nfs::setup_error(
-                    &e, resvport, "4.1",
+                return Err(ConnectError::NotSpoken(setup::setup_error(
+                    e, resvport, "4.1",
                 )));
             }
             Err(session::SessionError::Status {
@@ -191,12 +193,11 @@ pub fn connect(
 
 fn session_error(e: session::SessionError, resvport: bool, tls: bool) -> Error {
     match e {
-        session::SessionError::Rpc(e) => crate::nfs::setup_error_tls(&e, resvport, "4.1", tls),
-        session::SessionError::Status { op, status } => Error::Connect(format!(
-            "NFSv4.1 session: {op} failed: {}",
-            error::name(status)
-        )),
-        e => Error::Connect(format!("NFSv4.1 session: {e}")),
+        session::SessionError::Rpc(e) => setup::setup_error_tls(e, resvport, "4.1", tls),
+        session::SessionError::Status { op, status } => {
+            Error::Connect(format!("NFSv4.1 session: {op} failed: {}", error::name(status)).into())
+        }
+        e => Error::Connect(Why::new("NFSv4.1 session").because(e)),
     }
 }
 
@@ -214,19 +215,24 @@ async fn limits(client: &client::Client) -> Result<(u32, Duration), Error> {
             ])),
         ])
         .await
-        .map_err(|e| Error::Connect(format!("GETATTR of the server's root: {e}")))?;
+        .map_err(|e| Error::Connect(Why::new("GETATTR of the server's root").because(e)))?;
     if a.reply.status != proto::status::OK {
-        return Err(Error::Connect(format!(
-            "GETATTR of the server's root: {}",
-            error::name(a.reply.status)
-        )));
+        return Err(Error::Connect(
+            format!(
+                "GETATTR of the server's root: {}",
+                error::name(a.reply.status)
+            )
+            .into(),
+        ));
     }
     let mut lease = 90;
     let mut maxread = u64::from(MAX_IO);
     let mut maxwrite = u64::from(MAX_IO);
     if let Some(reply::Res::GetAttr(f)) = dest::nth(&a.reply, 9, 0) {
         let mut d = reply::Dec::new(&f.vals);
-        let bad = |e: nfs3_types::xdr_codec::Error| Error::Connect(format!("root attributes: {e}"));
+        let bad = |e: nfs3_types::xdr_codec::Error| {
+            Error::Connect(Why::new("root attributes").because(e))
+        };
         if f.mask.has(attr::LEASE_TIME) {
             lease = d.u32().map_err(bad)?;
         }

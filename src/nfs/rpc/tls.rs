@@ -16,7 +16,6 @@
 //! build.
 
 use std::io;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,8 +26,6 @@ use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
-
-use super::rpc::RpcError;
 
 /// The longest a TLS handshake may take, whatever `--timeout` says: a real one takes a
 /// few round trips, and a server that does not speak TLS says nothing at all (it reads
@@ -98,10 +95,22 @@ pub enum ConfigError {
     Setup(#[source] rustls::Error),
 }
 
+/// Why a TLS handshake did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    /// The server's side made it fail for good.
+    #[error(transparent)]
+    Refused(Refused),
+    /// The connection closed, reset or stayed silent during the handshake: like a TCP
+    /// connect that failed, worth another try.
+    #[error(transparent)]
+    Connection(io::Error),
+}
+
 /// A handshake the server's side made fail for good: rustls refused its certificate,
-/// or it broke the protocol (it does not speak TLS). Trying again cannot help, so it is
-/// not transient, unlike a connection closed or timed out during the handshake, which
-/// is reported as [`RpcError::Connect`].
+/// or it broke the protocol (it does not speak TLS). Trying again cannot help, unlike
+/// a connection closed or timed out during the handshake
+/// ([`HandshakeError::Connection`]).
 #[derive(Debug, thiserror::Error)]
 #[error("{source}{hint}")]
 pub struct Refused {
@@ -145,33 +154,24 @@ impl Tls {
     }
 
     /// The TLS handshake on a connected socket, within `timeout` (at most
-    /// `HANDSHAKE_MAX`). A refused certificate is [`RpcError::Tls`], final; a
-    /// connection closed, reset or silent during the handshake is
-    /// [`RpcError::Connect`], like a TCP connect that failed.
+    /// `HANDSHAKE_MAX`).
     pub async fn connect(
         &self,
         tcp: TcpStream,
-        addr: SocketAddr,
         timeout: Duration,
-    ) -> Result<TlsStream<TcpStream>, RpcError> {
+    ) -> Result<TlsStream<TcpStream>, HandshakeError> {
         let connector = TlsConnector::from(self.config.clone());
         let hs = connector.connect(self.server_name.clone(), tcp);
         let timeout = timeout.min(HANDSHAKE_MAX);
         let no_tls = ": does the server speak TLS on this port?";
-        let connect = |kind, msg: String| RpcError::Connect {
-            addr,
-            source: io::Error::new(kind, msg),
-        };
+        let connect = |kind, msg: String| HandshakeError::Connection(io::Error::new(kind, msg));
         match tokio::time::timeout(timeout, hs).await {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err(match rustls_error(e) {
-                Ok(source) => RpcError::Tls {
-                    addr,
-                    source: Box::new(Refused {
-                        hint: self.hint(&source),
-                        source,
-                    }),
-                },
+                Ok(source) => HandshakeError::Refused(Refused {
+                    hint: self.hint(&source),
+                    source,
+                }),
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => connect(
                     e.kind(),
                     format!("the server closed the connection during the TLS handshake{no_tls}"),
@@ -314,12 +314,6 @@ mod tests {
         assert!(Tls::new("::1", None).is_ok());
         let e = Tls::new("bad name!", None).unwrap_err();
         assert!(matches!(e, ConfigError::BadHost { .. }), "{e:?}");
-    }
-
-    /// Every RPC result carries an `RpcError`: TLS must not make it bigger.
-    #[test]
-    fn a_refusal_does_not_grow_rpc_errors() {
-        assert!(std::mem::size_of::<RpcError>() <= 64);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::proto::{
 use super::reply::Res;
 use crate::dest;
 use crate::meta::{Kind, Meta};
-use crate::nfs::tree::{Found, TreeOps};
+use crate::nfs::rpc::tree::{Found, TreeOps};
 
 impl Nfs4Dest {
     /// CREATE of a non-file object followed by SETATTR (`finish`) in one compound;

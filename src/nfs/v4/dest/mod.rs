@@ -375,7 +375,7 @@ impl Destination for Nfs4Dest {
     }
 
     fn remove_tree(&self, dir: &Nfs4Dir, n: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        crate::nfs::tree::remove_tree(self, dir, Path::new(n), each)
+        crate::nfs::rpc::tree::remove_tree(self, dir, Path::new(n), each)
     }
 
     fn set_attrs(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {

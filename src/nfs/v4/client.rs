@@ -19,7 +19,7 @@ use super::proto::{Op, status};
 use super::reply::Reply;
 use super::session::{Session, SessionError};
 use crate::dest;
-use crate::nfs::error::transport_msg;
+use crate::nfs::rpc::error::{transport, transport_msg};
 use crate::nfs::rpc::{RpcClient, RpcError};
 
 /// The outcome of one COMPOUND.
@@ -150,7 +150,7 @@ impl Client {
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
                     Err(SessionError::Rpc(e)) => {
-                        return Err(crate::nfs::error::transport(e));
+                        return Err(transport(e));
                     }
                     Err(e) => return Err(protocol(e)),
                 }
@@ -244,7 +244,7 @@ impl Client {
                         )));
                     }
                 }
-                Err(SessionError::Rpc(e)) => return Err(crate::nfs::error::transport(e)),
+                Err(SessionError::Rpc(e)) => return Err(transport(e)),
                 Err(e) => return Err(protocol(e)),
             }
             tokio::time::sleep(backoff).await;

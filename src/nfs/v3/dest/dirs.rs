@@ -13,8 +13,8 @@ use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nf
 use super::{NfsDest, NfsDir, ok};
 use crate::dest;
 use crate::meta::Meta;
-use crate::nfs::client::{Answer, dirop, meta, post_fh};
-use crate::nfs::error;
+use crate::nfs::v3::client::{Answer, dirop, meta, post_fh};
+use crate::nfs::v3::error;
 
 /// More entries than any real directory holds: a listing past this is a broken server.
 const MAX_DIR_ENTRIES: usize = 100_000_000;
@@ -30,7 +30,7 @@ impl NfsDest {
     }
 
     /// Runs `f` on the directory's handle, re-resolving it once if it went stale.
-    pub(in crate::nfs) async fn in_dir<T, F, Fut>(
+    pub(in crate::nfs::v3) async fn in_dir<T, F, Fut>(
         &self,
         dir: &NfsDir,
         f: F,
@@ -48,7 +48,7 @@ impl NfsDest {
     }
 
     /// LOOKUP in a directory; `None` for NOENT.
-    pub(in crate::nfs) async fn lookup(
+    pub(in crate::nfs::v3) async fn lookup(
         &self,
         dir: &NfsDir,
         name: &[u8],
@@ -66,7 +66,7 @@ impl NfsDest {
     /// MKDIR of ours, or always when `strict` is false (DEST's own parents). With
     /// `strict`, another creator's directory is EEXIST: the engine then lists it
     /// instead of taking it for an empty one of its own.
-    pub(in crate::nfs) async fn mkdir_fh(
+    pub(in crate::nfs::v3) async fn mkdir_fh(
         &self,
         dir: &NfsDir,
         name: &[u8],
@@ -125,7 +125,7 @@ impl NfsDest {
 
     /// All entries of a directory by READDIRPLUS pages (restarting on a changed cookie
     /// verifier), without `.` and `..`.
-    pub(in crate::nfs) async fn readdir(
+    pub(in crate::nfs::v3) async fn readdir(
         &self,
         fh: &nfs_fh3,
     ) -> dest::Result<Answer<Vec<v3::entryplus3<'static>>>> {

@@ -167,7 +167,7 @@ fn split(a: Answer, counts: &[usize]) -> Vec<Option<Answer>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nfs4::reply::Res;
+    use crate::nfs::v4::reply::Res;
 
     fn answer(results: Vec<(u32, u32)>) -> Answer {
         let status = results.last().map_or(0, |r| r.1);

@@ -16,15 +16,17 @@ use std::time::Duration;
 use nfs3_types::mount::{MOUNT_PROGRAM, dirpath, exports, mountres3, mountstat3};
 use nfs3_types::nfs3::nfs_fh3;
 use nfs3_types::portmap::{PMAP_PROG, mapping};
-use nfs3_types::rpc::{auth_unix, opaque_auth};
+use nfs3_types::rpc::opaque_auth;
 use nfs3_types::xdr_codec::{Opaque, Pack, Unpack, Void};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::rpc::{RpcError, connect_tcp, decode_reply, encode_call, next_xid, read_record};
-use super::shape::Shape;
-use super::url::NfsUrl;
-use crate::exit::{Error, with_hint};
+use crate::exit::{Cause, Error, Why};
+use crate::nfs::rpc::setup;
+use crate::nfs::rpc::shape::Shape;
+use crate::nfs::rpc::transport::{connect_tcp, encode_call, next_xid};
+use crate::nfs::rpc::url::NfsUrl;
+use crate::nfs::rpc::{RpcError, decode_reply, read_record};
 
 /// One call on a connection that carries nothing else, so the next record is its reply.
 async fn call_once<A: Pack, R: Unpack + Shape>(
@@ -79,62 +81,17 @@ fn efs_hint(host: &str) -> &'static str {
     }
 }
 
-/// AUTH_SYS credentials: the caller's uid, gid and groups unless the URL overrides them.
-pub fn credentials(url: &NfsUrl) -> opaque_auth<'static> {
-    let uid = url.uid.unwrap_or(rustix::process::getuid().as_raw());
-    let gid = url.gid.unwrap_or(rustix::process::getgid().as_raw());
-    let mut gids = Vec::new();
-    if url.gid.is_none() && url.uid.is_none() {
-        let groups = rustix::process::getgroups().unwrap_or_default();
-        gids.extend(groups.iter().map(|g| g.as_raw()).filter(|&g| g != gid));
-    }
-    gids.truncate(16); // AUTH_SYS carries at most 16 groups
-    let name = rustix::system::uname().nodename().to_bytes().to_vec();
-    let name = if name.is_empty() {
-        b"nfsync".to_vec()
-    } else {
-        name
-    };
-    opaque_auth::auth_unix(&auth_unix {
-        stamp: std::process::id(),
-        machinename: Opaque::owned(name),
-        uid,
-        gid,
-        gids,
-    })
-}
-
-/// Resolves the server name (IP literals pass through), preferring IPv4.
-pub async fn resolve(host: &str, timeout: Duration) -> Result<IpAddr, Error> {
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(ip);
-    }
-    let found = tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0)))
-        .await
-        .map_err(|_| Error::Timeout(format!("resolving {host}: timed out")))?
-        .map_err(|e| Error::Connect(format!("cannot resolve NFS server {host}: {e}")))?
-        .map(|a| a.ip())
-        .collect::<Vec<_>>();
-    found
-        .iter()
-        .find(|ip| ip.is_ipv4())
-        .or(found.first())
-        .copied()
-        .ok_or_else(|| Error::Connect(format!("{host} has no address")))
-}
-
-async fn bounded<T, E: std::fmt::Display>(
+async fn bounded<T, E: Into<Cause>>(
     what: &str,
     timeout: Duration,
     fut: impl Future<Output = Result<T, E>>,
 ) -> Result<T, Error> {
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Error::Connect(format!("{what}: {e}"))),
-        Err(_) => Err(Error::Timeout(format!(
-            "{what}: no answer within {} s",
-            timeout.as_secs()
-        ))),
+        Ok(Err(e)) => Err(Error::Connect(Why::new(what).because(e))),
+        Err(_) => Err(Error::Timeout(
+            format!("{what}: no answer within {} s", timeout.as_secs()).into(),
+        )),
     }
 }
 
@@ -156,7 +113,7 @@ async fn getport(
                 "; give the ports in the URL (?nfsport=N&mountport=N) to skip the portmapper{}",
                 efs_hint(host)
             );
-            with_hint(f, &hint)
+            f.with_hint(&hint)
         })?;
     let mut sock = sock;
     let args = mapping {
@@ -184,18 +141,16 @@ async fn getport(
                 }
                 h => h,
             };
-            Err(Error::Connect(format!(
-                "{host} does not serve {name} over TCP{hint}"
-            )))
+            Err(Error::Connect(
+                format!("{host} does not serve {name} over TCP{hint}").into(),
+            ))
         }
-        Ok(Ok(port)) => {
-            u16::try_from(port).map_err(|_| Error::Connect(format!("{what}: answered port {port}")))
-        }
-        Ok(Err(e)) => Err(Error::Connect(format!("{what}: {e}"))),
-        Err(_) => Err(Error::Timeout(format!(
-            "{what}: no answer within {} s",
-            t.as_secs()
-        ))),
+        Ok(Ok(port)) => u16::try_from(port)
+            .map_err(|_| Error::Connect(format!("{what}: answered port {port}").into())),
+        Ok(Err(e)) => Err(Error::Connect(Why::new(what).because(e))),
+        Err(_) => Err(Error::Timeout(
+            format!("{what}: no answer within {} s", t.as_secs()).into(),
+        )),
     }
 }
 
@@ -227,7 +182,7 @@ pub async fn mount(
     timeout: Duration,
 ) -> Result<Mounted, Error> {
     let host = &url.host;
-    let ip = resolve(host, timeout).await?;
+    let ip = setup::resolve(host, timeout).await?;
     let mount_port = match url.mount_port {
         Some(p) => p,
         None => getport(ip, nfs3_types::mount::PROGRAM, 3, "MOUNT v3", host, timeout).await?,
@@ -240,7 +195,7 @@ pub async fn mount(
     let what = format!("MOUNT service at {maddr}");
     let mut sock = bounded(&what, timeout, connect_retrying(maddr, resvport, timeout))
         .await
-        .map_err(|f| with_hint(f, efs_hint(host)))?;
+        .map_err(|f| f.with_hint(efs_hint(host)))?;
     let proc = |p: MOUNT_PROGRAM| {
         (
             nfs3_types::mount::PROGRAM,
@@ -266,7 +221,7 @@ pub async fn mount(
             .map(|e| String::from_utf8_lossy(&e.ex_dir.0).into_owned())
             .collect(),
         Ok(Err(e @ RpcError::Garbage { .. })) => {
-            return Err(Error::Connect(format!("MOUNT EXPORT: {e}")));
+            return Err(Error::Connect(Why::new("MOUNT EXPORT").because(e)));
         }
         _ => Vec::new(),
     };
@@ -279,10 +234,13 @@ pub async fn mount(
     if candidates.is_empty() && !exports.is_empty() {
         // Servers answer MNT of a non-export inconsistently (ganesha: ACCES), so say
         // what is exported instead of passing that on.
-        return Err(Error::Connect(format!(
-            "{host} has no export leading to {want}; it exports: {}",
-            exports.join(", ")
-        )));
+        return Err(Error::Connect(
+            format!(
+                "{host} has no export leading to {want}; it exports: {}",
+                exports.join(", ")
+            )
+            .into(),
+        ));
     }
     if candidates.is_empty() {
         // No export list: try DEST itself, then ever shorter prefixes.
@@ -324,22 +282,28 @@ pub async fn mount(
                 }
             }
             Ok(Err(e)) => {
-                return Err(Error::Connect(format!(
-                    "{what}: MNT {export}: {e} (is {maddr} the MOUNT v3 service?){}",
-                    efs_hint(host)
-                )));
+                let hint = format!(" (is {maddr} the MOUNT v3 service?){}", efs_hint(host));
+                return Err(
+                    Error::Connect(Why::new(format!("{what}: MNT {export}")).because(e))
+                        .with_hint(&hint),
+                );
             }
             Err(_) => {
-                return Err(Error::Timeout(format!(
-                    "{what}: MNT {export}: no answer within {} s",
-                    timeout.as_secs()
-                )));
+                return Err(Error::Timeout(
+                    format!(
+                        "{what}: MNT {export}: no answer within {} s",
+                        timeout.as_secs()
+                    )
+                    .into(),
+                ));
             }
         }
     }
-    Err(Error::Connect(first_err.unwrap_or_else(|| {
-        format!("{host}: no export leads to {want}")
-    })))
+    Err(Error::Connect(
+        first_err
+            .unwrap_or_else(|| format!("{host}: no export leads to {want}"))
+            .into(),
+    ))
 }
 
 fn mnt_message(

@@ -10,7 +10,7 @@ use nfs3_types::xdr_codec::{Error as XdrError, Unpack};
 use super::proto::{
     Bitmap, ChannelAttrs, FH_MAX, OPAQUE_LIMIT, SessionId, StateId, Status, Verifier, status,
 };
-use crate::nfs::shape::{Bad, Shape, Walk};
+use crate::nfs::rpc::shape::{Bad, Shape, Walk};
 
 /// A reply's result for one operation, decoded where nfsync needs its content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,7 +345,7 @@ impl<'a> Dec<'a> {
 
 impl Unpack for Reply {
     fn unpack(input: &mut impl Read) -> Result<(Self, usize), XdrError> {
-        // The record is already in memory and bounded (see `nfs::wire`): read the rest
+        // The record is already in memory and bounded (see `nfs::rpc::wire`): read the rest
         // of it and decode with the bounded reader.
         let mut buf = Vec::new();
         input.read_to_end(&mut buf).map_err(XdrError::Io)?;
@@ -365,7 +365,7 @@ impl Shape for Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nfs4::proto::{Compound, Op, attr};
+    use crate::nfs::v4::proto::{Compound, Op, attr};
     use nfs3_types::xdr_codec::{Opaque, Pack};
 
     fn packed(v: &impl Pack) -> Vec<u8> {

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use super::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok, put};
 use crate::dest;
 use crate::meta::{Kind, Meta};
-use crate::nfs4::attrs;
-use crate::nfs4::client::Answer;
-use crate::nfs4::error::{self, errno_err};
-use crate::nfs4::proto::{AttrsBuilder, CreateArgs, CreateType, Op, ReadDirArgs, name, status};
-use crate::nfs4::reply::Res;
+use crate::nfs::v4::attrs;
+use crate::nfs::v4::client::Answer;
+use crate::nfs::v4::error::{self, errno_err};
+use crate::nfs::v4::proto::{AttrsBuilder, CreateArgs, CreateType, Op, ReadDirArgs, name, status};
+use crate::nfs::v4::reply::Res;
 
 /// More entries than any real directory holds: a listing past this is a broken server.
 const MAX_DIR_ENTRIES: usize = 100_000_000;
@@ -23,7 +23,7 @@ const MAX_DIR_ENTRIES: usize = 100_000_000;
 impl Nfs4Dest {
     /// Runs the compound `build(dir handle)`; when the handle went stale, finds the
     /// directory again from the root by its path and runs it once more.
-    pub(in crate::nfs4) async fn in_dir(
+    pub(in crate::nfs::v4) async fn in_dir(
         &self,
         dir: &Nfs4Dir,
         build: impl Fn(&[u8]) -> Vec<Op>,
@@ -31,8 +31,8 @@ impl Nfs4Dest {
         self.in_dir_via(dir, build, false).await
     }
 
-    /// [`Nfs4Dest::in_dir`], through the [`Batcher`](crate::nfs4::batch::Batcher) when `batched`.
-    pub(in crate::nfs4) async fn in_dir_via(
+    /// [`Nfs4Dest::in_dir`], through the [`Batcher`](crate::nfs::v4::batch::Batcher) when `batched`.
+    pub(in crate::nfs::v4) async fn in_dir_via(
         &self,
         dir: &Nfs4Dir,
         build: impl Fn(&[u8]) -> Vec<Op>,
@@ -66,7 +66,7 @@ impl Nfs4Dest {
     }
 
     /// LOOKUP + GETATTR of one name; `None` for NOENT.
-    pub(in crate::nfs4) async fn lookup(
+    pub(in crate::nfs::v4) async fn lookup(
         &self,
         dir: &Nfs4Dir,
         n: &[u8],
@@ -89,7 +89,7 @@ impl Nfs4Dest {
     }
 
     /// All entries of a directory, READDIR page by page, with their attributes.
-    pub(in crate::nfs4) async fn readdir(
+    pub(in crate::nfs::v4) async fn readdir(
         &self,
         dir: &Nfs4Dir,
     ) -> dest::Result<Vec<(Vec<u8>, attrs::Decoded)>> {

@@ -9,7 +9,7 @@
 //! semaphore per connection bounds the calls in flight (and with them the memory).
 //!
 //! Every byte from the server is untrusted: record marks are checked against
-//! [`MAX_RECORD`] before anything is allocated, lengths inside a record against the
+//! [`MAX_RECORD`](super::MAX_RECORD) before anything is allocated, lengths inside a record against the
 //! record ([`super::shape`]), and decoding failures become errors, never panics.
 
 use std::collections::HashMap;
@@ -19,88 +19,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nfs3_types::rpc::{RPC_VERSION_2, auth_stat, call_body, msg_body, opaque_auth, rpc_msg};
+use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
+use super::error::RpcError;
 use super::shape::Shape;
-pub use super::wire::{MAX_RECORD, decode_reply, read_record};
+use super::tls::{HandshakeError, Tls};
+use super::wire::{decode_reply, read_record};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::AbortHandle;
-
-/// Why a call failed at the RPC level (as opposed to an NFS status in the reply).
-#[derive(Debug, thiserror::Error)]
-pub enum RpcError {
-    /// Could not open a connection.
-    #[error("cannot connect to {addr}: {source}")]
-    Connect {
-        /// Server address.
-        addr: SocketAddr,
-        /// The socket error.
-        source: io::Error,
-    },
-    /// The connection broke. `sent` tells whether the call may have reached the
-    /// server (then its effect is unknown: the retry must treat the answer as ambiguous).
-    #[error("connection to {addr} lost")]
-    Disconnected {
-        /// Server address.
-        addr: SocketAddr,
-        /// Whether the call was written before the connection broke.
-        sent: bool,
-    },
-    /// No reply within the timeout.
-    #[error("no reply from {addr} within {secs} s")]
-    Timeout {
-        /// Server address.
-        addr: SocketAddr,
-        /// The timeout.
-        secs: u64,
-    },
-    /// The server sent something that is not a valid reply to our call.
-    #[error("{addr} sent an invalid RPC reply: {what}")]
-    Garbage {
-        /// Server address.
-        addr: SocketAddr,
-        /// What was wrong.
-        what: String,
-    },
-    /// The server rejected our credentials (e.g. AUTH_TOOWEAK for an unprivileged port).
-    #[error("{addr} rejected the call: {stat}")]
-    Auth {
-        /// Server address.
-        addr: SocketAddr,
-        /// The reason.
-        stat: auth_stat,
-    },
-    /// The TLS handshake was refused (the server's certificate, or no TLS on that port).
-    #[error("TLS handshake with {addr} failed: {source}")]
-    Tls {
-        /// Server address.
-        addr: SocketAddr,
-        /// What rustls refused, with advice (boxed: every call's result carries an
-        /// `RpcError`).
-        source: Box<super::tls::Refused>,
-    },
-    /// The program, version or procedure is not served there.
-    #[error("{addr}: {what}")]
-    Unavailable {
-        /// Server address.
-        addr: SocketAddr,
-        /// PROG_UNAVAIL and friends.
-        what: String,
-    },
-}
-
-impl RpcError {
-    /// True for failures where trying again (on a new connection) may help.
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            RpcError::Connect { .. } | RpcError::Disconnected { .. }
-        )
-    }
-}
 
 /// How to reach one RPC program on one server.
 #[derive(Clone, Debug)]
@@ -120,7 +49,7 @@ pub struct Endpoint {
     /// How long to wait for one reply or one connect.
     pub timeout: Duration,
     /// Wrap each connection in TLS (`?tls`).
-    pub tls: Option<super::tls::Tls>,
+    pub tls: Option<Tls>,
 }
 
 /// How many timeouts one call may take while the server keeps answering NULL.
@@ -130,7 +59,7 @@ const SLOW_CALL_LIMIT: u32 = 20;
 static NEXT_XID: AtomicU32 = AtomicU32::new(0);
 static XID_SEEDED: AtomicBool = AtomicBool::new(false);
 
-pub(super) fn next_xid() -> u32 {
+pub(crate) fn next_xid() -> u32 {
     if !XID_SEEDED.swap(true, Ordering::Relaxed) {
         // Seed from time and pid so a restarted client does not repeat a previous
         // run's xids against the server's duplicate request cache.
@@ -382,7 +311,17 @@ impl RpcClient {
                 spawn_conn(rd, wr, self.ep.window)
             }
             Some(tls) => {
-                let s = tls.connect(stream, self.ep.addr, self.ep.timeout).await?;
+                let addr = self.ep.addr;
+                let s = tls
+                    .connect(stream, self.ep.timeout)
+                    .await
+                    .map_err(|e| match e {
+                        HandshakeError::Refused(r) => RpcError::Tls {
+                            addr,
+                            source: Box::new(r),
+                        },
+                        HandshakeError::Connection(source) => RpcError::Connect { addr, source },
+                    })?;
                 let (rd, wr) = tokio::io::split(s);
                 spawn_conn(rd, wr, self.ep.window)
             }

@@ -23,10 +23,10 @@ use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use super::objects::remove_call;
-use super::pipeline;
 use crate::dest;
 use crate::dest::{CopyError, SourceFile, read_full};
 use crate::meta::Meta;
+use crate::nfs::rpc::pipeline;
 
 /// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
 type ChunkResult = dest::Result<(Option<writeverf3>, bool)>;
