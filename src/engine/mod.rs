@@ -17,12 +17,12 @@ mod dirlinks;
 mod entry;
 mod keep;
 mod links;
-#[cfg(test)]
-mod order;
 mod paths;
 pub mod sched;
 mod shape;
 mod share;
+#[cfg(test)]
+mod tests;
 mod update;
 mod xattr;
 
@@ -442,25 +442,4 @@ fn spawn_up_to(
         }
     }
     (n, None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refused_threads_mean_fewer_workers() {
-        let mut allowed = 3;
-        let (started, err) = spawn_up_to(8, || {
-            if allowed == 0 {
-                return Err(io::Error::from_raw_os_error(libc::EAGAIN));
-            }
-            allowed -= 1;
-            Ok(())
-        });
-        assert_eq!(started, 3);
-        assert_eq!(err.unwrap().raw_os_error(), Some(libc::EAGAIN));
-        let (started, err) = spawn_up_to(4, || Ok(()));
-        assert_eq!((started, err.is_none()), (4, true));
-    }
 }

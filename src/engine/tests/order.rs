@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::run;
 use crate::config::Config;
 use crate::dest::{
     self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
+use crate::engine::run;
 use crate::exit::ExitCode;
 use crate::meta::{Kind, Meta};
 use crate::plan::Compare;
@@ -332,7 +332,7 @@ impl Recorder {
     }
 }
 
-pub(super) fn config(src: &Path, delete: bool) -> Config {
+pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
     let mut s = src.as_os_str().to_owned();
     s.push("/");
     Config {
