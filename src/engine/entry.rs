@@ -9,9 +9,10 @@ use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
 use super::keep::FromBasis;
+use super::race::{Attempt, RACE_RETRIES, is_race, is_race_or_gone};
 use super::xattr::XattrChange;
 use super::{Engine, EntryJob};
-use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
+use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
@@ -28,32 +29,6 @@ pub(super) enum Put {
     Replace(Meta),
     /// Something else in the way (a directory, a symlink): remove it first.
     MakeWay(Meta),
-}
-
-/// How often an entry is planned again after another run changed its name under us
-/// (created it first, or renamed its own copy over ours): each retry looks afresh.
-const RACE_RETRIES: usize = 3;
-
-/// The outcome of one attempt at an entry.
-pub(super) enum Attempt {
-    /// Finished: whether the destination now holds the entry.
-    Done(bool),
-    /// Another writer changed the name meanwhile: look again and decide anew.
-    Raced,
-}
-
-/// Whether a destination error means another writer got to the name first: it exists
-/// now (we create exclusively), or the file we were writing was replaced (NFS answers
-/// STALE for a file renamed over), or our own temporary is gone.
-pub(super) fn is_race(e: &dest::Error) -> bool {
-    e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
-}
-
-/// [`is_race`], or the name gone: for calls on a name another run may remove or
-/// replace between our look and the call (a creating call's NotFound means a missing
-/// parent instead, which is no race).
-pub(super) fn is_race_or_gone(e: &dest::Error) -> bool {
-    is_race(e) || e.kind() == io::ErrorKind::NotFound
 }
 
 impl<D: Destination> Engine<'_, D> {

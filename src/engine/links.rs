@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::entry::{Attempt, is_race_or_gone};
+use super::race::{Attempt, is_race_or_gone};
 use super::{Engine, EntryJob};
 use crate::dest::Destination;
 use crate::meta::Kind;

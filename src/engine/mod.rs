@@ -18,6 +18,7 @@ mod entry;
 mod keep;
 mod links;
 mod paths;
+mod race;
 pub mod sched;
 mod shape;
 mod share;

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::entry::{Attempt, Put};
+use super::entry::Put;
+use super::race::Attempt;
 use super::{DirNode, Engine, EntryJob, Origin};
 use crate::config::{Append, Config};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
