@@ -146,7 +146,7 @@ mod tests {
 
     /// Runs the engine on `src` into `dst` taking units from `ledger`.
     fn run(src: &Path, dst: &Path, ledger: &Arc<Ledger>) -> crate::report::Summary {
-        let mut cfg = crate::engine::tests::order::config(src, false);
+        let mut cfg = crate::engine::tests::recorder::config(src, false);
         cfg.dest = dst.to_path_buf();
         cfg.claims = Some(Claims(ledger.clone()));
         let dest = LocalDest::new(&cfg.dest, cfg.owners);

@@ -1,7 +1,8 @@
 //! Tests of the engine as a whole, kept apart from the production files: whole runs
-//! against a recording fake destination ([`order`]), and starting the workers.
+//! against a recording fake destination ([`recorder`]), and starting the workers.
 
-pub(super) mod order;
+mod order;
+pub(super) mod recorder;
 
 use std::io;
 
