@@ -65,12 +65,10 @@ pub struct DirNode<D: Destination> {
     changed: AtomicBool,
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
-    // Filter rules (issue 16, filters).
     /// The per-directory filter rules in force for its children.
     filters: Arc<crate::filter::Scope>,
     /// The source directory (for `-X`/`-A`); `None` where `meta` is.
     src: Option<PathBuf>,
-    // Safety options (issue 16).
     /// The basis directories' counterparts of this directory (`--link-dest` and its
     /// kin), opened once for all its children; `None` where one has none.
     basis: OnceLock<Vec<Option<D::Dir>>>,
@@ -319,8 +317,6 @@ impl<'a, D: Destination> Engine<'a, D> {
         self.dest_display.join(rel)
     }
 
-    /// Reports a destination error; errors that mean the destination is gone (an NFS
-    /// server that stopped answering) end the run.
     /// `m` with the mtime the destination keeps (see [`Destination::storable_time`]):
     /// what a destination entry is compared with.
     fn as_stored(&self, m: &Meta) -> Meta {
@@ -366,6 +362,8 @@ impl<'a, D: Destination> Engine<'a, D> {
         }
     }
 
+    /// Reports a destination error; errors that mean the destination is gone (an NFS
+    /// server that stopped answering) end the run.
     fn dest_error(&self, rel: &Path, e: dest::Error) {
         Stats::bump(&self.stats.errors);
         if !e.is_fatal() {
