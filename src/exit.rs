@@ -34,6 +34,9 @@ pub enum ExitCode {
     /// The NFS server stopped answering within `--timeout` (rsync: "timeout in data
     /// send/receive").
     Timeout = 30,
+    /// A bug: a job panicked, and the run stopped as after a fatal error. rsync has no
+    /// such code; 101 is what a Rust program exits with when a panic ends it.
+    Internal = 101,
 }
 
 impl ExitCode {
@@ -67,7 +70,8 @@ Exit codes:
   23  partial transfer: some files failed (each printed with its path and cause)
   24  some source files vanished during the run
   25  --max-delete stopped deletions (the rest of the sync was done)
-  30  NFS server timed out (--timeout)";
+  30  NFS server timed out (--timeout)
+ 101  internal error: a job panicked (a bug); in-flight files were finished, the summary printed";
 
 /// An error that ends the whole run. Per-entry failures never become one: they are
 /// printed, counted, and the run goes on (exit 23).
@@ -99,6 +103,9 @@ pub enum Error {
         #[source]
         source: dest::Error,
     },
+    /// A job panicked: a bug in nfsync, reported with the entry it was working on.
+    #[error("{}: internal error (please report it): {message}", path.display())]
+    Panic { path: PathBuf, message: String },
     /// A local failure outside any file (starting threads, writing output).
     #[error("{what}: {source}")]
     Local {
@@ -122,6 +129,7 @@ impl Error {
                 dest::Error::Entry(_) => ExitCode::FileIo,
             },
             Error::Local { .. } => ExitCode::FileIo,
+            Error::Panic { .. } => ExitCode::Internal,
         }
     }
 }

@@ -257,6 +257,7 @@ fn exit_code(code: u64) -> ExitCode {
         Vanished,
         DelLimit,
         Timeout,
+        Internal,
     ]
     .into_iter()
     .find(|c| c.code() as u64 == code)

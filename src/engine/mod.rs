@@ -27,9 +27,11 @@ mod tests;
 mod update;
 mod xattr;
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -300,16 +302,28 @@ impl<'a, D: Destination> Engine<'a, D> {
     /// A worker's loop.
     fn work(&self) {
         while let Some(w) = self.sched.next(&self.stop) {
-            let t0 = Instant::now();
-            match w {
+            let path = match &w {
+                sched::Work::Scan(j) => j.entry.path.clone(),
+                sched::Work::Entry(j) => j.entry.path.clone(),
+            };
+            Running::new(self, path).run(|| match w {
                 sched::Work::Scan(j) => self.scan(j),
                 sched::Work::Entry(j) => self.entry(j),
-            }
-            self.busy_us
-                .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
-            self.ops_done.fetch_add(1, Ordering::Relaxed);
-            self.sched.finish();
+            });
         }
+    }
+
+    /// Ends the run with `e`: the first fatal error is the one reported (the other
+    /// workers' copies of it would only bury it); workers finish the jobs they hold
+    /// and take no more.
+    fn end_run(&self, e: Error) {
+        let mut f = self.fatal.lock().unwrap();
+        if f.is_none() {
+            *f = Some(e);
+        }
+        drop(f);
+        self.stop.store(true, Ordering::Relaxed);
+        self.sched.wake_all();
     }
 
     /// The destination path of `rel`, for messages.
@@ -370,18 +384,11 @@ impl<'a, D: Destination> Engine<'a, D> {
             self.out.error(&self.dest_path(rel), &e);
             return;
         }
-        // The destination is gone: the first such error ends the run and is the one
-        // reported; the other workers' copies of it would only bury it.
-        let mut f = self.fatal.lock().unwrap();
-        if f.is_none() {
-            *f = Some(Error::Dest {
-                path: self.dest_path(rel),
-                source: e,
-            });
-        }
-        drop(f);
-        self.stop.store(true, Ordering::Relaxed);
-        self.sched.wake_all();
+        // The destination is gone.
+        self.end_run(Error::Dest {
+            path: self.dest_path(rel),
+            source: e,
+        });
     }
 
     /// Reports a source error (or a vanished source).
@@ -409,6 +416,73 @@ impl<'a, D: Destination> Engine<'a, D> {
                 None => return,
             }
         }
+    }
+}
+
+/// A job a worker runs. Dropping it tells the queue the job is over, on every way
+/// out: a job the queue still counted as running would keep the run waiting for it
+/// forever. A job that panicked (a bug) ends the run, as a destination that went away
+/// does: its message is reported with the entry's path, the jobs other workers hold
+/// are finished, and the summary is printed.
+struct Running<'e, 'a, D: Destination> {
+    engine: &'e Engine<'a, D>,
+    /// The entry's source path, for the message.
+    path: PathBuf,
+    started: Instant,
+    /// The message of the panic the job ended with, once caught.
+    panicked: Option<String>,
+}
+
+impl<'e, 'a, D: Destination> Running<'e, 'a, D> {
+    fn new(engine: &'e Engine<'a, D>, path: PathBuf) -> Self {
+        Running {
+            engine,
+            path,
+            started: Instant::now(),
+            panicked: None,
+        }
+    }
+
+    /// Runs the job. A panic is caught here rather than left to end the thread:
+    /// `run`'s thread scope would raise it again on the calling thread, and the
+    /// summary and the exit code would be lost with it.
+    fn run(mut self, job: impl FnOnce()) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(job)) {
+            self.panicked = Some(panic_message(payload.as_ref()));
+        }
+    }
+}
+
+impl<D: Destination> Drop for Running<'_, '_, D> {
+    fn drop(&mut self) {
+        let e = self.engine;
+        e.busy_us
+            .fetch_add(self.started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        e.ops_done.fetch_add(1, Ordering::Relaxed);
+        // Unwinding through here is a panic that `run` did not catch.
+        let panicked = match self.panicked.take() {
+            None if std::thread::panicking() => Some("a panic not caught".to_string()),
+            p => p,
+        };
+        if let Some(message) = panicked {
+            e.end_run(Error::Panic {
+                path: std::mem::take(&mut self.path),
+                message,
+            });
+        }
+        e.sched.finish();
+    }
+}
+
+/// What a panic said: its `panic!` message, when it had one.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => s.to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with no message".to_string(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! against a recording fake destination ([`recorder`]), and starting the workers.
 
 mod order;
+mod panic;
 pub(super) mod recorder;
 
 use std::io;

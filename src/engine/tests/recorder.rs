@@ -52,6 +52,8 @@ pub(super) struct Recorder {
     entries: Mutex<BTreeMap<PathBuf, (Meta, Option<OsString>)>>,
     calls: Mutex<Vec<Call>>,
     next_ino: AtomicU64,
+    /// A name whose `write_file` panics, standing for a bug in a job.
+    panics_on: Option<OsString>,
 }
 
 /// The device number of the fake's objects: a `meta` carrying it is already one of
@@ -63,6 +65,14 @@ fn not_found() -> dest::Error {
 }
 
 impl Recorder {
+    /// An empty fake whose `write_file` panics on `name`.
+    pub(super) fn panicking_on(name: &str) -> Recorder {
+        Recorder {
+            panics_on: Some(name.into()),
+            ..Recorder::default()
+        }
+    }
+
     fn record(&self, c: Call) {
         self.calls.lock().unwrap().push(c);
     }
@@ -174,6 +184,9 @@ impl Destination for Recorder {
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
+        if self.panics_on.as_deref() == Some(name) {
+            panic!("write_file was told to panic on {name:?}");
+        }
         // Content first, then the check that the source did not change, then (as the
         // real backends do last) the mtime: all inside this one call.
         let p = dir.join(name);
