@@ -34,10 +34,10 @@ pub(super) enum Put {
 impl<D: Destination> Engine<'_, D> {
     /// Runs one entry job.
     pub(super) fn entry(&self, job: EntryJob<D>) {
+        let done = self.child_done(job.parent.clone());
         let kind = job.entry.meta.kind;
         if kind == Kind::File && self.cfg.hard_links && job.entry.meta.nlink > 1 {
-            self.hard_linked_file(job);
-            return;
+            return self.hard_linked_file(job, done);
         }
         let rel = job.parent.rel.join(&job.entry.name);
         match kind {
@@ -47,7 +47,6 @@ impl<D: Destination> Engine<'_, D> {
             Kind::Symlink => self.symlink(&job, &rel),
             _ => self.special(&job, &rel),
         }
-        self.complete(&job.parent);
     }
 
     /// The destination's current attributes for a job, stat'ing only if the listing

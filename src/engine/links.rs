@@ -5,6 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use super::dir::ChildDone;
 use super::race::{Attempt, is_race_or_gone};
 use super::{Engine, EntryJob};
 use crate::dest::Destination;
@@ -27,7 +28,7 @@ pub enum LinkGroup<D: Destination> {
 
 impl<D: Destination> Engine<'_, D> {
     /// `-H`: the first name of an inode is copied, the others linked to it.
-    pub(super) fn hard_linked_file(&self, job: EntryJob<D>) {
+    pub(super) fn hard_linked_file(&self, job: EntryJob<D>, done: ChildDone<'_, '_, D>) {
         let key = (job.entry.meta.dev, job.entry.meta.ino);
         let rel = job.parent.rel.join(&job.entry.name);
         let leader = {
@@ -38,8 +39,9 @@ impl<D: Destination> Engine<'_, D> {
                     None
                 }
                 Some(LinkGroup::Copying(waiting)) => {
-                    // The leader completes us when it is done.
+                    // The first name's job finishes this one when it is done.
                     waiting.push(job);
+                    done.pass_on();
                     return;
                 }
                 Some(LinkGroup::Done { dir, name, rel, ok }) => {
@@ -68,17 +70,16 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 };
                 for w in waiting {
+                    let _done = self.child_done(w.parent.clone());
                     let wrel = w.parent.rel.join(&w.entry.name);
                     if ok {
                         self.link_to(&w, &wrel, job.parent.dir.as_ref(), &job.entry.name, &rel);
                     } else {
                         self.file(&w, &wrel);
                     }
-                    self.complete(&w.parent);
                 }
             }
         }
-        self.complete(&job.parent);
     }
 
     /// Makes `job`'s name a hard link to the leader's destination file, unless it

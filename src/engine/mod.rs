@@ -60,7 +60,8 @@ pub struct DirNode<D: Destination> {
     meta: Option<Meta>,
     /// How the directory came to be, which says what finalizing it must set.
     origin: Origin,
-    /// Children not yet finished, plus one held by the scan itself.
+    /// Children not yet finished, plus one held by the scan itself: each one a
+    /// [`dir::ChildDone`] while it is worked on.
     pending: AtomicUsize,
     parent: Option<Arc<DirNode<D>>>,
     /// Set when an entry was created or removed in it (its mtime moved).
@@ -400,21 +401,6 @@ impl<'a, D: Destination> Engine<'a, D> {
         } else {
             Stats::bump(&self.stats.errors);
             self.out.error(path, e);
-        }
-    }
-
-    /// Marks one child of `node` finished; finalizes directories whose last child this was.
-    fn complete(&self, node: &Arc<DirNode<D>>) {
-        let mut node = node.clone();
-        loop {
-            if node.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
-                return;
-            }
-            self.finalize(&node);
-            match node.parent.clone() {
-                Some(p) => node = p,
-                None => return,
-            }
         }
     }
 }

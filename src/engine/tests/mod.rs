@@ -1,6 +1,7 @@
 //! Tests of the engine as a whole, kept apart from the production files: whole runs
 //! against a recording fake destination ([`recorder`]), and starting the workers.
 
+mod done;
 mod order;
 mod panic;
 pub(super) mod recorder;
