@@ -391,13 +391,17 @@ impl<D: Destination> Engine<'_, D> {
     /// Remembers a directory this run writes a source into.
     fn note_written_root(&self, m: &Meta) {
         if self.dest.ids_are_local() {
-            self.written_roots.lock().unwrap().push((m.dev, m.ino));
+            self.written_roots.0.lock().unwrap().push((m.dev, m.ino));
         }
     }
 
     /// Whether a source directory is one this run writes into (DEST inside SRC).
     fn is_written_root(&self, m: &Meta) -> bool {
-        self.written_roots.lock().unwrap().contains(&(m.dev, m.ino))
+        self.written_roots
+            .0
+            .lock()
+            .unwrap()
+            .contains(&(m.dev, m.ino))
     }
 
     /// Runs a directory's deletions, then gives it its final attributes.
@@ -435,7 +439,7 @@ impl<D: Destination> Engine<'_, D> {
             return;
         };
         // Shards leave directory attributes to the finalize run (see crate::shard).
-        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) || self.shared() {
+        if self.cfg.dry_run || self.sched.stopped() || self.shared() {
             return;
         }
         // Last, like its mode: a default ACL set earlier would be inherited by the
@@ -475,6 +479,11 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 }
+
+/// (dev, ino) of the directories this run writes the sources into — DEST for `SRC/`,
+/// DEST/NAME for `SRC` — so a DEST inside a source is not copied into itself.
+#[derive(Default)]
+pub(super) struct WrittenRoots(Mutex<Vec<(u64, u64)>>);
 
 /// Counts a source directory as listed when dropped, for the progress bar's "counting".
 struct Listed<'a>(&'a Stats);

@@ -98,9 +98,7 @@ impl<D: Destination> Engine<'_, D> {
         match r {
             // A directory kept because backups stay beside their files in it (rsync:
             // "could not make way"); one --max-delete kept is counted there.
-            Ok(false)
-                if self.cfg.backup.is_some() && self.delete_budget.load(Ordering::Relaxed) > 0 =>
-            {
+            Ok(false) if self.cfg.backup.is_some() && self.may_delete_more() => {
                 Stats::bump(&self.stats.errors);
                 self.out.error(
                     &self.dest_path(rel),
@@ -353,7 +351,7 @@ impl<D: Destination> Engine<'_, D> {
             listed: &job.entry.meta,
             path: &job.entry.path,
             sparse: self.cfg.data.sparse,
-            limit: self.limit.as_ref(),
+            limit: self.writing.limit(),
         };
         let written = match self.put_file(job, &source, put, last) {
             Ok(w) => w,

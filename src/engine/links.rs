@@ -1,8 +1,10 @@
 //! `-H`: source names sharing one inode. The first name seen is copied; the others
 //! wait for it and then become hard links to its destination.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use super::dir::ChildDone;
@@ -12,9 +14,18 @@ use crate::dest::Destination;
 use crate::meta::Kind;
 use crate::report::Stats;
 
+/// The source inodes seen so far with more than one name, by (dev, ino).
+pub(super) struct HardLinks<D: Destination>(Mutex<HashMap<(u64, u64), LinkGroup<D>>>);
+
+impl<D: Destination> Default for HardLinks<D> {
+    fn default() -> Self {
+        HardLinks(Mutex::new(HashMap::new()))
+    }
+}
+
 /// A set of source names sharing one inode (`-H`). The first one seen is copied; the
 /// others become hard links to its destination once it is done.
-pub enum LinkGroup<D: Destination> {
+enum LinkGroup<D: Destination> {
     /// The first name is being copied; these wait for it.
     Copying(Vec<EntryJob<D>>),
     /// The first name is done: link to it (or copy on our own if it failed).
@@ -32,7 +43,7 @@ impl<D: Destination> Engine<'_, D> {
         let key = (job.entry.meta.dev, job.entry.meta.ino);
         let rel = job.parent.rel.join(&job.entry.name);
         let leader = {
-            let mut links = self.links.lock().unwrap();
+            let mut links = self.links.0.lock().unwrap();
             match links.get_mut(&key) {
                 None => {
                     links.insert(key, LinkGroup::Copying(Vec::new()));
@@ -57,7 +68,7 @@ impl<D: Destination> Engine<'_, D> {
             None => {
                 let ok = self.file(&job, &rel);
                 let waiting = {
-                    let mut links = self.links.lock().unwrap();
+                    let mut links = self.links.0.lock().unwrap();
                     let done = LinkGroup::Done {
                         dir: job.parent.dir.clone(),
                         name: job.entry.name.clone(),

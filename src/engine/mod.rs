@@ -28,7 +28,6 @@ mod update;
 mod xattr;
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
@@ -37,7 +36,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::bwlimit::RateLimit;
 use crate::config::Config;
 use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
@@ -107,45 +105,48 @@ pub struct EntryJob<D: Destination> {
     known: DestKnown,
 }
 
-/// One run's shared state.
+/// One run's shared state, in two layers. What every part reads — the settings, the
+/// destination, the output, the counters, the queue and how the run ends — is here.
+/// What one option keeps while the run goes on is a type of the file that carries the
+/// option out, its insides private to that file: no other part can reach them.
 pub struct Engine<'a, D: Destination> {
     cfg: &'a Config,
     /// What decisions depend on (a view of `cfg`).
     rules: plan::Rules<'a>,
     dest: &'a D,
     out: &'a Output,
+    /// DEST as given, for messages.
+    dest_display: PathBuf,
     /// Live counters (read by the progress bar).
     pub stats: Arc<Stats>,
     sched: sched::Sched<ScanJob<D>, EntryJob<D>>,
-    links: Mutex<HashMap<(u64, u64), links::LinkGroup<D>>>,
     /// Raised by SIGINT/SIGTERM.
     interrupted: Arc<AtomicBool>,
-    /// Raised by SIGINT/SIGTERM or a fatal error: workers stop taking jobs.
-    stop: AtomicBool,
+    /// The error that ended the run early, if one did.
     fatal: Mutex<Option<Error>>,
-    /// Completed jobs and their summed latency in microseconds, for the controller.
+    /// What the `--jobs auto` controller measures.
+    load: Load,
+    /// DEST's own directories this run writes into (DEST inside a source).
+    written_roots: dir::WrittenRoots,
+    /// `-H`.
+    links: links::HardLinks<D>,
+    /// `-K`.
+    linked_dirs: dirlinks::LinkedDirs,
+    /// `--max-delete`.
+    delete_budget: delete::MaxDelete,
+    /// `-X`/`-A`.
+    xattrs: xattr::Support,
+    /// How file data is written (`--bwlimit`, `--temp-dir`, `--delay-updates`).
+    writing: update::Writing<D>,
+    /// `--shard`.
+    deal: share::Deal,
+}
+
+/// Completed jobs and their summed latency in microseconds.
+#[derive(Default)]
+struct Load {
     ops_done: AtomicU64,
     busy_us: AtomicU64,
-    /// DEST as given, for messages.
-    dest_display: PathBuf,
-    /// (dev, ino) of the directories this run writes the sources into — DEST for `SRC/`,
-    /// DEST/NAME for `SRC` — so a DEST inside a source is not copied into itself.
-    written_roots: Mutex<Vec<(u64, u64)>>,
-    /// Deletions `--max-delete` still allows.
-    delete_budget: AtomicU64,
-    /// `-X`/`-A`: the destination said it cannot hold them (said once; no more tries).
-    xattrs_off: AtomicBool,
-    /// `-K`: (dev, ino) of the directories written through destination symlinks.
-    linked_dirs: Mutex<Vec<(u64, u64)>>,
-    // Data: how file data is written.
-    /// `--bwlimit`, shared by all workers.
-    limit: Option<RateLimit>,
-    /// `--temp-dir`, opened.
-    temp_dir: Option<D::Dir>,
-    /// `--delay-updates`: files waiting for the end of the run.
-    delayed: Mutex<Vec<update::Delayed<D>>>,
-    /// `--shard`: the deal over the whole tree, made once the roots are listed.
-    deal: std::sync::OnceLock<Option<crate::shard::tree::TreeDeal>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -163,23 +164,19 @@ pub fn run<D: Destination>(
         rules: cfg.rules(),
         dest,
         out,
+        dest_display: display_dest(&cfg.dest),
         stats,
         sched: sched::Sched::new(ctl.jobs()),
-        links: Mutex::new(HashMap::new()),
         interrupted,
-        stop: AtomicBool::new(false),
         fatal: Mutex::new(None),
-        ops_done: AtomicU64::new(0),
-        busy_us: AtomicU64::new(0),
-        dest_display: display_dest(&cfg.dest),
-        written_roots: Mutex::new(Vec::new()),
-        delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
-        xattrs_off: AtomicBool::new(false),
-        linked_dirs: Mutex::new(Vec::new()),
-        limit: RateLimit::new(cfg.data.bwlimit),
-        temp_dir: update::open_temp_dir(cfg, dest)?,
-        delayed: Mutex::new(Vec::new()),
-        deal: std::sync::OnceLock::new(),
+        load: Load::default(),
+        written_roots: Default::default(),
+        links: Default::default(),
+        linked_dirs: Default::default(),
+        delete_budget: delete::MaxDelete::new(cfg.max_delete),
+        xattrs: Default::default(),
+        writing: update::Writing::new(cfg, dest)?,
+        deal: Default::default(),
     };
     engine.plan_roots()?;
     engine.check_basis_dirs();
@@ -225,17 +222,16 @@ pub fn run<D: Destination>(
         let tick = Duration::from_millis(100);
         let (mut last_ops, mut last_busy, mut last_bytes) = (0, 0, 0);
         let mut last_tick = Instant::now();
-        while !engine.sched.wait_quiescent(&engine.stop, tick) {
+        while !engine.sched.wait_quiescent(tick) {
             if engine.interrupted.load(Ordering::Relaxed) {
-                engine.stop.store(true, Ordering::Relaxed);
-                engine.sched.wake_all();
+                engine.sched.stop();
             }
             if last_tick.elapsed() < tick {
                 continue;
             }
             last_tick = Instant::now();
-            let ops = engine.ops_done.load(Ordering::Relaxed);
-            let busy = engine.busy_us.load(Ordering::Relaxed);
+            let ops = engine.load.ops_done.load(Ordering::Relaxed);
+            let busy = engine.load.busy_us.load(Ordering::Relaxed);
             let bytes = engine.stats.bytes_copied.load(Ordering::Relaxed);
             let now = start.elapsed();
             let changed = ctl.on_interval(
@@ -302,7 +298,7 @@ pub fn run<D: Destination>(
 impl<'a, D: Destination> Engine<'a, D> {
     /// A worker's loop.
     fn work(&self) {
-        while let Some(w) = self.sched.next(&self.stop) {
+        while let Some(w) = self.sched.next() {
             let path = match &w {
                 sched::Work::Scan(j) => j.entry.path.clone(),
                 sched::Work::Entry(j) => j.entry.path.clone(),
@@ -323,8 +319,7 @@ impl<'a, D: Destination> Engine<'a, D> {
             *f = Some(e);
         }
         drop(f);
-        self.stop.store(true, Ordering::Relaxed);
-        self.sched.wake_all();
+        self.sched.stop();
     }
 
     /// The destination path of `rel`, for messages.
@@ -442,9 +437,10 @@ impl<'e, 'a, D: Destination> Running<'e, 'a, D> {
 impl<D: Destination> Drop for Running<'_, '_, D> {
     fn drop(&mut self) {
         let e = self.engine;
-        e.busy_us
+        let load = &e.load;
+        load.busy_us
             .fetch_add(self.started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        e.ops_done.fetch_add(1, Ordering::Relaxed);
+        load.ops_done.fetch_add(1, Ordering::Relaxed);
         // Unwinding through here is a panic that `run` did not catch.
         let panicked = match self.panicked.take() {
             None if std::thread::panicking() => Some("a panic not caught".to_string()),
