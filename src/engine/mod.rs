@@ -426,7 +426,9 @@ impl<'e, 'a, D: Destination> Running<'e, 'a, D> {
 
     /// Runs the job. A panic is caught here rather than left to end the thread:
     /// `run`'s thread scope would raise it again on the calling thread, and the
-    /// summary and the exit code would be lost with it.
+    /// summary and the exit code would be lost with it. (Unwind-safe enough: after a
+    /// panic the run only finishes the jobs in flight and reports; the directory the
+    /// panicked job belonged to is never finalized.)
     fn run(mut self, job: impl FnOnce()) {
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(job)) {
             self.panicked = Some(panic_message(payload.as_ref()));
