@@ -62,6 +62,9 @@ exit_codes! {
     DelLimit = 25, "--max-delete stopped deletions (the rest of the sync went on)";
     /// rsync: "timeout in data send/receive".
     Timeout = 30, "NFS server timed out (--timeout), at the start or midway";
+    /// A bug: a job panicked, and the run stopped as after a fatal error. rsync has no
+    /// such code; 101 is what a Rust program exits with when a panic ends it.
+    Internal = 101, "internal error: a job panicked (a bug); in-flight files finished, summary printed";
 }
 
 impl ExitCode {
@@ -73,6 +76,29 @@ impl ExitCode {
     /// The code numbered `code`, if there is one.
     pub fn from_code(code: i32) -> Option<ExitCode> {
         Self::ALL.iter().copied().find(|c| c.code() == code)
+    }
+
+    /// The code of several runs that each ended with one of `codes` (MPI ranks and
+    /// their finalize run): a run-ending error's code first (the highest, if several),
+    /// then [`ExitCode::of_run`]'s order, so ranks that ended 20 and 23 give 20, as one
+    /// run with both would.
+    pub fn worst(codes: impl IntoIterator<Item = ExitCode>) -> ExitCode {
+        codes
+            .into_iter()
+            .max_by_key(|c| c.severity())
+            .unwrap_or(ExitCode::Success)
+    }
+
+    /// Where the code stands in [`ExitCode::worst`]'s order (higher: reported first).
+    pub fn severity(self) -> u32 {
+        match self {
+            ExitCode::Success => 0,
+            ExitCode::Vanished => 1,
+            ExitCode::Partial => 2,
+            ExitCode::DelLimit => 3,
+            ExitCode::Interrupted => 4,
+            ended => 1000 + ended.code() as u32,
+        }
     }
 
     /// The code of a run that ended without a run-ending [`Error`] (that error's code
@@ -155,6 +181,8 @@ pub enum Error {
     Dest { path: PathBuf, source: dest::Error },
     /// A local failure outside any file (starting threads, writing output).
     Local { what: String, source: io::Error },
+    /// A job panicked: a bug in nfsync, reported with the entry it was working on.
+    Panic { path: PathBuf, message: String },
 }
 
 /// The words of a [`Error::Usage`], [`Error::Connect`] or [`Error::Timeout`]: what
@@ -220,6 +248,7 @@ impl Error {
                 dest::Error::Entry(_) => ExitCode::FileIo,
             },
             Error::Local { .. } => ExitCode::FileIo,
+            Error::Panic { .. } => ExitCode::Internal,
         }
     }
 
@@ -258,6 +287,11 @@ impl fmt::Display for Error {
             }
             Error::Unusable { path, why } => write!(f, "{}: {why}", path.display()),
             Error::Local { what, .. } => f.write_str(what),
+            Error::Panic { path, message } => write!(
+                f,
+                "{}: internal error (please report it): {message}",
+                path.display()
+            ),
         }
     }
 }
@@ -273,7 +307,7 @@ impl StdError for Error {
             },
             Error::Select { source, .. } | Error::Local { source, .. } => Some(source),
             Error::Dest { source, .. } => Some(source),
-            Error::Unusable { .. } => None,
+            Error::Unusable { .. } | Error::Panic { .. } => None,
         }
     }
 }
@@ -367,6 +401,21 @@ mod tests {
     }
 
     #[test]
+    fn several_runs_report_an_ending_error_then_the_run_precedence() {
+        use ExitCode::*;
+        assert_eq!(ExitCode::worst([Partial, Interrupted]), Interrupted);
+        assert_eq!(ExitCode::worst([Partial, DelLimit, Vanished]), DelLimit);
+        assert_eq!(ExitCode::worst([Vanished, Success, Partial]), Partial);
+        assert_eq!(ExitCode::worst([Interrupted, Connect, Timeout]), Timeout);
+        assert_eq!(ExitCode::worst([Internal, Usage]), Internal);
+        assert_eq!(ExitCode::worst([]), Success);
+        for c in ExitCode::ALL {
+            let by_severity = ExitCode::ALL.iter().find(|o| o.severity() == c.severity());
+            assert_eq!(by_severity, Some(c), "two codes share a severity");
+        }
+    }
+
+    #[test]
     fn codes_are_listed_once_in_increasing_order() {
         let codes: Vec<i32> = ExitCode::ALL.iter().map(|c| c.code()).collect();
         assert!(codes.windows(2).all(|w| w[0] < w[1]), "{codes:?}");
@@ -413,7 +462,7 @@ mod tests {
         let t = table();
         assert!(t.starts_with("Exit codes:\n   0  success\n"), "{t}");
         assert!(
-            t.ends_with(&format!("\n  30  {}", ExitCode::Timeout.meaning())),
+            t.ends_with(&format!("\n 101  {}", ExitCode::Internal.meaning())),
             "{t}"
         );
         assert_eq!(t.lines().count(), ExitCode::ALL.len() + 1);

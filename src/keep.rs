@@ -1,7 +1,6 @@
-//! What rsync's safety options keep and reuse, decided without I/O: `--backup` (the
-//! backup's name and place, and the names `--delete` must leave alone), and the basis
-//! directories of `--link-dest`, `--compare-dest` and `--copy-dest` (which one's copy
-//! an entry matches, and how well).
+//! What rsync's basis directories reuse, decided without I/O: which of the copies in
+//! `--link-dest`, `--compare-dest` and `--copy-dest` an entry matches, and how well
+//! (`--backup`'s names are [`crate::backup`]'s).
 //!
 //! rsync consults a basis directory only for an entry the destination lacks: an
 //! existing file is updated as usual. A basis copy that passes the quick check and
@@ -9,70 +8,11 @@
 //! copied); one that passes only the quick check is copied locally and its attributes
 //! fixed, which leaves the same tree as a copy from the source.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
+pub use crate::backup::{Backup, normalize};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Compare, Rules};
-
-/// `-b/--backup`: what replaced and deleted entries become.
-#[derive(Clone, Debug)]
-pub struct Backup {
-    /// `--suffix` (rsync's default `~`, or nothing with `--backup-dir`).
-    pub suffix: OsString,
-    /// `--backup-dir`: relative to DEST, or absolute (on `nfs://`, a path on the
-    /// server). The backup keeps the entry's path below it.
-    pub dir: Option<PathBuf>,
-}
-
-impl Backup {
-    /// The backup's name for `name`.
-    pub fn name(&self, name: &OsStr) -> OsString {
-        let mut b = name.to_os_string();
-        b.push(&self.suffix);
-        b
-    }
-
-    /// Where the backup of an entry in DEST's `parent` (relative to DEST) goes, as a
-    /// path for [`crate::dest::Destination::open_path`]; `None`: beside the entry.
-    pub fn dir_for(&self, parent: &Path) -> Option<PathBuf> {
-        self.dir.as_ref().map(|d| d.join(parent))
-    }
-
-    /// Whether `--delete` must leave `rel` (relative to DEST) alone, as rsync's own
-    /// protect rules do: backups beside their files (`P *~`), and a backup directory
-    /// inside DEST.
-    pub fn protects(&self, rel: &Path) -> bool {
-        match &self.dir {
-            None => {
-                !self.suffix.is_empty()
-                    && rel
-                        .file_name()
-                        .is_some_and(|n| n.as_bytes().ends_with(self.suffix.as_bytes()))
-            }
-            Some(d) => d.is_relative() && normalize(d).as_deref() == Some(rel),
-        }
-    }
-}
-
-/// `a/./b/../c` as `a/c`; `None` when it climbs above its start.
-pub fn normalize(p: &Path) -> Option<PathBuf> {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    return None;
-                }
-            }
-            Component::Normal(n) => out.push(n),
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
-}
 
 /// What the basis directories are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,31 +99,6 @@ pub fn best(matches: impl IntoIterator<Item = Option<Match>>) -> Option<(usize, 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backups_and_their_protection() {
-        let b = Backup {
-            suffix: "~".into(),
-            dir: None,
-        };
-        assert_eq!(b.name(OsStr::new("a")), "a~");
-        assert!(b.protects(Path::new("x/a~")));
-        assert!(!b.protects(Path::new("x/a")));
-        assert_eq!(b.dir_for(Path::new("x")), None);
-        let d = Backup {
-            suffix: "".into(),
-            dir: Some("./bk/../old".into()),
-        };
-        assert!(d.protects(Path::new("old")));
-        assert!(!d.protects(Path::new("a~")));
-        assert_eq!(d.dir_for(Path::new("x")), Some("./bk/../old/x".into()));
-    }
-
-    #[test]
-    fn normalize_stays_below_its_start() {
-        assert_eq!(normalize(Path::new("a/./b/../c")), Some("a/c".into()));
-        assert_eq!(normalize(Path::new("../a")), None);
-    }
 
     #[test]
     fn the_first_exact_match_wins_else_the_first_content_match() {

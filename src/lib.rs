@@ -15,6 +15,7 @@
 //! entry's or the destination's, and [`exit::Error::exit_code`] is the one place a
 //! run-ending error becomes an exit code.
 
+pub mod backup;
 pub mod bwlimit;
 pub mod chmod;
 pub mod cli;

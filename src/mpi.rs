@@ -105,7 +105,7 @@ pub fn run(
     world.all_reduce_into(&mine_sums[..], &mut sums[..], SystemOperation::sum());
     let mut worst = 0u64;
     world.all_reduce_into(
-        &(mine.exit_code.code() as u64),
+        &(mine.exit_code.severity() as u64),
         &mut worst,
         SystemOperation::max(),
     );
@@ -130,7 +130,7 @@ pub fn run(
         fin.progress = false;
         let f = sync(&fin)?;
         add_changes(&mut total, &f);
-        worst = worst.max(f.exit_code.code() as u64);
+        worst = worst.max(f.exit_code.severity() as u64);
     }
     total.exit_code = exit_code(worst);
     total.shard = None;
@@ -243,10 +243,13 @@ fn add_changes(t: &mut Summary, f: &Summary) {
     }
 }
 
-/// The exit code numbered `code` (the worst of the ranks').
-fn exit_code(code: u64) -> ExitCode {
-    i32::try_from(code)
-        .ok()
-        .and_then(ExitCode::from_code)
-        .unwrap_or(ExitCode::FileIo)
+/// The code whose [`ExitCode::severity`] is `severity` (the ranks' worst, reduced as a
+/// number because MPI reduces numbers).
+fn exit_code(severity: u64) -> ExitCode {
+    ExitCode::worst(
+        ExitCode::ALL
+            .iter()
+            .copied()
+            .filter(|c| u64::from(c.severity()) == severity),
+    )
 }

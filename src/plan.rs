@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 
+use crate::backup::Backup;
 use crate::dest::{AttrSet, DestEntry, OwnerPolicy};
 use crate::filter::{Filter, Scope, Side};
-use crate::keep::Backup;
 use crate::meta::{Kind, Meta};
 use crate::temp;
 use crate::walk::SrcEntry;

@@ -335,12 +335,6 @@ impl Cli {
     }
 }
 
-/// An `--out-format` or `--log-file-format` value: rsync's escapes, the ones nfsync
-/// cannot give refused here with the reason.
-pub(super) fn parse_format(s: &str) -> Result<LogFormat, String> {
-    LogFormat::parse(s).map_err(|e| e.to_string())
-}
-
 /// `--backup` and the basis directories, as rsync reads them: `--backup-dir` implies
 /// `--backup` and makes the default suffix empty; one kind of basis directory per run.
 fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option<Basis>)> {

@@ -208,7 +208,7 @@ pub struct RsyncOpts {
     // Output: rsync's per-file line formats, its log file, its number style.
     /// Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G;
     /// widths as %-20n; %'l for commas).
-    #[arg(long, value_name = "FORMAT", alias = "log-format", value_parser = super::config::parse_format)]
+    #[arg(long, value_name = "FORMAT", alias = "log-format", value_parser = parse_format)]
     pub out_format: Option<crate::report::format::LogFormat>,
 
     /// Log what is done to FILE, as rsync's --log-file.
@@ -216,7 +216,7 @@ pub struct RsyncOpts {
     pub log_file: Option<std::path::PathBuf>,
 
     /// The format of --log-file's per-file lines (default "%i %n%L").
-    #[arg(long, value_name = "FORMAT", value_parser = super::config::parse_format)]
+    #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
     pub log_file_format: Option<crate::report::format::LogFormat>,
 
     /// Plain numbers in --stats (no thousands separators).
@@ -429,6 +429,12 @@ impl RsyncOpts {
         }
         r
     }
+}
+
+/// An `--out-format` or `--log-file-format` value: rsync's escapes, the ones nfsync
+/// cannot give refused here with the reason.
+fn parse_format(s: &str) -> Result<crate::report::format::LogFormat, String> {
+    crate::report::format::LogFormat::parse(s).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

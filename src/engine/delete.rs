@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{DirNode, Engine};
 use crate::dest::{self, DestEntry, Destination, Removal};
@@ -19,6 +19,15 @@ use crate::report::Stats;
 pub(super) enum Budget {
     Counted,
     Free,
+}
+
+/// Deletions `--max-delete` still allows.
+pub(super) struct MaxDelete(AtomicU64);
+
+impl MaxDelete {
+    pub(super) fn new(max: Option<u64>) -> Self {
+        MaxDelete(AtomicU64::new(max.unwrap_or(u64::MAX)))
+    }
 }
 
 /// The engine's side of one removal: the budget, the counters, the itemized lines.
@@ -58,12 +67,18 @@ impl<D: Destination> Engine<'_, D> {
     fn take_delete(&self) -> bool {
         let ok = self
             .delete_budget
+            .0
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
             .is_ok();
         if !ok {
             Stats::bump(&self.stats.deletes_skipped);
         }
         ok
+    }
+
+    /// Whether `--max-delete` allows any more deletions.
+    pub(super) fn may_delete_more(&self) -> bool {
+        self.delete_budget.0.load(Ordering::Relaxed) > 0
     }
 
     /// Removes `name` of kind `kind` from `dir` (`at`, below DEST), a directory with

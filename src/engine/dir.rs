@@ -45,26 +45,38 @@ impl<D: Destination> Engine<'_, D> {
         dir: Option<D::Dir>,
         (meta, src): (Option<Meta>, Option<PathBuf>),
         origin: Origin,
-        parent: Option<Arc<DirNode<D>>>,
+        parent: Option<ChildDone<'_, '_, D>>,
         (filters, implied): (
             Arc<crate::filter::Scope>,
             Option<Arc<crate::relative::Named>>,
         ),
-    ) -> Arc<DirNode<D>> {
-        Arc::new(DirNode {
+    ) -> ChildDone<'_, '_, D> {
+        let node = Arc::new(DirNode {
             src,
             rel,
             dir,
             meta,
             origin,
             pending: AtomicUsize::new(1),
-            parent,
+            // The parent's hold on this child is the node's now: it is let go when the
+            // node is done.
+            parent: parent.map(ChildDone::pass_on),
             changed: AtomicBool::new(false),
             deletions: Mutex::new(Vec::new()),
             filters,
             basis: std::sync::OnceLock::new(),
             implied,
-        })
+        });
+        self.child_done(node)
+    }
+
+    /// Holds one unfinished child of `dir` (counted in its `pending` already) until
+    /// the returned guard is dropped.
+    pub(super) fn child_done(&self, dir: Arc<DirNode<D>>) -> ChildDone<'_, '_, D> {
+        ChildDone {
+            engine: self,
+            node: Some(dir),
+        }
     }
 
     /// Reports merge files that could not be read or used (the run goes on).
@@ -205,11 +217,11 @@ impl<D: Destination> Engine<'_, D> {
             known,
             implied,
         } = job;
+        let parent = self.child_done(parent);
         // --mpi: another process has walked the whole tree, so everything below is
         // someone's already (see crate::shard::claim).
         if self.cfg.claims.as_ref().is_some_and(|c| c.all_taken()) {
             Stats::bump(&self.stats.dirs_not_walked);
-            self.complete(&parent);
             return;
         }
         if let Some(t) = implied.as_ref().filter(|t| self.bare_implied(t)) {
@@ -227,19 +239,16 @@ impl<D: Destination> Engine<'_, D> {
                 Ok(m) => m.map(|m| m.kind),
                 Err(e) => {
                     self.dest_error(&rel, e);
-                    self.complete(&parent);
                     return;
                 }
             },
         };
         // --existing: no new directory, so nothing below it either.
         if self.cfg.skip.existing_only && existing != Some(Kind::Dir) {
-            self.complete(&parent);
             return;
         }
         // -K: a symlink to a directory stands for that directory.
         let Ok(linked) = self.keep_dirlink(pdir, existing, &entry.name, &rel) else {
-            self.complete(&parent);
             return;
         };
         let existing = linked.as_ref().map_or(existing, |_| Some(Kind::Dir));
@@ -250,7 +259,7 @@ impl<D: Destination> Engine<'_, D> {
             Some(Kind::Dir) => {
                 let opened = match linked {
                     Some(l) => Some(l),
-                    None => self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent),
+                    None => self.open_existing(pdir.unwrap(), &entry.name, &rel),
                 };
                 let Some((d, m)) = opened else {
                     return;
@@ -264,16 +273,12 @@ impl<D: Destination> Engine<'_, D> {
                     // Something else is in the way of the directory.
                     match self.delete(pdir, &entry.name, &parent, kind, Budget::Counted) {
                         Ok(true) => {}
-                        Ok(false) => {
-                            self.complete(&parent);
-                            return;
-                        }
+                        Ok(false) => return,
                         // Another shard replaced it with the directory first: the
                         // mkdir below finds it.
                         Err(_) if self.replaced_by_another_shard(pdir, &entry.name) => {}
                         Err(e) => {
                             self.dest_error(&rel, e);
-                            self.complete(&parent);
                             return;
                         }
                     }
@@ -293,8 +298,7 @@ impl<D: Destination> Engine<'_, D> {
                         }
                         // Another run made it meanwhile: use it, as one we found.
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            let Some((d, m)) =
-                                self.open_existing(pdir.unwrap(), &entry.name, &rel, &parent)
+                            let Some((d, m)) = self.open_existing(pdir.unwrap(), &entry.name, &rel)
                             else {
                                 return;
                             };
@@ -303,7 +307,6 @@ impl<D: Destination> Engine<'_, D> {
                         }
                         Err(e) => {
                             self.dest_error(&rel, e);
-                            self.complete(&parent);
                             return;
                         }
                     }
@@ -349,7 +352,6 @@ impl<D: Destination> Engine<'_, D> {
         if !mount_point {
             self.scan_children(&node, &entry.path, fresh);
         }
-        self.complete(&node);
     }
 
     /// Whether a source directory is left out of its parent: without -r (said as
@@ -371,35 +373,34 @@ impl<D: Destination> Engine<'_, D> {
         self.cfg.one_file_system > 1 && crosses_device(parent, entry)
     }
 
-    /// Opens a destination directory that exists; on failure reports it and completes
-    /// the parent's count (the caller then gives up on this directory).
+    /// Opens a destination directory that exists; on failure reports it (the caller
+    /// then gives up on this directory).
     pub(super) fn open_existing(
         &self,
         pdir: &D::Dir,
         name: &std::ffi::OsStr,
         rel: &Path,
-        parent: &Arc<DirNode<D>>,
     ) -> Option<(D::Dir, Meta)> {
-        match self.dest.open_dir(pdir, name) {
-            Ok(opened) => Some(opened),
-            Err(e) => {
-                self.dest_error(rel, e);
-                self.complete(parent);
-                None
-            }
-        }
+        self.dest
+            .open_dir(pdir, name)
+            .map_err(|e| self.dest_error(rel, e))
+            .ok()
     }
 
     /// Remembers a directory this run writes a source into.
     fn note_written_root(&self, m: &Meta) {
         if self.dest.ids_are_local() {
-            self.written_roots.lock().unwrap().push((m.dev, m.ino));
+            self.written_roots.0.lock().unwrap().push((m.dev, m.ino));
         }
     }
 
     /// Whether a source directory is one this run writes into (DEST inside SRC).
     fn is_written_root(&self, m: &Meta) -> bool {
-        self.written_roots.lock().unwrap().contains(&(m.dev, m.ino))
+        self.written_roots
+            .0
+            .lock()
+            .unwrap()
+            .contains(&(m.dev, m.ino))
     }
 
     /// Runs a directory's deletions, then gives it its final attributes.
@@ -437,7 +438,7 @@ impl<D: Destination> Engine<'_, D> {
             return;
         };
         // Shards leave directory attributes to the finalize run (see crate::shard).
-        if self.cfg.dry_run || self.stop.load(Ordering::Relaxed) || self.shared() {
+        if self.cfg.dry_run || self.sched.stopped() || self.shared() {
             return;
         }
         // Last, like its mode: a default ACL set earlier would be inherited by the
@@ -478,12 +479,67 @@ impl<D: Destination> Engine<'_, D> {
     }
 }
 
+/// (dev, ino) of the directories this run writes the sources into — DEST for `SRC/`,
+/// DEST/NAME for `SRC` — so a DEST inside a source is not copied into itself.
+#[derive(Default)]
+pub(super) struct WrittenRoots(Mutex<Vec<(u64, u64)>>);
+
 /// Counts a source directory as listed when dropped, for the progress bar's "counting".
 struct Listed<'a>(&'a Stats);
 
 impl Drop for Listed<'_> {
     fn drop(&mut self) {
         self.0.dirs_listed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// One unfinished child of a directory (or a scan's own hold on the directory it
+/// lists), held while it is worked on. Dropping it marks the child done; when it was
+/// the last, the directory is finalized and its own parent's hold let go, and so on
+/// up. Every way out of a job drops it, so no early return can leave a directory
+/// waiting forever. A job that panicked keeps it: the run is ending, and a directory
+/// with a child left unfinished is not finalized, as after any stop.
+pub(super) struct ChildDone<'e, 'a, D: Destination> {
+    engine: &'e Engine<'a, D>,
+    /// `None` once passed on.
+    node: Option<Arc<DirNode<D>>>,
+}
+
+impl<D: Destination> ChildDone<'_, '_, D> {
+    /// Lets the hold go without marking the child done: whoever takes the child over
+    /// holds it now (the node made for a directory, or the first name of a
+    /// hard-linked file that the job waits for).
+    pub(super) fn pass_on(mut self) -> Arc<DirNode<D>> {
+        self.node.take().expect("held until passed on")
+    }
+}
+
+impl<D: Destination> std::ops::Deref for ChildDone<'_, '_, D> {
+    type Target = Arc<DirNode<D>>;
+
+    fn deref(&self) -> &Arc<DirNode<D>> {
+        self.node.as_ref().expect("held until passed on")
+    }
+}
+
+impl<D: Destination> Drop for ChildDone<'_, '_, D> {
+    fn drop(&mut self) {
+        let Some(mut node) = self.node.take() else {
+            return;
+        };
+        if std::thread::panicking() {
+            return;
+        }
+        loop {
+            if node.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+                return;
+            }
+            self.engine.finalize(&node);
+            match node.parent.clone() {
+                Some(p) => node = p,
+                None => return,
+            }
+        }
     }
 }
 

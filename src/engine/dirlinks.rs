@@ -7,10 +7,15 @@
 
 use std::ffi::OsStr;
 use std::path::Path;
+use std::sync::Mutex;
 
 use super::Engine;
 use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
+
+/// (dev, ino) of the directories written through destination symlinks this run.
+#[derive(Default)]
+pub(super) struct LinkedDirs(Mutex<Vec<(u64, u64)>>);
 
 impl<D: Destination> Engine<'_, D> {
     /// With `-K`, when what `pdir` holds as `name` is a symlink (`existing`): the
@@ -35,7 +40,7 @@ impl<D: Destination> Engine<'_, D> {
     fn open_dest_link(&self, pdir: &D::Dir, name: &OsStr) -> dest::Result<Option<(D::Dir, Meta)>> {
         let found = self.dest.open_dir_link(pdir, name)?;
         if let Some((_, m)) = &found {
-            self.linked_dirs.lock().unwrap().push((m.dev, m.ino));
+            self.linked_dirs.0.lock().unwrap().push((m.dev, m.ino));
         }
         Ok(found)
     }
@@ -46,13 +51,13 @@ impl<D: Destination> Engine<'_, D> {
         let Some(dir) = dir else {
             return false;
         };
-        if self.linked_dirs.lock().unwrap().is_empty() {
+        if self.linked_dirs.0.lock().unwrap().is_empty() {
             return false;
         }
         let Ok(Some(m)) = self.dest.stat(dir, name) else {
             return false;
         };
-        let kept = self.linked_dirs.lock().unwrap().contains(&(m.dev, m.ino));
+        let kept = self.linked_dirs.0.lock().unwrap().contains(&(m.dev, m.ino));
         if kept {
             self.out.verbose(
                 1,

@@ -9,9 +9,10 @@ use std::sync::atomic::Ordering;
 
 use super::delete::Budget;
 use super::keep::FromBasis;
+use super::race::{Attempt, RACE_RETRIES, is_race, is_race_or_gone};
 use super::xattr::XattrChange;
 use super::{Engine, EntryJob};
-use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
+use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
 use crate::report::Stats;
@@ -31,39 +32,13 @@ pub(super) enum Put {
     MakeWay(Meta),
 }
 
-/// How often an entry is planned again after another run changed its name under us
-/// (created it first, or renamed its own copy over ours): each retry looks afresh.
-const RACE_RETRIES: usize = 3;
-
-/// The outcome of one attempt at an entry.
-pub(super) enum Attempt {
-    /// Finished: whether the destination now holds the entry.
-    Done(bool),
-    /// Another writer changed the name meanwhile: look again and decide anew.
-    Raced,
-}
-
-/// Whether a destination error means another writer got to the name first: it exists
-/// now (we create exclusively), or the file we were writing was replaced (NFS answers
-/// STALE for a file renamed over), or our own temporary is gone.
-pub(super) fn is_race(e: &dest::Error) -> bool {
-    e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ESTALE)
-}
-
-/// [`is_race`], or the name gone: for calls on a name another run may remove or
-/// replace between our look and the call (a creating call's NotFound means a missing
-/// parent instead, which is no race).
-pub(super) fn is_race_or_gone(e: &dest::Error) -> bool {
-    is_race(e) || e.kind() == io::ErrorKind::NotFound
-}
-
 impl<D: Destination> Engine<'_, D> {
     /// Runs one entry job.
     pub(super) fn entry(&self, job: EntryJob<D>) {
+        let done = self.child_done(job.parent.clone());
         let kind = job.entry.meta.kind;
         if kind == Kind::File && self.cfg.hard_links && job.entry.meta.nlink > 1 {
-            self.hard_linked_file(job);
-            return;
+            return self.hard_linked_file(job, done);
         }
         let rel = job.parent.rel.join(&job.entry.name);
         match kind {
@@ -73,7 +48,6 @@ impl<D: Destination> Engine<'_, D> {
             Kind::Symlink => self.symlink(&job, &rel),
             _ => self.special(&job, &rel),
         }
-        self.complete(&job.parent);
     }
 
     /// The destination's current attributes for a job, stat'ing only if the listing
@@ -125,9 +99,7 @@ impl<D: Destination> Engine<'_, D> {
         match r {
             // A directory kept because backups stay beside their files in it (rsync:
             // "could not make way"); one --max-delete kept is counted there.
-            Ok(false)
-                if self.cfg.backup.is_some() && self.delete_budget.load(Ordering::Relaxed) > 0 =>
-            {
+            Ok(false) if self.cfg.backup.is_some() && self.may_delete_more() => {
                 Stats::bump(&self.stats.errors);
                 self.out.error(
                     &self.dest_path(rel),
@@ -374,7 +346,7 @@ impl<D: Destination> Engine<'_, D> {
             listed: &job.entry.meta,
             path: &job.entry.path,
             sparse: self.cfg.data.sparse,
-            limit: self.limit.as_ref(),
+            limit: self.writing.limit(),
         };
         let written = match self.put_file(job, &source, put, last) {
             Ok(w) => w,

@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::entry::{Attempt, is_race};
+use super::race::{Attempt, is_race};
 use super::{DirNode, Engine, EntryJob};
 use crate::dest::{self, Destination, Removal};
 use crate::keep::{self, BasisUse, Match};

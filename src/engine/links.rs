@@ -1,20 +1,32 @@
 //! `-H`: source names sharing one inode. The first name seen is copied; the others
 //! wait for it and then become hard links to its destination.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
-use super::entry::{Attempt, is_race_or_gone};
+use super::dir::ChildDone;
+use super::race::{Attempt, is_race_or_gone};
 use super::{Engine, EntryJob};
 use crate::dest::Destination;
 use crate::meta::Kind;
 use crate::report::Stats;
 use crate::report::itemize::{Itemize, Update};
 
+/// The source inodes seen so far with more than one name, by (dev, ino).
+pub(super) struct HardLinks<D: Destination>(Mutex<HashMap<(u64, u64), LinkGroup<D>>>);
+
+impl<D: Destination> Default for HardLinks<D> {
+    fn default() -> Self {
+        HardLinks(Mutex::new(HashMap::new()))
+    }
+}
+
 /// A set of source names sharing one inode (`-H`). The first one seen is copied; the
 /// others become hard links to its destination once it is done.
-pub enum LinkGroup<D: Destination> {
+enum LinkGroup<D: Destination> {
     /// The first name is being copied; these wait for it.
     Copying(Vec<EntryJob<D>>),
     /// The first name is done: link to it (or copy on our own if it failed).
@@ -28,19 +40,20 @@ pub enum LinkGroup<D: Destination> {
 
 impl<D: Destination> Engine<'_, D> {
     /// `-H`: the first name of an inode is copied, the others linked to it.
-    pub(super) fn hard_linked_file(&self, job: EntryJob<D>) {
+    pub(super) fn hard_linked_file(&self, job: EntryJob<D>, done: ChildDone<'_, '_, D>) {
         let key = (job.entry.meta.dev, job.entry.meta.ino);
         let rel = job.parent.rel.join(&job.entry.name);
         let leader = {
-            let mut links = self.links.lock().unwrap();
+            let mut links = self.links.0.lock().unwrap();
             match links.get_mut(&key) {
                 None => {
                     links.insert(key, LinkGroup::Copying(Vec::new()));
                     None
                 }
                 Some(LinkGroup::Copying(waiting)) => {
-                    // The leader completes us when it is done.
+                    // The first name's job finishes this one when it is done.
                     waiting.push(job);
+                    done.pass_on();
                     return;
                 }
                 Some(LinkGroup::Done { dir, name, rel, ok }) => {
@@ -56,7 +69,7 @@ impl<D: Destination> Engine<'_, D> {
             None => {
                 let ok = self.file(&job, &rel);
                 let waiting = {
-                    let mut links = self.links.lock().unwrap();
+                    let mut links = self.links.0.lock().unwrap();
                     let done = LinkGroup::Done {
                         dir: job.parent.dir.clone(),
                         name: job.entry.name.clone(),
@@ -69,17 +82,16 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 };
                 for w in waiting {
+                    let _done = self.child_done(w.parent.clone());
                     let wrel = w.parent.rel.join(&w.entry.name);
                     if ok {
                         self.link_to(&w, &wrel, job.parent.dir.as_ref(), &job.entry.name, &rel);
                     } else {
                         self.file(&w, &wrel);
                     }
-                    self.complete(&w.parent);
                 }
             }
         }
-        self.complete(&job.parent);
     }
 
     /// Makes `job`'s name a hard link to the leader's destination file, unless it

@@ -17,24 +17,25 @@ mod dirlinks;
 mod entry;
 mod keep;
 mod links;
-#[cfg(test)]
-mod order;
 mod paths;
+mod race;
 pub mod sched;
 mod shape;
 mod share;
+#[cfg(test)]
+mod tests;
 mod update;
 mod xattr;
 
-use std::collections::HashMap;
+use std::any::Any;
 use std::ffi::OsString;
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::bwlimit::RateLimit;
 use crate::config::Config;
 use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
@@ -57,19 +58,18 @@ pub struct DirNode<D: Destination> {
     meta: Option<Meta>,
     /// How the directory came to be, which says what finalizing it must set.
     origin: Origin,
-    /// Children not yet finished, plus one held by the scan itself.
+    /// Children not yet finished, plus one held by the scan itself: each one a
+    /// [`dir::ChildDone`] while it is worked on.
     pending: AtomicUsize,
     parent: Option<Arc<DirNode<D>>>,
     /// Set when an entry was created or removed in it (its mtime moved).
     changed: AtomicBool,
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
-    // Filter rules (issue 16, filters).
     /// The per-directory filter rules in force for its children.
     filters: Arc<crate::filter::Scope>,
     /// The source directory (for `-X`/`-A`); `None` where `meta` is.
     src: Option<PathBuf>,
-    // Safety options (issue 16).
     /// The basis directories' counterparts of this directory (`--link-dest` and its
     /// kin), opened once for all its children; `None` where one has none.
     basis: OnceLock<Vec<Option<D::Dir>>>,
@@ -105,45 +105,48 @@ pub struct EntryJob<D: Destination> {
     known: DestKnown,
 }
 
-/// One run's shared state.
+/// One run's shared state, in two layers. What every part reads — the settings, the
+/// destination, the output, the counters, the queue and how the run ends — is here.
+/// What one option keeps while the run goes on is a type of the file that carries the
+/// option out, its insides private to that file: no other part can reach them.
 pub struct Engine<'a, D: Destination> {
     cfg: &'a Config,
     /// What decisions depend on (a view of `cfg`).
     rules: plan::Rules<'a>,
     dest: &'a D,
     out: &'a Output,
+    /// DEST as given, for messages.
+    dest_display: PathBuf,
     /// Live counters (read by the progress bar).
     pub stats: Arc<Stats>,
     sched: sched::Sched<ScanJob<D>, EntryJob<D>>,
-    links: Mutex<HashMap<(u64, u64), links::LinkGroup<D>>>,
     /// Raised by SIGINT/SIGTERM.
     interrupted: Arc<AtomicBool>,
-    /// Raised by SIGINT/SIGTERM or a fatal error: workers stop taking jobs.
-    stop: AtomicBool,
+    /// The error that ended the run early, if one did.
     fatal: Mutex<Option<Error>>,
-    /// Completed jobs and their summed latency in microseconds, for the controller.
+    /// What the `--jobs auto` controller measures.
+    load: Load,
+    /// DEST's own directories this run writes into (DEST inside a source).
+    written_roots: dir::WrittenRoots,
+    /// `-H`.
+    links: links::HardLinks<D>,
+    /// `-K`.
+    linked_dirs: dirlinks::LinkedDirs,
+    /// `--max-delete`.
+    delete_budget: delete::MaxDelete,
+    /// `-X`/`-A`.
+    xattrs: xattr::Support,
+    /// How file data is written (`--bwlimit`, `--temp-dir`, `--delay-updates`).
+    writing: update::Writing<D>,
+    /// `--shard`.
+    deal: share::Deal,
+}
+
+/// Completed jobs and their summed latency in microseconds.
+#[derive(Default)]
+struct Load {
     ops_done: AtomicU64,
     busy_us: AtomicU64,
-    /// DEST as given, for messages.
-    dest_display: PathBuf,
-    /// (dev, ino) of the directories this run writes the sources into — DEST for `SRC/`,
-    /// DEST/NAME for `SRC` — so a DEST inside a source is not copied into itself.
-    written_roots: Mutex<Vec<(u64, u64)>>,
-    /// Deletions `--max-delete` still allows.
-    delete_budget: AtomicU64,
-    /// `-X`/`-A`: the destination said it cannot hold them (said once; no more tries).
-    xattrs_off: AtomicBool,
-    /// `-K`: (dev, ino) of the directories written through destination symlinks.
-    linked_dirs: Mutex<Vec<(u64, u64)>>,
-    // Data: how file data is written.
-    /// `--bwlimit`, shared by all workers.
-    limit: Option<RateLimit>,
-    /// `--temp-dir`, opened.
-    temp_dir: Option<D::Dir>,
-    /// `--delay-updates`: files waiting for the end of the run.
-    delayed: Mutex<Vec<update::Delayed<D>>>,
-    /// `--shard`: the deal over the whole tree, made once the roots are listed.
-    deal: std::sync::OnceLock<Option<crate::shard::tree::TreeDeal>>,
 }
 
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
@@ -161,23 +164,19 @@ pub fn run<D: Destination>(
         rules: cfg.rules(),
         dest,
         out,
+        dest_display: display_dest(&cfg.dest),
         stats,
         sched: sched::Sched::new(ctl.jobs()),
-        links: Mutex::new(HashMap::new()),
         interrupted,
-        stop: AtomicBool::new(false),
         fatal: Mutex::new(None),
-        ops_done: AtomicU64::new(0),
-        busy_us: AtomicU64::new(0),
-        dest_display: display_dest(&cfg.dest),
-        written_roots: Mutex::new(Vec::new()),
-        delete_budget: AtomicU64::new(cfg.max_delete.unwrap_or(u64::MAX)),
-        xattrs_off: AtomicBool::new(false),
-        linked_dirs: Mutex::new(Vec::new()),
-        limit: RateLimit::new(cfg.data.bwlimit),
-        temp_dir: update::open_temp_dir(cfg, dest)?,
-        delayed: Mutex::new(Vec::new()),
-        deal: std::sync::OnceLock::new(),
+        load: Load::default(),
+        written_roots: Default::default(),
+        links: Default::default(),
+        linked_dirs: Default::default(),
+        delete_budget: delete::MaxDelete::new(cfg.max_delete),
+        xattrs: Default::default(),
+        writing: update::Writing::new(cfg, dest)?,
+        deal: Default::default(),
     };
     engine.plan_roots()?;
     engine.check_basis_dirs();
@@ -223,17 +222,16 @@ pub fn run<D: Destination>(
         let tick = Duration::from_millis(100);
         let (mut last_ops, mut last_busy, mut last_bytes) = (0, 0, 0);
         let mut last_tick = Instant::now();
-        while !engine.sched.wait_quiescent(&engine.stop, tick) {
+        while !engine.sched.wait_quiescent(tick) {
             if engine.interrupted.load(Ordering::Relaxed) {
-                engine.stop.store(true, Ordering::Relaxed);
-                engine.sched.wake_all();
+                engine.sched.stop();
             }
             if last_tick.elapsed() < tick {
                 continue;
             }
             last_tick = Instant::now();
-            let ops = engine.ops_done.load(Ordering::Relaxed);
-            let busy = engine.busy_us.load(Ordering::Relaxed);
+            let ops = engine.load.ops_done.load(Ordering::Relaxed);
+            let busy = engine.load.busy_us.load(Ordering::Relaxed);
             let bytes = engine.stats.bytes_copied.load(Ordering::Relaxed);
             let now = start.elapsed();
             let changed = ctl.on_interval(
@@ -295,17 +293,28 @@ pub fn run<D: Destination>(
 impl<'a, D: Destination> Engine<'a, D> {
     /// A worker's loop.
     fn work(&self) {
-        while let Some(w) = self.sched.next(&self.stop) {
-            let t0 = Instant::now();
-            match w {
+        while let Some(w) = self.sched.next() {
+            let path = match &w {
+                sched::Work::Scan(j) => j.entry.path.clone(),
+                sched::Work::Entry(j) => j.entry.path.clone(),
+            };
+            Running::new(self, path).run(|| match w {
                 sched::Work::Scan(j) => self.scan(j),
                 sched::Work::Entry(j) => self.entry(j),
-            }
-            self.busy_us
-                .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
-            self.ops_done.fetch_add(1, Ordering::Relaxed);
-            self.sched.finish();
+            });
         }
+    }
+
+    /// Ends the run with `e`: the first fatal error is the one reported (the other
+    /// workers' copies of it would only bury it); workers finish the jobs they hold
+    /// and take no more.
+    fn end_run(&self, e: Error) {
+        let mut f = self.fatal.lock().unwrap();
+        if f.is_none() {
+            *f = Some(e);
+        }
+        drop(f);
+        self.sched.stop();
     }
 
     /// The destination path of `rel`, for messages.
@@ -313,8 +322,6 @@ impl<'a, D: Destination> Engine<'a, D> {
         self.dest_display.join(rel)
     }
 
-    /// Reports a destination error; errors that mean the destination is gone (an NFS
-    /// server that stopped answering) end the run.
     /// `m` with the mtime the destination keeps (see [`Destination::storable_time`]):
     /// what a destination entry is compared with.
     fn as_stored(&self, m: &Meta) -> Meta {
@@ -360,24 +367,19 @@ impl<'a, D: Destination> Engine<'a, D> {
         }
     }
 
+    /// Reports a destination error; errors that mean the destination is gone (an NFS
+    /// server that stopped answering) end the run.
     fn dest_error(&self, rel: &Path, e: dest::Error) {
         Stats::bump(&self.stats.errors);
         if !e.is_fatal() {
             self.out.error(&self.dest_path(rel), &e);
             return;
         }
-        // The destination is gone: the first such error ends the run and is the one
-        // reported; the other workers' copies of it would only bury it.
-        let mut f = self.fatal.lock().unwrap();
-        if f.is_none() {
-            *f = Some(Error::Dest {
-                path: self.dest_path(rel),
-                source: e,
-            });
-        }
-        drop(f);
-        self.stop.store(true, Ordering::Relaxed);
-        self.sched.wake_all();
+        // The destination is gone.
+        self.end_run(Error::Dest {
+            path: self.dest_path(rel),
+            source: e,
+        });
     }
 
     /// Reports a source error (or a vanished source).
@@ -391,20 +393,75 @@ impl<'a, D: Destination> Engine<'a, D> {
             self.out.error(path, e);
         }
     }
+}
 
-    /// Marks one child of `node` finished; finalizes directories whose last child this was.
-    fn complete(&self, node: &Arc<DirNode<D>>) {
-        let mut node = node.clone();
-        loop {
-            if node.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
-                return;
-            }
-            self.finalize(&node);
-            match node.parent.clone() {
-                Some(p) => node = p,
-                None => return,
-            }
+/// A job a worker runs. Dropping it tells the queue the job is over, on every way
+/// out: a job the queue still counted as running would keep the run waiting for it
+/// forever. A job that panicked (a bug) ends the run, as a destination that went away
+/// does: its message is reported with the entry's path, the jobs other workers hold
+/// are finished, and the summary is printed.
+struct Running<'e, 'a, D: Destination> {
+    engine: &'e Engine<'a, D>,
+    /// The entry's source path, for the message.
+    path: PathBuf,
+    started: Instant,
+    /// The message of the panic the job ended with, once caught.
+    panicked: Option<String>,
+}
+
+impl<'e, 'a, D: Destination> Running<'e, 'a, D> {
+    fn new(engine: &'e Engine<'a, D>, path: PathBuf) -> Self {
+        Running {
+            engine,
+            path,
+            started: Instant::now(),
+            panicked: None,
         }
+    }
+
+    /// Runs the job. A panic is caught here rather than left to end the thread:
+    /// `run`'s thread scope would raise it again on the calling thread, and the
+    /// summary and the exit code would be lost with it. (Unwind-safe enough: after a
+    /// panic the run only finishes the jobs in flight and reports; the directory the
+    /// panicked job belonged to is never finalized.)
+    fn run(mut self, job: impl FnOnce()) {
+        if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(job)) {
+            self.panicked = Some(panic_message(payload.as_ref()));
+        }
+    }
+}
+
+impl<D: Destination> Drop for Running<'_, '_, D> {
+    fn drop(&mut self) {
+        let e = self.engine;
+        let load = &e.load;
+        load.busy_us
+            .fetch_add(self.started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        load.ops_done.fetch_add(1, Ordering::Relaxed);
+        // Unwinding through here is a panic that `run` did not catch.
+        let panicked = match self.panicked.take() {
+            None if std::thread::panicking() => Some("a panic not caught".to_string()),
+            p => p,
+        };
+        if let Some(message) = panicked {
+            e.end_run(Error::Panic {
+                path: std::mem::take(&mut self.path),
+                message,
+            });
+        }
+        e.sched.finish();
+    }
+}
+
+/// What a panic said: its `panic!` message, when it had one.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(s), _) => s.to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with no message".to_string(),
     }
 }
 
@@ -437,25 +494,4 @@ fn spawn_up_to(
         }
     }
     (n, None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refused_threads_mean_fewer_workers() {
-        let mut allowed = 3;
-        let (started, err) = spawn_up_to(8, || {
-            if allowed == 0 {
-                return Err(io::Error::from_raw_os_error(libc::EAGAIN));
-            }
-            allowed -= 1;
-            Ok(())
-        });
-        assert_eq!(started, 3);
-        assert_eq!(err.unwrap().raw_os_error(), Some(libc::EAGAIN));
-        let (started, err) = spawn_up_to(4, || Ok(()));
-        assert_eq!((started, err.is_none()), (4, true));
-    }
 }

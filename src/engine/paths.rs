@@ -6,6 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::dir::ChildDone;
 use super::{DestKnown, DirNode, Engine, Origin};
 use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
@@ -101,7 +102,7 @@ impl<D: Destination> Engine<'_, D> {
     /// left and reported (rsync's "mkdir failed: Not a directory", exit 23).
     pub(super) fn scan_bare(
         &self,
-        parent: Arc<DirNode<D>>,
+        parent: ChildDone<'_, '_, D>,
         entry: SrcEntry,
         known: DestKnown,
         implied: Arc<Named>,
@@ -115,14 +116,13 @@ impl<D: Destination> Engine<'_, D> {
                 Ok(m) => m,
                 Err(e) => {
                     self.dest_error(&rel, e);
-                    self.complete(&parent);
                     return;
                 }
             },
         };
         let (dir, origin) = match (existing, pdir) {
             (Some(m), Some(pd)) if m.kind == Kind::Dir => {
-                let Some((d, m)) = self.open_existing(pd, &entry.name, &rel, &parent) else {
+                let Some((d, m)) = self.open_existing(pd, &entry.name, &rel) else {
                     return;
                 };
                 (Some(d), Origin::Found(m))
@@ -130,7 +130,6 @@ impl<D: Destination> Engine<'_, D> {
             (Some(_), _) => {
                 let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
                 self.dest_error(&rel, dest::Error::Entry(e));
-                self.complete(&parent);
                 return;
             }
             (None, Some(pd)) if !self.cfg.dry_run => {
@@ -145,15 +144,13 @@ impl<D: Destination> Engine<'_, D> {
                         (Some(d), Origin::Created(todo))
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        let Some((d, m)) = self.open_existing(pd, &entry.name, &rel, &parent)
-                        else {
+                        let Some((d, m)) = self.open_existing(pd, &entry.name, &rel) else {
                             return;
                         };
                         (Some(d), Origin::Found(m))
                     }
                     Err(e) => {
                         self.dest_error(&rel, e);
-                        self.complete(&parent);
                         return;
                     }
                 }
@@ -173,7 +170,6 @@ impl<D: Destination> Engine<'_, D> {
             (filters, Some(implied)),
         );
         self.scan_children(&node, &entry.path, fresh);
-        self.complete(&node);
     }
 
     /// The entries named at or implied below `t`, read from the source; one that

@@ -26,6 +26,9 @@ pub struct Sched<S, E> {
     cv: Condvar,
     /// The controller thread waits here for the end of the run.
     done_cv: Condvar,
+    /// Raised to end the run early (an interrupt, a fatal error): workers finish the
+    /// jobs they hold and take no more.
+    stop: AtomicBool,
 }
 
 struct State<S, E> {
@@ -59,6 +62,7 @@ impl<S, E> Sched<S, E> {
             }),
             cv: Condvar::new(),
             done_cv: Condvar::new(),
+            stop: AtomicBool::new(false),
         }
     }
 
@@ -86,11 +90,11 @@ impl<S, E> Sched<S, E> {
     }
 
     /// Blocks until there is work for this worker, or returns `None` when the run is
-    /// over (everything done, or `stop` raised).
-    pub fn next(&self, stop: &AtomicBool) -> Option<Work<S, E>> {
+    /// over (everything done, or stopped).
+    pub fn next(&self) -> Option<Work<S, E>> {
         let mut st = self.state.lock().unwrap();
         loop {
-            if st.done || stop.load(Ordering::Relaxed) {
+            if st.done || self.stopped() {
                 return None;
             }
             if st.running < st.limit {
@@ -110,9 +114,9 @@ impl<S, E> Sched<S, E> {
                     return None;
                 }
             }
-            // Every change a waiting worker cares about notifies (`wake_all` after
-            // `stop`, `set_limit`, `push`, the end of the run); the timeout is only a
-            // backstop. It is long because workers above a lowered `--jobs auto` cap
+            // Every change a waiting worker cares about notifies (`stop`, `set_limit`,
+            // `push`, the end of the run); the timeout is only a backstop. It is long
+            // because workers above a lowered `--jobs auto` cap
             // wait here for the rest of the run: 256 of them polling every 100 ms cost
             // the working threads 2,560 lock round trips a second.
             st = self
@@ -140,10 +144,10 @@ impl<S, E> Sched<S, E> {
         }
     }
 
-    /// Waits up to `timeout` for the run to be over: everything done, or `stop`
-    /// raised and no job still running. Returns whether it is over.
-    pub fn wait_quiescent(&self, stop: &AtomicBool, timeout: std::time::Duration) -> bool {
-        let over = |st: &State<S, E>| st.done || (stop.load(Ordering::Relaxed) && st.running == 0);
+    /// Waits up to `timeout` for the run to be over: everything done, or stopped and
+    /// no job still running. Returns whether it is over.
+    pub fn wait_quiescent(&self, timeout: std::time::Duration) -> bool {
+        let over = |st: &State<S, E>| st.done || (self.stopped() && st.running == 0);
         let st = self.state.lock().unwrap();
         if over(&st) {
             return true;
@@ -152,7 +156,18 @@ impl<S, E> Sched<S, E> {
         over(&st)
     }
 
-    /// Wakes every waiting worker (used when `stop` is raised).
+    /// Ends the run early: workers finish the jobs they hold and take no more.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.wake_all();
+    }
+
+    /// Whether [`Sched::stop`] was called.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Wakes every waiting worker (when stopped, or when the run is over).
     pub fn wake_all(&self) {
         // Taking the lock orders this after any worker's check of `stop` under it, so
         // a worker that saw `stop` unset is already waiting and gets the notification.
@@ -193,9 +208,8 @@ mod tests {
         let s: Sched<(), (char, u32)> = Sched::new(1000);
         s.push(vec![], (0..3).map(|i| ('a', i)).collect());
         s.push(vec![], (0..3).map(|i| ('b', i)).collect());
-        let stop = AtomicBool::new(false);
         let mut order = vec![];
-        while let Some(Work::Entry(e)) = s.next(&stop) {
+        while let Some(Work::Entry(e)) = s.next() {
             order.push(e.0);
             if order.len() == 6 {
                 break;
@@ -208,20 +222,18 @@ mod tests {
     fn ends_when_nothing_is_queued_or_running() {
         let s: Sched<u32, u32> = Sched::new(2);
         s.push(vec![1], VecDeque::new());
-        let stop = AtomicBool::new(false);
-        assert!(matches!(s.next(&stop), Some(Work::Scan(1))));
+        assert!(matches!(s.next(), Some(Work::Scan(1))));
         s.finish();
-        assert!(s.next(&stop).is_none());
+        assert!(s.next().is_none());
     }
 
     #[test]
     fn limit_caps_running_jobs() {
         let s: Sched<u32, u32> = Sched::new(1);
         s.push(vec![], (0..2).collect());
-        let stop = AtomicBool::new(false);
-        assert!(s.next(&stop).is_some());
-        // A second worker must wait; raise stop so it returns instead of blocking.
-        stop.store(true, Ordering::Relaxed);
-        assert!(s.next(&stop).is_none());
+        assert!(s.next().is_some());
+        // A second worker must wait; stop so it returns instead of blocking.
+        s.stop();
+        assert!(s.next().is_none());
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use super::Engine;
 use crate::dest::Destination;
@@ -14,6 +15,11 @@ use crate::plan::DirPlan;
 use crate::shard::claim;
 use crate::shard::tree::TreeDeal;
 use crate::walk::SrcEntry;
+
+/// `--shard`: the deal over the whole tree, made once the roots are listed (`None`
+/// inside when the tree is too big to deal whole).
+#[derive(Default)]
+pub(super) struct Deal(OnceLock<Option<TreeDeal>>);
 
 impl<D: Destination> Engine<'_, D> {
     /// The names of `entries` (the source listing of `dir`, below DEST) that are not
@@ -32,7 +38,7 @@ impl<D: Destination> Engine<'_, D> {
             );
         }
         let shard = self.cfg.shard?;
-        let deal = self.deal.get().and_then(Option::as_ref);
+        let deal = self.deal.0.get().and_then(Option::as_ref);
         let mut share = HashSet::new();
         // What the tree's deal did not see is dealt within its directory.
         let mut rest = Vec::new();
@@ -70,7 +76,7 @@ impl<D: Destination> Engine<'_, D> {
                     ),
                 );
             }
-            let _ = self.deal.set(deal);
+            let _ = self.deal.0.set(deal);
         }
     }
 
@@ -108,7 +114,7 @@ impl<D: Destination> Engine<'_, D> {
         if self.cfg.delete {
             return true;
         }
-        let deal = self.deal.get().and_then(Option::as_ref);
+        let deal = self.deal.0.get().and_then(Option::as_ref);
         deal.and_then(|d| d.walks(&dir.join(name))).unwrap_or(true)
     }
 
@@ -146,7 +152,7 @@ mod tests {
 
     /// Runs the engine on `src` into `dst` taking units from `ledger`.
     fn run(src: &Path, dst: &Path, ledger: &Arc<Ledger>) -> crate::report::Summary {
-        let mut cfg = super::super::order::config(src, false);
+        let mut cfg = crate::engine::tests::recorder::config(src, false);
         cfg.dest = dst.to_path_buf();
         cfg.claims = Some(Claims(ledger.clone()));
         let dest = LocalDest::new(&cfg.dest, cfg.owners);

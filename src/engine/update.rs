@@ -13,19 +13,45 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use super::entry::{Attempt, Put};
+use super::entry::Put;
+use super::race::Attempt;
 use super::{DirNode, Engine, EntryJob, Origin};
+use crate::bwlimit::RateLimit;
 use crate::config::{Append, Config};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::exit::Error;
 use crate::meta::{Kind, Meta};
 use crate::temp;
 
+/// How file data is written, for the whole run.
+pub(super) struct Writing<D: Destination> {
+    /// `--bwlimit`, shared by all workers.
+    limit: Option<RateLimit>,
+    /// `--temp-dir`, opened.
+    temp_dir: Option<D::Dir>,
+    /// `--delay-updates`: files waiting for the end of the run.
+    delayed: Mutex<Vec<Delayed<D>>>,
+}
+
+impl<D: Destination> Writing<D> {
+    pub(super) fn new(cfg: &Config, dest: &D) -> Result<Self, Error> {
+        Ok(Writing {
+            limit: RateLimit::new(cfg.data.bwlimit),
+            temp_dir: open_temp_dir(cfg, dest)?,
+            delayed: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// `--bwlimit`'s shared limit.
+    pub(super) fn limit(&self) -> Option<&RateLimit> {
+        self.limit.as_ref()
+    }
+}
+
 /// A transferred file waiting under its temporary name for the end of the run.
-pub(super) struct Delayed<D: Destination> {
+struct Delayed<D: Destination> {
     parent: Arc<DirNode<D>>,
     /// Whether the temporary is in `--temp-dir` rather than beside its final name.
     in_temp_dir: bool,
@@ -71,7 +97,7 @@ impl<D: Destination> Engine<'_, D> {
             return Ok(self.dest.write_file(dir, name, src));
         }
         let temp = temp::name(name);
-        let tdir = self.temp_dir.as_ref().unwrap_or(dir);
+        let tdir = self.writing.temp_dir.as_ref().unwrap_or(dir);
         // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self.dest.write_file(tdir, &temp, src);
         // A copy that changed under us is put in place too, without the source's
@@ -80,9 +106,9 @@ impl<D: Destination> Engine<'_, D> {
             return Ok(written);
         }
         if delay {
-            self.delayed.lock().unwrap().push(Delayed {
+            self.writing.delayed.lock().unwrap().push(Delayed {
                 parent: job.parent.clone(),
-                in_temp_dir: self.temp_dir.is_some(),
+                in_temp_dir: self.writing.temp_dir.is_some(),
                 temp,
                 name: name.clone(),
                 replaces: matches!(put, Put::Replace(_)),
@@ -95,11 +121,13 @@ impl<D: Destination> Engine<'_, D> {
             (Some(_), Put::Replace(_)) => self.back_up(dir, (&job.parent, &job.parent.rel), name),
             _ => Ok(()),
         };
-        match kept.and_then(|()| self.move_into_place(dir, &temp, name, self.temp_dir.is_some())) {
+        match kept
+            .and_then(|()| self.move_into_place(dir, &temp, name, self.writing.temp_dir.is_some()))
+        {
             Ok(()) => Ok(written),
             Err(e) => {
                 // The temporary's name is ours alone: removing it by name is safe.
-                if !e.is_fatal() && !self.stop.load(Ordering::Relaxed) {
+                if !e.is_fatal() && !self.sched.stopped() {
                     let _ = self.dest.remove(tdir, &temp, Kind::File);
                 }
                 if !last && e.kind() == io::ErrorKind::NotFound {
@@ -148,7 +176,7 @@ impl<D: Destination> Engine<'_, D> {
         name: &OsString,
         in_temp_dir: bool,
     ) -> dest::Result<()> {
-        match (&self.temp_dir, in_temp_dir) {
+        match (&self.writing.temp_dir, in_temp_dir) {
             (Some(tdir), true) => self.dest.rename_into(tdir, temp, dir, name),
             _ => self.dest.rename(dir, temp, name),
         }
@@ -158,7 +186,7 @@ impl<D: Destination> Engine<'_, D> {
     /// place, then the mtimes of the directories that changed set again. After a stop
     /// (interrupt, fatal error) the temporaries are removed instead.
     pub(super) fn finish_delayed(&self) {
-        let delayed = std::mem::take(&mut *self.delayed.lock().unwrap());
+        let delayed = std::mem::take(&mut *self.writing.delayed.lock().unwrap());
         // The directories renamed into, and whether one had to be made writable.
         let mut touched: Vec<(Arc<DirNode<D>>, bool)> = Vec::new();
         let mut seen = HashSet::new();
@@ -167,10 +195,10 @@ impl<D: Destination> Engine<'_, D> {
                 continue;
             };
             let rel: PathBuf = d.parent.rel.join(&d.name);
-            if self.stop.load(Ordering::Relaxed) {
+            if self.sched.stopped() {
                 if self.fatal.lock().unwrap().is_none() {
                     let tdir = if d.in_temp_dir {
-                        self.temp_dir.as_ref()
+                        self.writing.temp_dir.as_ref()
                     } else {
                         Some(dir)
                     };
@@ -245,10 +273,7 @@ impl<D: Destination> Engine<'_, D> {
 }
 
 /// `--temp-dir`, opened once; it must exist (rsync: "The temp-dir does not exist").
-pub(super) fn open_temp_dir<D: Destination>(
-    cfg: &Config,
-    dest: &D,
-) -> Result<Option<D::Dir>, Error> {
+fn open_temp_dir<D: Destination>(cfg: &Config, dest: &D) -> Result<Option<D::Dir>, Error> {
     match &cfg.data.temp_dir {
         Some(p) if !cfg.dry_run => match dest.open_path(p, false) {
             Ok(Some(d)) => Ok(Some(d)),

@@ -8,13 +8,20 @@
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Engine;
 use crate::dest::Destination;
 use crate::report::Stats;
 use crate::walk;
 use crate::xattrs::{self, Target, Xattrs};
+
+/// Whether the destination can hold extended attributes and ACLs: once it says it
+/// cannot, no more are tried.
+#[derive(Default)]
+pub(super) struct Support {
+    refused: AtomicBool,
+}
 
 /// Which of rsync's `-i` columns an attribute change shows in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,7 +77,7 @@ impl<D: Destination> Engine<'_, D> {
         apply: bool,
     ) -> XattrChange {
         let set = self.cfg.xattrs;
-        if !set.any() || self.xattrs_off.load(Ordering::Relaxed) {
+        if !set.any() || self.xattrs.refused.load(Ordering::Relaxed) {
             return XattrChange::default();
         }
         let want = match walk::short_path(src, |p| xattrs::read(Target::Path(p), set)) {
@@ -105,7 +112,7 @@ impl<D: Destination> Engine<'_, D> {
         if e.kind() != io::ErrorKind::Unsupported {
             return self.dest_error(rel, e);
         }
-        if !self.xattrs_off.swap(true, Ordering::Relaxed) {
+        if !self.xattrs.refused.swap(true, Ordering::Relaxed) {
             Stats::bump(&self.stats.errors);
             self.out.warn(format_args!(
                 "{}: the destination cannot hold extended attributes or ACLs ({}); \

@@ -125,7 +125,6 @@ impl<D: Destination> Engine<'_, D> {
                 .share_of(Path::new(""), &entries)
                 .is_some_and(|share| share.is_empty())
             {
-                self.complete(&node);
                 return Ok(());
             }
             if let Some(entry) = entries.pop() {
@@ -140,7 +139,6 @@ impl<D: Destination> Engine<'_, D> {
                     }]),
                 );
             }
-            self.complete(&node);
             return Ok(());
         }
 
@@ -267,7 +265,6 @@ impl<D: Destination> Engine<'_, D> {
         let whole = listing_ok || self.cfg.ignore_errors;
         self.deal_tree(&entries);
         self.plan_children(&node, entries, fresh, whole && only_contents);
-        self.complete(&node);
         Ok(())
     }
 

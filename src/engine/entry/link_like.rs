@@ -9,8 +9,8 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::{Attempt, is_race};
 use crate::dest::{self, Destination};
+use crate::engine::race::{Attempt, is_race};
 use crate::engine::{Engine, EntryJob};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};

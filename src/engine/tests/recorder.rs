@@ -1,37 +1,27 @@
-//! The order of destination calls that crash safety rests on, checked against a
-//! recording fake [`Destination`].
-//!
-//! A run killed at any point must leave nothing that looks complete and is not: the
-//! quick check trusts size and mtime. So a file's mtime lands after its content (the
-//! backend does both inside `write_file`; the engine never sets an mtime on a name
-//! whose content is still to come), an update is written under a temporary name and
-//! renamed over the old copy, a directory's mode and mtime are set after everything in
-//! it is done, and `--delete` removes names only after the directory's copies.
+//! A recording fake [`Destination`]: entries kept in memory by path, and every call
+//! that changes one recorded in order, for tests that judge what the engine did.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::run;
 use crate::config::Config;
 use crate::dest::{
     self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
-use crate::exit::ExitCode;
 use crate::meta::{Kind, Meta};
 use crate::plan::Compare;
-use crate::report::{Output, Stats};
 use crate::tune::Jobs;
 
 /// One call the engine made, naming its target by its path below DEST.
 #[derive(Clone, Debug, PartialEq)]
-enum Call {
+pub(super) enum Call {
     Mkdir(PathBuf),
     Write(PathBuf),
     Symlink(PathBuf),
@@ -46,7 +36,7 @@ enum Call {
 impl Call {
     /// The entry whose content (or, for a directory, whose set of names) this call
     /// changes; `None` for attribute calls.
-    fn writes(&self) -> Option<&Path> {
+    pub(super) fn writes(&self) -> Option<&Path> {
         match self {
             Call::Mkdir(p) | Call::Write(p) | Call::Symlink(p) | Call::Link(p) => Some(p),
             Call::Rename(_, to) => Some(to),
@@ -58,10 +48,12 @@ impl Call {
 
 /// A destination kept in memory: entries by path, and every call in order.
 #[derive(Default)]
-struct Recorder {
+pub(super) struct Recorder {
     entries: Mutex<BTreeMap<PathBuf, (Meta, Option<OsString>)>>,
     calls: Mutex<Vec<Call>>,
     next_ino: AtomicU64,
+    /// A name whose `write_file` panics, standing for a bug in a job.
+    panics_on: Option<OsString>,
 }
 
 /// The device number of the fake's objects: a `meta` carrying it is already one of
@@ -73,11 +65,19 @@ fn not_found() -> dest::Error {
 }
 
 impl Recorder {
+    /// An empty fake whose `write_file` panics on `name`.
+    pub(super) fn panicking_on(name: &str) -> Recorder {
+        Recorder {
+            panics_on: Some(name.into()),
+            ..Recorder::default()
+        }
+    }
+
     fn record(&self, c: Call) {
         self.calls.lock().unwrap().push(c);
     }
 
-    fn take_calls(&self) -> Vec<Call> {
+    pub(super) fn take_calls(&self) -> Vec<Call> {
         std::mem::take(&mut *self.calls.lock().unwrap())
     }
 
@@ -184,6 +184,9 @@ impl Destination for Recorder {
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
+        if self.panics_on.as_deref() == Some(name) {
+            panic!("write_file was told to panic on {name:?}");
+        }
         // Content first, then the check that the source did not change, then (as the
         // real backends do last) the mtime: all inside this one call.
         let p = dir.join(name);
@@ -332,7 +335,7 @@ impl Recorder {
     }
 }
 
-pub(super) fn config(src: &Path, delete: bool) -> Config {
+pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
     let mut s = src.as_os_str().to_owned();
     s.push("/");
     Config {
@@ -390,86 +393,14 @@ pub(super) fn config(src: &Path, delete: bool) -> Config {
     }
 }
 
-fn sync(src: &Path, dest: &Recorder, delete: bool) -> Vec<Call> {
-    let cfg = config(src, delete);
-    let out = Output::new(true, 0, false, false);
-    let summary = run(
-        &cfg,
-        dest,
-        &out,
-        Arc::new(Stats::default()),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
-    assert_eq!(summary.exit_code, ExitCode::Success, "{summary:?}");
-    dest.take_calls()
-}
-
-/// The rules, checked over one run's calls; returns how many orderings were checked,
-/// so a test can tell the rules were exercised.
-fn check_order(calls: &[Call], deleted: &[&str]) -> usize {
-    let mut checked = 0;
-    for (i, c) in calls.iter().enumerate() {
-        let before = &calls[..i];
-        let after = &calls[i + 1..];
-        match c {
-            // An mtime set on an entry: its content is complete, nothing writes it later.
-            Call::SetAttrs(p, what) if what.mtime => {
-                assert!(
-                    !after.iter().any(|a| a.writes() == Some(p)),
-                    "{p:?}: mtime set at call {i}, content written after it:\n{calls:#?}"
-                );
-                checked += 1;
-            }
-            // A directory's attributes: everything inside it is done.
-            Call::SetDirAttrs(d, _) => {
-                let late = after.iter().find(|a| match a {
-                    Call::SetDirAttrs(x, _) | Call::SetAttrs(x, _) => x.starts_with(d) && x != d,
-                    a => a.writes().is_some_and(|p| p.starts_with(d) && p != d),
-                });
-                assert!(
-                    late.is_none(),
-                    "{d:?}: attributes set at call {i} before {late:?}:\n{calls:#?}"
-                );
-                checked += 1;
-            }
-            // An update replaces the old copy in one step, after its content is written.
-            Call::Rename(from, _) => {
-                assert!(
-                    before.contains(&Call::Write(from.clone())),
-                    "{from:?} renamed before it was written:\n{calls:#?}"
-                );
-                checked += 1;
-            }
-            _ => {}
-        }
-    }
-    // --delete: names the source lacks go after every copy into their directory.
-    for d in deleted {
-        let d = Path::new(d);
-        let at = calls
-            .iter()
-            .position(|c| matches!(c, Call::Remove(p) | Call::RemoveTree(p) if p == d))
-            .unwrap_or_else(|| panic!("{d:?} was not deleted:\n{calls:#?}"));
-        let parent = d.parent().unwrap();
-        let late = calls[at..].iter().find(|c| {
-            !matches!(c, Call::Remove(_) | Call::RemoveTree(_))
-                && c.writes().is_some_and(|p| p.parent() == Some(parent))
-        });
-        assert!(late.is_none(), "{d:?} deleted before {late:?}:\n{calls:#?}");
-        checked += 1;
-    }
-    checked
-}
-
-fn write(p: &Path, bytes: &[u8], mode: u32) {
+pub(super) fn write(p: &Path, bytes: &[u8], mode: u32) {
     fs::create_dir_all(p.parent().unwrap()).unwrap();
     fs::write(p, bytes).unwrap();
     fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// The source as the fake should now hold it: path → (kind, size, mode, mtime).
-fn expected(src: &Path) -> BTreeMap<PathBuf, (Kind, u64, u32, crate::meta::Time)> {
+pub(super) fn expected(src: &Path) -> BTreeMap<PathBuf, (Kind, u64, u32, crate::meta::Time)> {
     let mut out = BTreeMap::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -485,7 +416,7 @@ fn expected(src: &Path) -> BTreeMap<PathBuf, (Kind, u64, u32, crate::meta::Time)
     out
 }
 
-fn held(dest: &Recorder) -> BTreeMap<PathBuf, (Kind, u64, u32, crate::meta::Time)> {
+pub(super) fn held(dest: &Recorder) -> BTreeMap<PathBuf, (Kind, u64, u32, crate::meta::Time)> {
     let e = dest.entries.lock().unwrap();
     e.iter()
         .map(|(p, (m, _))| {
@@ -493,49 +424,4 @@ fn held(dest: &Recorder) -> BTreeMap<PathBuf, (Kind, u64, u32, crate::meta::Time
             (p.clone(), (m.kind, size, m.mode, m.mtime))
         })
         .collect()
-}
-
-#[test]
-fn calls_come_in_the_order_crash_safety_needs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    write(&src.join("top"), b"top", 0o644);
-    write(&src.join("d1/a"), b"aaaa", 0o644);
-    write(&src.join("d1/b"), b"bb", 0o600);
-    write(&src.join("d1/sub/c"), b"c", 0o755);
-    write(&src.join("d2/e"), b"eeeee", 0o644);
-    write(&src.join("d3/gone/deep"), b"x", 0o644);
-    fs::hard_link(src.join("d1/a"), src.join("d2/a-link")).unwrap();
-    symlink("a", src.join("d1/to-a")).unwrap();
-    fs::set_permissions(src.join("d1/sub"), fs::Permissions::from_mode(0o555)).unwrap();
-
-    // A fresh copy.
-    let dest = Recorder::default();
-    let first = sync(&src, &dest, false);
-    assert_eq!(held(&dest), expected(&src), "first run");
-    let n = check_order(&first, &[]);
-    assert!(n >= 6, "only {n} orderings checked:\n{first:#?}");
-
-    // An update: new content, a changed mode, an added file, names to delete.
-    write(&src.join("d1/a"), b"new content", 0o644);
-    fs::set_permissions(src.join("d1/b"), fs::Permissions::from_mode(0o640)).unwrap();
-    fs::set_permissions(src.join("d1/sub"), fs::Permissions::from_mode(0o755)).unwrap();
-    write(&src.join("d1/sub/added"), b"added", 0o644);
-    fs::remove_file(src.join("d2/e")).unwrap();
-    fs::remove_dir_all(src.join("d3/gone")).unwrap();
-    let second = sync(&src, &dest, true);
-    assert_eq!(held(&dest), expected(&src), "second run");
-    let n = check_order(&second, &["d2/e", "d3/gone"]);
-    assert!(
-        second.iter().any(|c| matches!(c, Call::Rename(..))),
-        "the update was not written under a temporary name:\n{second:#?}"
-    );
-    assert!(n >= 6, "only {n} orderings checked:\n{second:#?}");
-
-    // Nothing to do: no call changes anything.
-    let third = sync(&src, &dest, true);
-    assert!(
-        third.iter().all(|c| c.writes().is_none()),
-        "an up-to-date tree was written to:\n{third:#?}"
-    );
 }
