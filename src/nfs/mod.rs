@@ -23,6 +23,7 @@ pub mod v4;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rpc::policy::{Notice, Notices};
 pub use rpc::url::is_nfs_url;
 use rpc::{setup, url};
 
@@ -59,8 +60,15 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
         Some(v) => v == url::Version::V41,
         None => parsed.mount_port.is_none() || parsed.tls,
     };
+    let notices = printed(config.quiet, out.clone());
     if v41 {
-        match v4::connect(&parsed, config, out.clone(), new_runtime()?, timeout) {
+        match v4::connect(
+            &parsed,
+            config.owners,
+            notices.clone(),
+            new_runtime()?,
+            timeout,
+        ) {
             Ok(d) => return Ok(Dest::V41(d)),
             // Never without TLS when TLS was asked for: NFSv3 cannot have it.
             Err(v4::ConnectError::NotSpoken(e)) if parsed.version.is_none() && !parsed.tls => {
@@ -69,7 +77,19 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
             Err(e) => return Err(e.into_error()),
         }
     }
-    v3::connect(&parsed, config, out, new_runtime()?, timeout).map(Dest::V3)
+    v3::connect(&parsed, config.owners, notices, new_runtime()?, timeout).map(Dest::V3)
+}
+
+/// The clients' notices on the run's output: warnings above the progress bar unless
+/// `-q`, diagnostics always.
+fn printed(quiet: bool, out: Arc<Output>) -> Arc<dyn Notices> {
+    Arc::new(move |n: Notice<'_>| {
+        if !n.is_warning() {
+            out.note(n);
+        } else if !quiet {
+            out.warn(n);
+        }
+    })
 }
 
 /// An NFS destination of either version.

@@ -9,6 +9,7 @@
 
 pub mod error;
 pub(crate) mod pipeline;
+pub mod policy;
 pub mod setup;
 pub mod shape;
 pub mod tls;

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
-use crate::config::Config;
+use crate::dest::OwnerPolicy;
 use crate::exit::Error;
+use crate::nfs::rpc::policy::Notices;
 use crate::nfs::rpc::url::NfsUrl;
 use crate::nfs::rpc::{self, setup};
-use crate::report::Output;
 
 /// Default calls in flight per connection.
 pub const DEFAULT_WINDOW: usize = 64;
@@ -30,8 +30,8 @@ pub const DEFAULT_WINDOW: usize = 64;
 /// garbage) or [`Error::Timeout`].
 pub fn connect(
     parsed: &NfsUrl,
-    config: &Config,
-    out: Arc<Output>,
+    owners: OwnerPolicy,
+    notices: Arc<dyn Notices>,
     rt: Runtime,
     timeout: Duration,
 ) -> Result<NfsDest, Error> {
@@ -70,5 +70,13 @@ pub fn connect(
     });
     let (m, nfs, info) = setup?;
     let label = format!("nfs://{}{}", parsed.host, m.export);
-    Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config, out))
+    Ok(NfsDest::new(
+        rt,
+        Arc::new(nfs),
+        m,
+        info,
+        label,
+        owners,
+        notices,
+    ))
 }

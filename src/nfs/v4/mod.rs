@@ -37,12 +37,12 @@ use std::time::Duration;
 
 pub use dest::{Nfs4Dest, Nfs4Dir};
 
-use crate::config::Config;
+use crate::dest::OwnerPolicy;
 use crate::exit::Error;
 use crate::nfs::rpc;
+use crate::nfs::rpc::policy::Notices;
 use crate::nfs::rpc::setup;
 use crate::nfs::rpc::url::NfsUrl;
-use crate::report::Output;
 
 /// The NFS port when the URL names none (NFSv4 has no portmapper).
 pub const PORT: u16 = 2049;
@@ -86,8 +86,8 @@ impl ConnectError {
 /// looked up. Every step is bounded by `timeout`.
 pub fn connect(
     parsed: &NfsUrl,
-    config: &Config,
-    out: Arc<Output>,
+    owners: OwnerPolicy,
+    notices: Arc<dyn Notices>,
     rt: tokio::runtime::Runtime,
     timeout: Duration,
 ) -> Result<Nfs4Dest, ConnectError> {
@@ -185,8 +185,8 @@ pub fn connect(
             batcher,
             batched: parsed.batch.unwrap_or(slots < BATCH_BELOW_SLOTS),
         },
-        config,
-        out,
+        owners,
+        notices,
     ))
 }
 

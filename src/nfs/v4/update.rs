@@ -54,7 +54,8 @@ impl Nfs4Dest {
         if have.mode & 0o7777 != m.mode || m.mode & 0o6000 != 0 {
             b = b.mode(m.mode);
         }
-        if (self.owners.owner && have.uid != m.uid) || (self.owners.group && have.gid != m.gid) {
+        let owners = self.attrs.owners();
+        if (owners.owner && have.uid != m.uid) || (owners.group && have.gid != m.gid) {
             b = self.with_owners(b, m);
         }
         let b = b.mtime(m.mtime.sec, m.mtime.nsec);

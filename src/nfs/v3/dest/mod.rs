@@ -12,7 +12,6 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3, sattr3};
@@ -27,7 +26,7 @@ use crate::dest::{
 };
 use crate::exit::Error;
 use crate::meta::{Kind, Meta, Time};
-use crate::report::Output;
+use crate::nfs::rpc::policy::{AttrPolicy, Notices};
 
 mod dirs;
 
@@ -93,15 +92,8 @@ pub struct NfsDest {
     pub(super) subpath: Vec<String>,
     label: String,
     pub(super) info: FsInfo,
-    pub(super) owners: OwnerPolicy,
-    /// `-q`: no warnings about the server's limits.
-    pub(super) quiet: bool,
-    /// Where warnings go (above the progress bar).
-    pub(super) out: Arc<Output>,
-    /// The server refused or ignored an owner change: stop asking (see `attrs`).
-    pub(super) owners_refused: AtomicBool,
-    /// The server's unstored symlink times were reported (once per run).
-    pub(super) symlink_times_warned: AtomicBool,
+    /// The owners to keep, until the server shows it does not (see `attrs`).
+    pub(super) attrs: AttrPolicy,
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
     pub(super) budget: Arc<Semaphore>,
     /// Directory handles from the last listings, by (parent handle, name).
@@ -137,8 +129,7 @@ impl Drop for NfsDest {
                     format!("{name}={n}")
                 })
                 .collect();
-            self.out
-                .note(format_args!("NFS calls: {}", counts.join(" ")));
+            self.attrs.calls(&counts.join(" "));
         }
     }
 }
@@ -155,21 +146,17 @@ impl NfsDest {
         m: Mounted,
         info: FsInfo,
         label: String,
-        config: &crate::config::Config,
-        out: Arc<Output>,
+        owners: OwnerPolicy,
+        notices: Arc<dyn Notices>,
     ) -> NfsDest {
         NfsDest {
             rt,
             nfs,
             root: m.root,
             subpath: m.subpath,
+            attrs: AttrPolicy::new(owners, notices, label.clone()),
             label,
             info,
-            owners: config.owners,
-            quiet: config.quiet,
-            out,
-            owners_refused: AtomicBool::new(false),
-            symlink_times_warned: AtomicBool::new(false),
             budget: Arc::new(Semaphore::new(BUDGET)),
             dir_cache: Mutex::new(HashMap::new()),
             link_cache: Mutex::new(HashMap::new()),

@@ -12,7 +12,6 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use nfs3_types::xdr_codec::Opaque;
@@ -30,7 +29,7 @@ use crate::dest::{
     self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
 use crate::meta::{Kind, Meta};
-use crate::report::Output;
+use crate::nfs::rpc::policy::{AttrPolicy, Notices};
 
 mod dirs;
 
@@ -69,11 +68,8 @@ pub struct Nfs4Dest {
     /// DEST's path from the server's root (the pseudo-filesystem's root).
     pub(super) path: Vec<Vec<u8>>,
     label: String,
-    pub(super) owners: OwnerPolicy,
-    pub(super) quiet: bool,
-    pub(super) out: Arc<Output>,
-    pub(super) owners_refused: AtomicBool,
-    pub(super) symlink_times_warned: AtomicBool,
+    /// The owners to keep, until the server shows it does not (see `owners`).
+    pub(super) attrs: AttrPolicy,
     /// Bytes of file data read but not yet acknowledged by the server.
     pub(super) budget: Arc<Semaphore>,
     pub(super) ids: IdMap,
@@ -106,8 +102,8 @@ impl Drop for Nfs4Dest {
     fn drop(&mut self) {
         self.renewer.abort();
         if std::env::var_os("NFSYNC_RPC_STATS").is_some() {
-            self.out.note(format_args!(
-                "NFS calls: COMPOUND={} sessions={}",
+            self.attrs.calls(&format!(
+                "COMPOUND={} sessions={}",
                 self.client.sent(),
                 self.client.sessions()
             ));
@@ -150,17 +146,13 @@ pub(super) fn got_fh(reply: &super::reply::Reply) -> dest::Result<Vec<u8>> {
 }
 
 impl Nfs4Dest {
-    pub(super) fn new(s: Setup, config: &crate::config::Config, out: Arc<Output>) -> Nfs4Dest {
+    pub(super) fn new(s: Setup, owners: OwnerPolicy, notices: Arc<dyn Notices>) -> Nfs4Dest {
         Nfs4Dest {
             rt: s.rt,
             client: s.client,
             path: s.path,
+            attrs: AttrPolicy::new(owners, notices, s.label.clone()),
             label: s.label,
-            owners: config.owners,
-            quiet: config.quiet,
-            out,
-            owners_refused: AtomicBool::new(false),
-            symlink_times_warned: AtomicBool::new(false),
             budget: Arc::new(Semaphore::new(BUDGET)),
             ids: IdMap::default(),
             io_size: s.io_size,
