@@ -8,8 +8,10 @@
 //! `pipeline` keeps a file's data in flight, and `tree` removes a directory tree.
 
 pub mod error;
+pub mod ops;
 pub(crate) mod pipeline;
 pub mod policy;
+mod seam;
 pub mod setup;
 pub mod shape;
 pub mod tls;

@@ -28,7 +28,6 @@ pub mod proto;
 pub mod reply;
 mod root;
 pub mod session;
-mod update;
 mod write;
 
 use std::net::SocketAddr;

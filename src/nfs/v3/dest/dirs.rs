@@ -12,8 +12,7 @@ use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nf
 
 use super::{NfsDest, NfsDir, ok};
 use crate::dest;
-use crate::meta::Meta;
-use crate::nfs::v3::client::{Answer, dirop, meta, post_fh};
+use crate::nfs::v3::client::{Answer, dirop, post_fh};
 use crate::nfs::v3::error;
 
 /// More entries than any real directory holds: a listing past this is a broken server.
@@ -108,16 +107,8 @@ impl NfsDest {
     }
 
     async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<nfs_fh3> {
-        self.lookup_dir_meta(dir, name).await.map(|(fh, _)| fh)
-    }
-
-    pub(super) async fn lookup_dir_meta(
-        &self,
-        dir: &NfsDir,
-        name: &[u8],
-    ) -> dest::Result<(nfs_fh3, Meta)> {
         match self.lookup(dir, name).await? {
-            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok((fh, meta(&a))),
+            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
             Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
             None => Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
         }
