@@ -1,7 +1,7 @@
-//! The directory calls the rest of the NFSv3 path is built on: LOOKUP, MKDIR and
+//! The directory calls the rest of the NFSv3 client is built on: LOOKUP, MKDIR and
 //! READDIRPLUS on a directory's handle.
 //!
-//! Apart from the `Destination` methods because they are the async layer those
+//! Apart from the ops traits' methods because they are the async layer those
 //! methods (and `objects`, `paths`, `write`) call, and share one rule: a directory
 //! handle that went stale is found again from the export root by its path and the
 //! call made once more.
