@@ -65,7 +65,8 @@ impl Nfs4Dest {
         self.with_owner_retry_via(dir, build, false).await
     }
 
-    /// [`Nfs4Dest::with_owner_retry`], through the [`Batcher`](super::batch::Batcher) when `batched`.
+    /// [`Nfs4Dest::with_owner_retry`], through the [`Batcher`](super::batch::Batcher)
+    /// when `batched`.
     pub(super) async fn with_owner_retry_via(
         &self,
         dir: &Nfs4Dir,

@@ -31,7 +31,8 @@ impl Nfs4Dest {
         self.in_dir_via(dir, build, false).await
     }
 
-    /// [`Nfs4Dest::in_dir`], through the [`Batcher`](crate::nfs::v4::batch::Batcher) when `batched`.
+    /// [`Nfs4Dest::in_dir`], through the [`Batcher`](crate::nfs::v4::batch::Batcher)
+    /// when `batched`.
     pub(in crate::nfs::v4) async fn in_dir_via(
         &self,
         dir: &Nfs4Dir,
