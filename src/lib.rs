@@ -2,10 +2,11 @@
 //!
 //! ```text
 //! SRC ─▶ walk ─▶ plan ─────▶ engine ─────▶ Destination ─┬─▶ dest::local (a mounted directory)
-//!        list    match the   workers,      (the seam)    ├─▶ nfs         (NFSv3 on the wire)
-//!                                                        └─▶ nfs4        (NFSv4.1 COMPOUNDs)
-//!                listings,   scheduler, tune
-//!                decide         └─▶ report ─▶ stderr, stdout, --json
+//!        list    match the   workers,      (the seam)    └─▶ nfs         (NFS on the wire)
+//!                listings,   scheduler, tune                  ├─ v4      NFSv4.1 COMPOUNDs
+//!                decide         │                             ├─ v3      NFSv3 + MOUNT
+//!                               ▼                             └─ rpc     what both stand on
+//!                            report ─▶ stderr, stdout, --json
 //! ```
 //!
 //! Data flows one way: [`walk`] lists the source, [`plan`] matches each directory with

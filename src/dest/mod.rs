@@ -1,11 +1,12 @@
 //! The one seam between the engine and the places it writes to.
 //!
 //! The engine decides *what* to do (walk, plan); a [`Destination`] carries it out. The
-//! mount path ([`local::LocalDest`]) speaks POSIX syscalls to any directory; the NFSv3
-//! path speaks the wire protocol itself. Every method names its target as a directory
-//! handle plus an entry name, because that is what both POSIX `*at` calls and NFSv3
-//! (`LOOKUP`, `CREATE`, `REMOVE` all take a directory file handle and a name) want:
-//! the engine never asks a backend to resolve a whole path again.
+//! mount path ([`local::LocalDest`]) speaks POSIX syscalls to any directory; the NFS
+//! path ([`crate::nfs`], NFSv4.1 or NFSv3) speaks the wire protocol itself. Every
+//! method names its target as a directory handle plus an entry name, because that is
+//! what both POSIX `*at` calls and NFS (`LOOKUP`, `CREATE`, `REMOVE` all take a
+//! directory file handle and a name) want: the engine never asks a backend to resolve
+//! a whole path again.
 //!
 //! All methods are blocking and are called from many worker threads at once; that
 //! concurrency is how latency is hidden, so implementations must not serialise calls
@@ -192,7 +193,7 @@ pub struct Wire {
     pub rpcs: u64,
 }
 
-/// A place the engine can write a tree into: a mounted directory or an NFSv3 export.
+/// A place the engine can write a tree into: a mounted directory or an NFS export.
 pub trait Destination: Send + Sync {
     /// A handle to a directory in the destination (a path, or an NFS file handle).
     type Dir: Clone + Send + Sync;

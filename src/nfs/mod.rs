@@ -1,20 +1,23 @@
-//! The NFSv3 path: `nfs://server[:port]/export/path` destinations, spoken directly.
+//! NFS destinations, `nfs://server[:port]/path`, spoken directly: NFSv4.1 or NFSv3.
 //!
-//! The kernel client makes each small file wait for LOOKUP, CREATE, WRITE, COMMIT and
-//! SETATTR one after another. Here every engine worker drives its own file with only
-//! the waits the protocol requires, and all workers share a few multiplexed TCP
+//! The kernel client makes each small file wait for one call after another (LOOKUP,
+//! CREATE, WRITE, COMMIT, SETATTR). Here every engine worker drives its own file with
+//! only the waits the protocol requires, and all workers share a few multiplexed TCP
 //! connections, so hundreds of calls are in flight at once.
 //!
-//! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records, after
-//! [`shape`] has checked every length in them against the record; [`rpc`] is the
-//! multiplexed RPC transport; [`mount`] does portmapper + MOUNT one call at a time over
-//! the same record layer; [`client`] adds NFS retry rules;
-//! [`dest`] implements the engine's [`crate::dest::Destination`], with file data in
-//! `write`, links, nodes and removal in `objects`, and attribute policy in `attrs`.
+//! Layers, bottom up, each naming only those below it:
+//! - [`rpc`]: what both versions stand on and do alike: the URL, records and their
+//!   shape checks, TLS, the multiplexed transport, connection set-up and its advice,
+//!   and, above the calls, the engine's `Destination` written once over small ops
+//!   traits, the data pipeline, tree removal and the owner policy;
+//! - [`v3`]: NFSv3 with MOUNT and the portmapper; [`v4`]: NFSv4.1 with sessions and
+//!   COMPOUND. Neither names the other;
+//! - this module: the version choice ([`connect`]) and [`Dest`], the one place that
+//!   names both, and where the run's configuration and output meet the client.
 //!
-//! `NFSYNC_RPC_STATS=1` prints the calls sent per procedure at the end of a run: a new
-//! file costs CREATE + WRITE + SETATTR, a new directory MKDIR + SETATTR, and a re-run
-//! one READDIRPLUS per directory page.
+//! `NFSYNC_RPC_STATS=1` prints the calls sent at the end of a run (per procedure on
+//! NFSv3: a new file costs CREATE + WRITE + SETATTR, a re-run one READDIRPLUS per
+//! directory page).
 
 pub mod rpc;
 pub mod v3;
@@ -23,6 +26,7 @@ pub mod v4;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rpc::policy::{Notice, Notices};
 pub use rpc::url::is_nfs_url;
 use rpc::{setup, url};
 
@@ -30,14 +34,10 @@ use crate::config::Config;
 use crate::exit::{Error, Why};
 use crate::report::Output;
 
-/// Parses an `nfs://` URL, mounts the export and checks the NFS service answers.
-///
-/// `nfs://server[:nfsport]/export/dir[?opts]`: the export is the longest leading part
-/// of the path the server exports; `dir` below it is created if missing. Options:
-/// `nfsport=N`, `mountport=N` (skip the portmapper), `uid=N`, `gid=N` (AUTH_SYS
-/// identity; default: the caller's uid, gid and groups), `conns=N` TCP connections
-/// (default 4), `window=N` calls in flight per connection (default 64), `resvport` /
-/// `noresvport` (source port below 1024; default: when running as root), `version=3`.
+/// Parses an `nfs://` URL, connects with the version it asks for (NFSv4.1 unless it
+/// says `?version=3` or gives a `mountport`, then NFSv3 when the server does not speak
+/// NFSv4.1) and checks the service answers. The query's options are
+/// [`rpc::url::NfsUrl`]'s.
 ///
 /// Every step is bounded by `config.timeout`; failures are [`Error::Connect`]
 /// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
@@ -59,8 +59,15 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
         Some(v) => v == url::Version::V41,
         None => parsed.mount_port.is_none() || parsed.tls,
     };
+    let notices = printed(config.quiet, out.clone());
     if v41 {
-        match v4::connect(&parsed, config, out.clone(), new_runtime()?, timeout) {
+        match v4::connect(
+            &parsed,
+            config.owners,
+            notices.clone(),
+            new_runtime()?,
+            timeout,
+        ) {
             Ok(d) => return Ok(Dest::V41(d)),
             // Never without TLS when TLS was asked for: NFSv3 cannot have it.
             Err(v4::ConnectError::NotSpoken(e)) if parsed.version.is_none() && !parsed.tls => {
@@ -69,11 +76,25 @@ pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Err
             Err(e) => return Err(e.into_error()),
         }
     }
-    v3::connect(&parsed, config, out, new_runtime()?, timeout).map(Dest::V3)
+    v3::connect(&parsed, config.owners, notices, new_runtime()?, timeout).map(Dest::V3)
+}
+
+/// The clients' notices on the run's output: warnings above the progress bar unless
+/// `-q`, diagnostics always.
+fn printed(quiet: bool, out: Arc<Output>) -> Arc<dyn Notices> {
+    Arc::new(move |n: Notice<'_>| {
+        if !n.is_warning() {
+            out.note(n);
+        } else if !quiet {
+            out.warn(n);
+        }
+    })
 }
 
 /// An NFS destination of either version.
 pub enum Dest {
+    /// NFSv3.
     V3(v3::NfsDest),
+    /// NFSv4.1.
     V41(v4::Nfs4Dest),
 }

@@ -1,14 +1,22 @@
-//! The ONC RPC toolkit both NFS versions stand on: nothing here knows NFSv3 from
-//! NFSv4.1.
+//! What both NFS versions stand on, and what they do alike; nothing here names a
+//! version's module.
 //!
 //! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records, after
-//! [`shape`] has checked every length in them against the record; [`tls`] wraps a
+//! [`shape`] has checked every length in them against the record (the NFSv3 and MOUNT
+//! layouts are here too: they are the record layer's first users); [`tls`] wraps a
 //! connection as EFS's `tls` mount option does; [`transport`] is the multiplexed RPC
-//! client over many connections. Above the calls, what both versions do the same way:
-//! `pipeline` keeps a file's data in flight, and `tree` removes a directory tree.
+//! client, whose failures ([`error`]) say whether the server is gone; [`setup`] makes
+//! the credentials and words a failure to connect.
+//!
+//! Above the calls: a version implements the small traits of [`ops`] and gets the
+//! engine's `Destination` from `seam`, with its file data kept in flight by
+//! `pipeline`, trees removed by `tree`, and owners given up on, once, by [`policy`].
 
 pub mod error;
+pub mod ops;
 pub(crate) mod pipeline;
+pub mod policy;
+mod seam;
 pub mod setup;
 pub mod shape;
 pub mod tls;

@@ -104,9 +104,11 @@ fn startable_threads(want: usize) -> usize {
     n
 }
 
-pub(crate) const PORT_HINT: &str = ": the server refuses unprivileged source ports; run nfsync as root (it \
-     then binds a port below 1024), or allow other ports on the server (`insecure` in \
-     /etc/exports for knfsd, `PrivilegedPort = false;` in the EXPORT block for nfs-ganesha)";
+/// Advice for a server that refuses our unprivileged source port.
+pub(crate) const PORT_HINT: &str = ": the server refuses unprivileged source ports; run \
+     nfsync as root (it then binds a port below 1024), or allow other ports on the server \
+     (`insecure` in /etc/exports for knfsd, `PrivilegedPort = false;` in the EXPORT block \
+     for nfs-ganesha)";
 
 /// A failure while connecting, kept as the cause, with advice where there is some to
 /// give.

@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn claimed_lengths_beyond_the_record_are_refused() {
-        // The MNT reply: a root handle, then 0xfffffff0 auth flavors.
+        // A hostile MNT reply: a root handle, then 0xfffffff0 auth flavors.
         let mut rec = ok_header();
         rec.extend(be(&[0, 4, 0xabcd, 0xffff_fff0, 1]));
         let e = check_reply::<mountres3>(&rec).unwrap_err();

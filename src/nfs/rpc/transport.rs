@@ -9,8 +9,9 @@
 //! semaphore per connection bounds the calls in flight (and with them the memory).
 //!
 //! Every byte from the server is untrusted: record marks are checked against
-//! [`MAX_RECORD`](super::MAX_RECORD) before anything is allocated, lengths inside a record against the
-//! record ([`super::shape`]), and decoding failures become errors, never panics.
+//! [`MAX_RECORD`](super::MAX_RECORD) before anything is allocated, lengths inside a
+//! record against the record ([`super::shape`]), and decoding failures become errors,
+//! never panics.
 
 use std::collections::HashMap;
 use std::io;

@@ -3,45 +3,19 @@
 //! Neither protocol removes a tree in one call, so the client walks it: deepest first,
 //! a directory's files many at once (one round trip for all of them instead of one
 //! each), and the engine asked before each entry goes (see [`Removal`]). The walk is
-//! the same on both versions; only the calls differ, which is what [`TreeOps`] gives.
+//! the same on both versions; only the calls differ, which is what [`ObjectOps`] gives.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::ops::ObjectOps;
 use crate::dest::{self, Removal};
 use crate::meta::Kind;
 
-/// What [`remove_tree`] finds under a name.
-pub(crate) enum Found<D> {
-    /// A directory, opened.
-    Dir(D),
-    /// Anything else.
-    Other(Kind),
-}
-
-/// A backend's calls, blocking, as [`remove_tree`] needs them.
-pub(crate) trait TreeOps {
-    /// A directory handle.
-    type Dir: Clone;
-
-    /// LOOKUP of `name` in `parent`; `None` when it is not there.
-    fn find(&self, parent: &Self::Dir, name: &[u8]) -> dest::Result<Option<Found<Self::Dir>>>;
-
-    /// A directory's entries with their kind when the listing carried it.
-    fn entries(&self, dir: &Self::Dir) -> dest::Result<Vec<(Vec<u8>, Option<Kind>)>>;
-
-    /// Removes one entry; `is_dir` when it is a directory (emptied already).
-    fn remove_one(&self, dir: &Self::Dir, name: &[u8], is_dir: bool) -> dest::Result<()>;
-
-    /// Removes many non-directory entries of one directory at once; one result each,
-    /// in order.
-    fn remove_many(&self, dir: &Self::Dir, names: &[&[u8]]) -> Vec<dest::Result<()>>;
-}
-
 /// Removes `rel`'s last component from `parent` with everything in it (see
 /// [`crate::dest::Destination::remove_tree`]); `rel` is the path the engine is told.
-pub(crate) fn remove_tree<T: TreeOps>(
+pub(crate) fn remove_tree<T: ObjectOps>(
     ops: &T,
     parent: &T::Dir,
     rel: &Path,
@@ -50,23 +24,24 @@ pub(crate) fn remove_tree<T: TreeOps>(
     let name = rel.file_name().unwrap_or(rel.as_os_str()).as_bytes();
     let dir = match ops.find(parent, name)? {
         None => return Ok(true),
-        Some(Found::Other(kind)) => {
+        Some((_, m)) if m.kind != Kind::Dir => {
+            let kind = m.kind;
             // Replaced by something else meanwhile: remove that.
             if !each.may_remove(rel, kind) {
                 return Ok(false);
             }
-            ops.remove_one(parent, name, false)?;
+            ops.remove(parent, name, false)?;
             each.removed(rel, kind);
             return Ok(true);
         }
-        Some(Found::Dir(dir)) => dir,
+        Some((fh, _)) => T::child(parent, fh, name),
     };
     let mut all_gone = true;
     let mut files: Vec<(PathBuf, Kind)> = Vec::new();
-    for (n, kind) in ops.entries(&dir)? {
-        let child = rel.join(OsStr::from_bytes(&n));
+    for e in ops.read_dir(&dir)? {
+        let child = rel.join(OsStr::from_bytes(&e.name));
         // Without a type, REMOVE tells a directory (NOTEMPTY or ISDIR): then as one.
-        let kind = kind.unwrap_or(Kind::File);
+        let kind = e.meta.map_or(Kind::File, |m| m.kind);
         if kind == Kind::Dir {
             all_gone &= remove_tree(ops, &dir, &child, each)?;
         } else if each.may_remove(&child, kind) {
@@ -103,7 +78,7 @@ pub(crate) fn remove_tree<T: TreeOps>(
     if !all_gone || !each.may_remove(rel, Kind::Dir) {
         return Ok(false);
     }
-    ops.remove_one(parent, name, true)?;
+    ops.remove(parent, name, true)?;
     each.removed(rel, Kind::Dir);
     Ok(true)
 }

@@ -38,7 +38,7 @@ pub struct NfsUrl {
     pub window: Option<usize>,
     /// `Some(true)` for `resvport`, `Some(false)` for `noresvport`; `None` = by privilege.
     pub resvport: Option<bool>,
-    /// `?version=`; `None` lets nfsync choose (see `nfs::connect`).
+    /// `?version=`; `None` lets nfsync choose (see `crate::nfs::connect`).
     pub version: Option<Version>,
     /// NFSv4.1 session slots to ask for (`?slots=`).
     pub slots: Option<u32>,

@@ -2,14 +2,12 @@
 //! keep them.
 //!
 //! Everything nfsync creates ends with one SETATTR: the mtime, last, plus whatever the
-//! creating call's returned attributes show is still missing. Two server behaviours
-//! need care, and both get one warning per run instead of an error per file:
-//! * owners: a root-squashed export either refuses a chown (knfsd: NFS3ERR_PERM) or
-//!   answers OK and keeps the squashed owner (nfs-ganesha). Either way nfsync stops
-//!   asking for owners, so content, modes and mtimes still arrive;
-//! * symlink times: nfs-ganesha's VFS answers OK and keeps the server's time.
-
-use std::sync::atomic::Ordering;
+//! creating call's returned attributes show is still missing. A root-squashed export
+//! either refuses a chown (knfsd: NFS3ERR_PERM) or answers OK and keeps the squashed
+//! owner (nfs-ganesha); either way owners are given up on ([`AttrPolicy`]), as are
+//! symlink times nfs-ganesha does not store.
+//!
+//! [`AttrPolicy`]: crate::nfs::rpc::policy::AttrPolicy
 
 use nfs3_types::nfs3::{self as v3, fattr3, nfs_fh3, nfsstat3, sattr3, set_mtime};
 
@@ -21,13 +19,11 @@ use crate::meta::Meta;
 impl NfsDest {
     /// Adds the owners we keep to `s` (those `have` does not already show).
     pub(super) fn set_owners(&self, s: &mut sattr3, m: &Meta, have: Option<&fattr3>) {
-        if self.owners_refused.load(Ordering::Relaxed) {
-            return;
-        }
-        if self.owners.owner && have.is_none_or(|a| a.uid != m.uid) {
+        let owners = self.attrs.owners();
+        if owners.owner && have.is_none_or(|a| a.uid != m.uid) {
             s.uid = v3::Nfs3Option::Some(m.uid);
         }
-        if self.owners.group && have.is_none_or(|a| a.gid != m.gid) {
+        if owners.group && have.is_none_or(|a| a.gid != m.gid) {
             s.gid = v3::Nfs3Option::Some(m.gid);
         }
     }
@@ -61,7 +57,7 @@ impl NfsDest {
     pub(super) fn owners_refused_by(&self, s: &sattr3, stat: nfsstat3) -> bool {
         let asked = s.uid.is_some() || s.gid.is_some();
         if asked && matches!(stat, nfsstat3::NFS3ERR_PERM | nfsstat3::NFS3ERR_ACCES) {
-            self.owners_not_kept();
+            self.attrs.owners_not_kept();
             return true;
         }
         false
@@ -88,38 +84,18 @@ impl NfsDest {
             let uid_lost = matches!(s.uid, v3::Nfs3Option::Some(u) if u != after.uid);
             let gid_lost = matches!(s.gid, v3::Nfs3Option::Some(g) if g != after.gid);
             if uid_lost || gid_lost {
-                self.owners_not_kept();
+                self.attrs.owners_not_kept();
             }
         }
         Ok(a)
-    }
-
-    /// Stops asking for owners, with one warning.
-    fn owners_not_kept(&self) {
-        if !self.owners_refused.swap(true, Ordering::Relaxed) && !self.quiet {
-            self.out.warn(format_args!(
-                "{} does not let us set owners (root squashed?): files \
-                 get the server's owner. Use --no-owner --no-group not to ask, or export \
-                 with no_root_squash",
-                self.label()
-            ));
-        }
     }
 
     /// nfs-ganesha's VFS answers a symlink's SETATTR with OK but keeps its times ("Setting
     /// time on symlinks is illegal"): say so once, since every run will find those
     /// mtimes different again.
     pub(super) fn check_symlink_time(&self, after: Option<&fattr3>, m: &Meta) {
-        if let Some(a) = after
-            && !self.quiet
-            && a.mtime != nfs_time(m.mtime)
-            && !self.symlink_times_warned.swap(true, Ordering::Relaxed)
-        {
-            self.out.warn(format_args!(
-                "{} does not store symlink modification times; \
-                 symlinks keep the server's time",
-                self.label()
-            ));
+        if after.is_some_and(|a| a.mtime != nfs_time(m.mtime)) {
+            self.attrs.symlink_time_not_kept();
         }
     }
 }

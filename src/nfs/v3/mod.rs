@@ -1,4 +1,11 @@
-//! The NFSv3 client.
+//! The NFSv3 client (RFC 1813): the export found by MOUNT, one call per step.
+//!
+//! Layers, bottom up, over the RPC toolkit ([`crate::nfs::rpc`]): [`mount`] does
+//! portmapper + MOUNT one call at a time over the toolkit's record layer; [`client`]
+//! adds NFS retry rules; [`error`] turns statuses into errnos; [`dest`] is the
+//! engine's destination (directories), with file data in `write`, links, nodes and
+//! removal in `objects`, paths beside DEST and RENAME in `paths`, and attribute policy
+//! in `attrs`: each implements one of the toolkit's ops traits.
 
 mod attrs;
 pub mod client;
@@ -16,22 +23,30 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
-use crate::config::Config;
+use crate::dest::OwnerPolicy;
 use crate::exit::Error;
+use crate::nfs::rpc::policy::Notices;
 use crate::nfs::rpc::url::NfsUrl;
 use crate::nfs::rpc::{self, setup};
-use crate::report::Output;
 
 /// Default calls in flight per connection.
 pub const DEFAULT_WINDOW: usize = 64;
 
-/// Mounts the export and checks the NFS service answers. Every step is bounded by
-/// `timeout`; failures are [`Error::Connect`] (unreachable, refused, wrong port,
-/// garbage) or [`Error::Timeout`].
+/// Mounts the export and checks the NFS service answers.
+///
+/// `nfs://server[:nfsport]/export/dir[?opts]`: the export is the longest leading part
+/// of the path the server exports; `dir` below it is created if missing. Options:
+/// `nfsport=N`, `mountport=N` (skip the portmapper), `uid=N`, `gid=N` (AUTH_SYS
+/// identity; default: the caller's uid, gid and groups), `conns=N` TCP connections
+/// (default 4), `window=N` calls in flight per connection (default 64), `resvport` /
+/// `noresvport` (source port below 1024; default: when running as root), `version=3`.
+///
+/// Every step is bounded by `timeout`; failures are [`Error::Connect`] (unreachable,
+/// refused, wrong port, garbage) or [`Error::Timeout`].
 pub fn connect(
     parsed: &NfsUrl,
-    config: &Config,
-    out: Arc<Output>,
+    owners: OwnerPolicy,
+    notices: Arc<dyn Notices>,
     rt: Runtime,
     timeout: Duration,
 ) -> Result<NfsDest, Error> {
@@ -70,5 +85,13 @@ pub fn connect(
     });
     let (m, nfs, info) = setup?;
     let label = format!("nfs://{}{}", parsed.host, m.export);
-    Ok(NfsDest::new(rt, Arc::new(nfs), m, info, label, config, out))
+    Ok(NfsDest::new(
+        rt,
+        Arc::new(nfs),
+        m,
+        info,
+        label,
+        owners,
+        notices,
+    ))
 }

@@ -7,19 +7,17 @@
 //! EXIST means done — checked by LOOKUP, and for LINK by comparing file ids — and NOENT
 //! from REMOVE/RMDIR means removed, and NOENT from RENAME means renamed.
 
-use std::ffi::OsStr;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 
-use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3};
+use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, nfs_fh3, nfsstat3};
 use nfs3_types::xdr_codec::Opaque;
 
-use super::client::{Answer, Nfs, dirop, meta, post_fh, post_op};
+use super::client::{Answer, Nfs, dirop, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
 use super::error;
 use crate::dest;
 use crate::meta::{Kind, Meta};
-use crate::nfs::rpc::tree::{Found, TreeOps};
+use crate::nfs::rpc::ops::ObjectOps;
 
 impl NfsDest {
     /// Finds an object this run just created when the reply did not carry its handle
@@ -54,15 +52,10 @@ impl NfsDest {
             Err(s) => Err(error::status(s)),
         }
     }
+}
 
-    pub(super) fn symlink_impl(
-        &self,
-        dir: &NfsDir,
-        name: &OsStr,
-        target: &OsStr,
-        m: &Meta,
-    ) -> dest::Result<()> {
-        let name = name.as_bytes();
+impl ObjectOps for NfsDest {
+    fn symlink(&self, dir: &NfsDir, name: &[u8], target: &[u8], m: &Meta) -> dest::Result<()> {
         let attrs = self.create_attrs(m, None);
         self.rt.block_on(async {
             let a = self
@@ -71,7 +64,7 @@ impl NfsDest {
                         where_: dirop(&fh, name),
                         symlink: v3::symlinkdata3 {
                             symlink_attributes: attrs.clone(),
-                            symlink_data: v3::nfspath3(Opaque::borrowed(target.as_bytes())),
+                            symlink_data: v3::nfspath3(Opaque::borrowed(target)),
                         },
                     };
                     async move {
@@ -94,15 +87,13 @@ impl NfsDest {
         })
     }
 
-    pub(super) fn hard_link_impl(
+    fn hard_link(
         &self,
         dir: &NfsDir,
-        name: &OsStr,
+        name: &[u8],
         target_dir: &NfsDir,
-        target_name: &OsStr,
+        tname: &[u8],
     ) -> dest::Result<()> {
-        let name = name.as_bytes();
-        let tname = target_name.as_bytes();
         let cached = self
             .link_cache
             .lock()
@@ -158,8 +149,7 @@ impl NfsDest {
         })
     }
 
-    pub(super) fn mknod_impl(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> dest::Result<()> {
-        let name = name.as_bytes();
+    fn mknod(&self, dir: &NfsDir, name: &[u8], m: &Meta) -> dest::Result<()> {
         let attrs = self.create_attrs(m, Some(m.mode));
         let spec = v3::specdata3 {
             specdata1: libc::major(m.rdev),
@@ -200,7 +190,7 @@ impl NfsDest {
         })
     }
 
-    pub(super) fn remove_entry(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> dest::Result<()> {
+    fn remove(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> dest::Result<()> {
         self.rt.block_on(async {
             let a = self
                 .in_dir(dir, |fh| async move {
@@ -214,38 +204,6 @@ impl NfsDest {
                 .await;
             a.map(|_| ())
         })
-    }
-}
-
-impl TreeOps for NfsDest {
-    type Dir = NfsDir;
-
-    fn find(&self, parent: &NfsDir, name: &[u8]) -> dest::Result<Option<Found<NfsDir>>> {
-        Ok(self.rt.block_on(self.lookup(parent, name))?.map(|(fh, a)| {
-            if a.type_ == ftype3::NF3DIR {
-                Found::Dir(parent.child(fh, name))
-            } else {
-                Found::Other(meta(&a).kind)
-            }
-        }))
-    }
-
-    fn entries(&self, dir: &NfsDir) -> dest::Result<Vec<(Vec<u8>, Option<Kind>)>> {
-        let entries = ok(self.rt.block_on(self.readdir(&dir.fh))?)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| {
-                let kind = match &e.name_attributes {
-                    v3::Nfs3Option::Some(a) => Some(meta(a).kind),
-                    v3::Nfs3Option::None => None,
-                };
-                (e.name.0.to_vec(), kind)
-            })
-            .collect())
-    }
-
-    fn remove_one(&self, dir: &NfsDir, name: &[u8], is_dir: bool) -> dest::Result<()> {
-        self.remove_entry(dir, name, is_dir)
     }
 
     fn remove_many(&self, dir: &NfsDir, names: &[&[u8]]) -> Vec<dest::Result<()>> {

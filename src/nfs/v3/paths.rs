@@ -1,6 +1,7 @@
 //! Directories the user names by path beside DEST (`--backup-dir`, `--link-dest`, ...),
 //! and the RENAME between two directories that moves an entry into a backup tree.
 
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use super::dest::{NfsDest, NfsDir, cache_key};
 use super::error;
 use crate::dest;
 use crate::keep::normalize;
+use crate::nfs::rpc::ops::PathOps;
 
 impl NfsDest {
     /// `path` as components below the export root: relative to DEST, or absolute as
@@ -28,7 +30,8 @@ impl NfsDest {
                 .map_err(|_| outside())?
                 .to_path_buf()
         } else {
-            self.subpath.iter().collect::<PathBuf>().join(path)
+            let dest: PathBuf = self.subpath.iter().map(|c| OsStr::from_bytes(c)).collect();
+            dest.join(path)
         };
         let norm = normalize(&rel).ok_or_else(outside)?;
         Ok(norm
@@ -36,8 +39,10 @@ impl NfsDest {
             .map(|c| c.as_os_str().as_bytes().to_vec())
             .collect())
     }
+}
 
-    pub(super) fn open_path_impl(&self, path: &Path, create: bool) -> dest::Result<Option<NfsDir>> {
+impl PathOps for NfsDest {
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<NfsDir>> {
         let comps = self.below_export(path)?;
         let mut dir = self.root_nfs_dir();
         for name in &comps {
@@ -65,7 +70,7 @@ impl NfsDest {
 
     /// RENAME, within one directory (an update put in place) or between two. After a
     /// retry, NOENT for `from` means our first attempt did it when `to` is there now.
-    pub(super) fn rename_into_impl(
+    fn rename(
         &self,
         from_dir: &NfsDir,
         from: &[u8],

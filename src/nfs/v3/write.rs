@@ -9,15 +9,14 @@
 //! if the write verifier changed the server rebooted and lost them, so they are sent
 //! again. The chunks in flight and their memory budget are `pipeline`'s.
 
-use std::fs::File;
 use std::io;
-use std::path::Path;
 use std::sync::Arc;
 
 use nfs3_types::nfs3::{
     self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nfsstat3, stable_how, writeverf3,
 };
 use nfs3_types::xdr_codec::Opaque;
+use tokio::sync::Semaphore;
 
 use super::client::{Nfs, dirop, nfs_time, post_fh, post_op};
 use super::dest::{NfsDest, NfsDir, cache_key, ok};
@@ -26,6 +25,7 @@ use super::objects::remove_call;
 use crate::dest;
 use crate::dest::{CopyError, SourceFile, read_full};
 use crate::meta::Meta;
+use crate::nfs::rpc::ops::FileOps;
 use crate::nfs::rpc::pipeline;
 
 /// A chunk's write verifier (`None`: all FILE_SYNC) and whether its replies agreed.
@@ -201,45 +201,6 @@ impl NfsDest {
         Ok(())
     }
 
-    pub(super) fn write_file_impl(
-        &self,
-        dir: &NfsDir,
-        name: &[u8],
-        src: &SourceFile<'_>,
-    ) -> Result<u64, CopyError> {
-        let m = src.meta;
-        let lost_before = self.nfs.rpc().lost();
-        let (fh, have) = self
-            .rt
-            .block_on(self.create_file(dir, name, m))
-            .map_err(CopyError::dest)?;
-        let size = m.size;
-        let filled = (|| {
-            self.send_data(&fh, src, &src.new_file_ranges()?)?;
-            src.verify_unchanged()?;
-            let mut s = self.finish_attrs(m, have.as_ref(), true);
-            if src.sparse {
-                // Only the data went over the wire: the size makes the trailing hole.
-                s.size = v3::Nfs3Option::Some(size);
-            }
-            self.finish(&fh, s, m, lost_before)
-        })();
-        if let Err(e) = filled {
-            // A server that stopped answering would only make the cleanup wait too.
-            let gone = matches!(&e, CopyError::Dest(d) if d.is_fatal());
-            if !gone && !matches!(e, CopyError::SourceChanged) {
-                self.rt.block_on(self.remove_if_ours(dir, name, &fh));
-            }
-            return Err(e);
-        }
-        if m.nlink > 1
-            && let Ok(mut c) = self.link_cache.lock()
-        {
-            c.insert(cache_key(&dir.fh, name), fh);
-        }
-        Ok(size)
-    }
-
     /// Removes the partial file a failed copy left, but only while `name` still holds
     /// the file we created: another run may have renamed its finished copy over ours
     /// (our WRITE then answers STALE), and that copy must stay. Best effort.
@@ -249,52 +210,6 @@ impl NfsDest {
         {
             let _ = remove_call(&self.nfs, &dir.fh, name, false).await;
         }
-    }
-
-    /// `--inplace` / `--append`: the existing file's handle, the source's bytes from
-    /// `from` on, COMMIT, then one SETATTR with the size (when it differs), mode,
-    /// owners and the mtime.
-    pub(super) fn write_into_impl(
-        &self,
-        dir: &NfsDir,
-        name: &[u8],
-        src: &SourceFile<'_>,
-        from: u64,
-    ) -> Result<u64, CopyError> {
-        let m = src.meta;
-        let lost_before = self.nfs.rpc().lost();
-        let (fh, mut have) = self
-            .rt
-            .block_on(self.lookup(dir, name))
-            .map_err(CopyError::dest)?
-            .ok_or_else(|| CopyError::Dest(io::Error::from_raw_os_error(libc::ENOENT).into()))?;
-        if have.type_ != ftype3::NF3REG {
-            return Err(CopyError::Dest(
-                io::Error::from_raw_os_error(libc::EISDIR).into(),
-            ));
-        }
-        if have.mode & 0o200 == 0 {
-            // Writable for the update (as rsync makes it); the final SETATTR then
-            // sees a mode that differs and gives the file its own.
-            have.mode |= 0o200;
-            let s = v3::sattr3 {
-                mode: v3::Nfs3Option::Some(have.mode & 0o7777),
-                ..Default::default()
-            };
-            self.rt
-                .block_on(self.apply(&fh, s))
-                .and_then(ok)
-                .map_err(CopyError::dest)?;
-        }
-        let ranges = crate::dest::sparse::whole(from, m.size);
-        self.send_data(&fh, src, &ranges)?;
-        src.verify_unchanged()?;
-        let mut s = self.finish_attrs(m, Some(&have), true);
-        if have.size != m.size {
-            s.size = v3::Nfs3Option::Some(m.size);
-        }
-        self.finish(&fh, s, m, lost_before)?;
-        Ok(ranges.iter().map(|r| r.1).sum())
     }
 
     /// The SETATTR that gives a written file its attributes, mtime last; after a lost
@@ -403,27 +318,110 @@ impl NfsDest {
             })
             .collect())
     }
+}
 
-    pub(super) fn same_content_impl(
+impl FileOps for NfsDest {
+    fn write_file(
         &self,
         dir: &NfsDir,
         name: &[u8],
-        src: &Path,
-    ) -> dest::Result<bool> {
-        let file = crate::walk::short_path(src, |p| File::open(p))?;
-        let size = file.metadata()?.len();
-        let Some((fh, at)) = self.rt.block_on(self.lookup(dir, name))? else {
-            return Ok(false);
-        };
-        if at.type_ != ftype3::NF3REG || at.size != size {
-            return Ok(false);
+        src: &SourceFile<'_>,
+    ) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let lost_before = self.nfs.rpc().lost();
+        let (fh, have) = self
+            .rt
+            .block_on(self.create_file(dir, name, m))
+            .map_err(CopyError::dest)?;
+        let size = m.size;
+        let filled = (|| {
+            self.send_data(&fh, src, &src.new_file_ranges()?)?;
+            src.verify_unchanged()?;
+            let mut s = self.finish_attrs(m, have.as_ref(), true);
+            if src.sparse {
+                // Only the data went over the wire: the size makes the trailing hole.
+                s.size = v3::Nfs3Option::Some(size);
+            }
+            self.finish(&fh, s, m, lost_before)
+        })();
+        if let Err(e) = filled {
+            // A server that stopped answering would only make the cleanup wait too.
+            let gone = matches!(&e, CopyError::Dest(d) if d.is_fatal());
+            if !gone && !matches!(e, CopyError::SourceChanged) {
+                self.rt.block_on(self.remove_if_ours(dir, name, &fh));
+            }
+            return Err(e);
         }
-        let nfs = &self.nfs;
-        let rsize = u64::from(self.info.rsize);
-        pipeline::same_bytes(&self.rt, &self.budget, &file, size, rsize, |off, len| {
-            let (nfs, fh) = (nfs.clone(), fh.clone());
-            async move { read_exact(&nfs, &fh, off, len).await }
-        })
+        if m.nlink > 1
+            && let Ok(mut c) = self.link_cache.lock()
+        {
+            c.insert(cache_key(&dir.fh, name), fh);
+        }
+        Ok(size)
+    }
+
+    /// `--inplace` / `--append`: the existing file's handle, the source's bytes from
+    /// `from` on, COMMIT, then one SETATTR with the size (when it differs), mode,
+    /// owners and the mtime.
+    fn write_into(
+        &self,
+        dir: &NfsDir,
+        name: &[u8],
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let lost_before = self.nfs.rpc().lost();
+        let (fh, mut have) = self
+            .rt
+            .block_on(self.lookup(dir, name))
+            .map_err(CopyError::dest)?
+            .ok_or_else(|| CopyError::Dest(io::Error::from_raw_os_error(libc::ENOENT).into()))?;
+        if have.type_ != ftype3::NF3REG {
+            return Err(CopyError::Dest(
+                io::Error::from_raw_os_error(libc::EISDIR).into(),
+            ));
+        }
+        if have.mode & 0o200 == 0 {
+            // Writable for the update (as rsync makes it); the final SETATTR then
+            // sees a mode that differs and gives the file its own.
+            have.mode |= 0o200;
+            let s = v3::sattr3 {
+                mode: v3::Nfs3Option::Some(have.mode & 0o7777),
+                ..Default::default()
+            };
+            self.rt
+                .block_on(self.apply(&fh, s))
+                .and_then(ok)
+                .map_err(CopyError::dest)?;
+        }
+        let ranges = crate::dest::sparse::whole(from, m.size);
+        self.send_data(&fh, src, &ranges)?;
+        src.verify_unchanged()?;
+        let mut s = self.finish_attrs(m, Some(&have), true);
+        if have.size != m.size {
+            s.size = v3::Nfs3Option::Some(m.size);
+        }
+        self.finish(&fh, s, m, lost_before)?;
+        Ok(ranges.iter().map(|r| r.1).sum())
+    }
+
+    fn budget(&self) -> &Arc<Semaphore> {
+        &self.budget
+    }
+
+    fn read_size(&self) -> u64 {
+        u64::from(self.info.rsize)
+    }
+
+    fn read(
+        &self,
+        fh: &nfs_fh3,
+        off: u64,
+        len: u32,
+    ) -> impl Future<Output = dest::Result<Vec<u8>>> + Send + 'static {
+        let (nfs, fh) = (self.nfs.clone(), fh.clone());
+        async move { read_exact(&nfs, &fh, off, len).await }
     }
 }
 

@@ -1,17 +1,18 @@
-//! The NFSv4.1 path (RFC 8881): `nfs://server[:port]/path?version=4.1`, the protocol
+//! The NFSv4.1 client (RFC 8881): `nfs://server[:port]/path?version=4.1`, the protocol
 //! EFS speaks, with sessions and COMPOUND.
 //!
 //! NFSv3 needs a round trip per step of a small file (CREATE, WRITE, SETATTR); NFSv4.1
 //! sends them as one COMPOUND, so a new small file costs one round trip, and the
 //! session's slots make a call re-sent after a lost connection run once.
 //!
-//! Layers, bottom up: [`proto`] encodes the operations (by `nfs3_types`' XDR derive)
-//! and [`reply`] decodes replies within the record's bounds; the RPC transport is the
-//! NFSv3 path's ([`crate::nfs::rpc`]); [`session`] holds the slots; [`client`] adds
-//! the retry rules (same slot after a lost connection, a new session after a server
-//! restart, DELAY and GRACE waited out); [`dest`] implements the engine's
-//! [`crate::dest::Destination`], with file data in `write`, other objects in
-//! `objects`, and attributes in [`attrs`].
+//! Layers, bottom up, over the RPC toolkit ([`crate::nfs::rpc`]): [`proto`] encodes
+//! the operations (by `nfs3_types`' XDR derive) and [`reply`] decodes replies within
+//! the record's bounds; [`session`] holds the slots; [`client`] adds the retry rules
+//! (same slot after a lost connection, a new session after a server restart, DELAY
+//! and GRACE waited out); [`dest`] is the engine's destination (directories), with
+//! file data in `write`, other objects in `objects`, paths beside DEST and RENAME in
+//! `paths`, DEST's own directory in `root`, and attributes in [`attrs`] and
+//! `owners`: each implements one of the toolkit's ops traits.
 //!
 //! There is no MOUNT protocol and no portmapper: port 2049 unless the URL says, and
 //! the path is looked up from the server's root (its pseudo-filesystem).
@@ -28,7 +29,6 @@ pub mod proto;
 pub mod reply;
 mod root;
 pub mod session;
-mod update;
 mod write;
 
 use std::net::SocketAddr;
@@ -37,12 +37,12 @@ use std::time::Duration;
 
 pub use dest::{Nfs4Dest, Nfs4Dir};
 
-use crate::config::Config;
+use crate::dest::OwnerPolicy;
 use crate::exit::{Error, Why};
 use crate::nfs::rpc;
+use crate::nfs::rpc::policy::Notices;
 use crate::nfs::rpc::setup;
 use crate::nfs::rpc::url::NfsUrl;
-use crate::report::Output;
 
 /// The NFS port when the URL names none (NFSv4 has no portmapper).
 pub const PORT: u16 = 2049;
@@ -86,8 +86,8 @@ impl ConnectError {
 /// looked up. Every step is bounded by `timeout`.
 pub fn connect(
     parsed: &NfsUrl,
-    config: &Config,
-    out: Arc<Output>,
+    owners: OwnerPolicy,
+    notices: Arc<dyn Notices>,
     rt: tokio::runtime::Runtime,
     timeout: Duration,
 ) -> Result<Nfs4Dest, ConnectError> {
@@ -186,8 +186,8 @@ pub fn connect(
             batcher,
             batched: parsed.batch.unwrap_or(slots < BATCH_BELOW_SLOTS),
         },
-        config,
-        out,
+        owners,
+        notices,
     ))
 }
 

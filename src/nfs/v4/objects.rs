@@ -17,7 +17,7 @@ use super::proto::{
 use super::reply::Res;
 use crate::dest;
 use crate::meta::{Kind, Meta};
-use crate::nfs::rpc::tree::{Found, TreeOps};
+use crate::nfs::rpc::ops::ObjectOps;
 
 impl Nfs4Dest {
     /// CREATE of a non-file object followed by SETATTR (`finish`) in one compound;
@@ -89,13 +89,21 @@ impl Nfs4Dest {
         Ok(None)
     }
 
-    pub(super) fn symlink_impl(
-        &self,
-        dir: &Nfs4Dir,
-        n: &[u8],
-        target: &[u8],
-        m: &Meta,
-    ) -> dest::Result<()> {
+    /// REMOVE of a file or an empty directory; NOENT after our own retry is done.
+    pub(super) async fn remove_entry(&self, dir: &Nfs4Dir, n: &[u8]) -> dest::Result<()> {
+        let a = self
+            .in_dir(dir, |fh| vec![put(fh), Op::Remove(name(n))])
+            .await?;
+        match a.reply.status {
+            status::OK => Ok(()),
+            status::NOENT if a.ambiguous => Ok(()),
+            st => Err(error::status(st)),
+        }
+    }
+}
+
+impl ObjectOps for Nfs4Dest {
+    fn symlink(&self, dir: &Nfs4Dir, n: &[u8], target: &[u8], m: &Meta) -> dest::Result<()> {
         let link = CreateType::Link(Opaque::owned(target.to_vec()));
         let finish = AttrsBuilder::default().mtime(m.mtime.sec, m.mtime.nsec);
         let new = NewObject {
@@ -109,7 +117,7 @@ impl Nfs4Dest {
         Ok(())
     }
 
-    pub(super) fn mknod_impl(&self, dir: &Nfs4Dir, n: &[u8], m: &Meta) -> dest::Result<()> {
+    fn mknod(&self, dir: &Nfs4Dir, n: &[u8], m: &Meta) -> dest::Result<()> {
         let spec = SpecData {
             major: libc::major(m.rdev),
             minor: libc::minor(m.rdev),
@@ -135,7 +143,7 @@ impl Nfs4Dest {
             .map(|_| ())
     }
 
-    pub(super) fn hard_link_impl(
+    fn hard_link(
         &self,
         dir: &Nfs4Dir,
         n: &[u8],
@@ -182,41 +190,7 @@ impl Nfs4Dest {
         })
     }
 
-    /// REMOVE of a file or an empty directory; NOENT after our own retry is done.
-    pub(super) async fn remove_entry(&self, dir: &Nfs4Dir, n: &[u8]) -> dest::Result<()> {
-        let a = self
-            .in_dir(dir, |fh| vec![put(fh), Op::Remove(name(n))])
-            .await?;
-        match a.reply.status {
-            status::OK => Ok(()),
-            status::NOENT if a.ambiguous => Ok(()),
-            st => Err(error::status(st)),
-        }
-    }
-}
-
-impl TreeOps for Nfs4Dest {
-    type Dir = Nfs4Dir;
-
-    fn find(&self, parent: &Nfs4Dir, n: &[u8]) -> dest::Result<Option<Found<Nfs4Dir>>> {
-        Ok(self.rt.block_on(self.lookup(parent, n))?.map(|(fh, m)| {
-            if m.kind == Kind::Dir {
-                Found::Dir(parent.child(fh, n))
-            } else {
-                Found::Other(m.kind)
-            }
-        }))
-    }
-
-    fn entries(&self, dir: &Nfs4Dir) -> dest::Result<Vec<(Vec<u8>, Option<Kind>)>> {
-        let entries = self.rt.block_on(self.readdir(dir))?;
-        Ok(entries
-            .into_iter()
-            .map(|(n, d)| (n, d.meta.map(|m| m.kind)))
-            .collect())
-    }
-
-    fn remove_one(&self, dir: &Nfs4Dir, n: &[u8], _is_dir: bool) -> dest::Result<()> {
+    fn remove(&self, dir: &Nfs4Dir, n: &[u8], _is_dir: bool) -> dest::Result<()> {
         // NFSv4 REMOVE takes directories too.
         self.rt.block_on(self.remove_entry(dir, n))
     }

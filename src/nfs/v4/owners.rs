@@ -1,9 +1,9 @@
 //! Which attributes creating calls carry, and what to do when the server does not keep
-//! them: as on NFSv3 (see `crate::nfs::attrs`), a server that refuses owners (root
-//! squashed: PERM, ACCESS, BADOWNER) gets the call again without them and one warning,
-//! and ganesha's unstored symlink times get one warning.
-
-use std::sync::atomic::Ordering;
+//! them: a server that refuses owners (root squashed: PERM, ACCESS, BADOWNER) gets the
+//! call again without them, and owners are given up on ([`AttrPolicy`]), as are
+//! symlink times nfs-ganesha does not store.
+//!
+//! [`AttrPolicy`]: crate::nfs::rpc::policy::AttrPolicy
 
 use super::client::Answer;
 use super::dest::{Nfs4Dest, Nfs4Dir};
@@ -13,18 +13,17 @@ use crate::meta::Meta;
 
 impl Nfs4Dest {
     pub(super) fn with_owners(&self, b: AttrsBuilder, m: &Meta) -> AttrsBuilder {
-        if self.owners_refused.load(Ordering::Relaxed) {
+        let owners = self.attrs.owners();
+        if !(owners.owner || owners.group) {
             return b;
         }
-        b.owner(
-            self.owners.owner.then_some(m.uid),
-            self.owners.group.then_some(m.gid),
-        )
+        b.owner(owners.owner.then_some(m.uid), owners.group.then_some(m.gid))
     }
 
     /// Whether owners were asked for (by `self.with_owners`).
     pub(super) fn asks_owners(&self) -> bool {
-        (self.owners.owner || self.owners.group) && !self.owners_refused.load(Ordering::Relaxed)
+        let owners = self.attrs.owners();
+        owners.owner || owners.group
     }
 
     /// Whether a failed call that asked for owners should be sent again without them
@@ -36,36 +35,16 @@ impl Nfs4Dest {
                 status::PERM | status::ACCESS | status::BADOWNER | status::INVAL
             )
         {
-            self.owners_not_kept();
+            self.attrs.owners_not_kept();
             return true;
         }
         false
     }
 
-    /// Stops asking for owners, with one warning.
-    pub(super) fn owners_not_kept(&self) {
-        if !self.owners_refused.swap(true, Ordering::Relaxed) && !self.quiet {
-            self.out.warn(format_args!(
-                "{} does not let us set owners (root squashed?): files get the server's \
-                 owner. Use --no-owner --no-group not to ask, or export with no_root_squash",
-                self.label()
-            ));
-        }
-    }
-
-    /// nfs-ganesha's VFS answers a symlink's SETATTR with OK but keeps its times: say
-    /// so once, since every run will find those mtimes different again.
+    /// nfs-ganesha's VFS answers a symlink's SETATTR with OK but keeps its times.
     pub(super) fn check_symlink_time(&self, after: Option<Meta>, m: &Meta) {
-        if let Some(a) = after
-            && !self.quiet
-            && a.mtime != m.mtime
-            && !self.symlink_times_warned.swap(true, Ordering::Relaxed)
-        {
-            self.out.warn(format_args!(
-                "{} does not store symlink modification times; symlinks keep the \
-                 server's time",
-                self.label()
-            ));
+        if after.is_some_and(|a| a.mtime != m.mtime) {
+            self.attrs.symlink_time_not_kept();
         }
     }
 
@@ -86,7 +65,8 @@ impl Nfs4Dest {
         self.with_owner_retry_via(dir, build, false).await
     }
 
-    /// [`Nfs4Dest::with_owner_retry`], through the [`Batcher`] when `batched`.
+    /// [`Nfs4Dest::with_owner_retry`], through the [`Batcher`](super::batch::Batcher)
+    /// when `batched`.
     pub(super) async fn with_owner_retry_via(
         &self,
         dir: &Nfs4Dir,

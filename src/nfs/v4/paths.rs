@@ -12,6 +12,7 @@ use super::proto::{Bitmap, Op, RenameArgs, attr, name, status};
 use super::reply::Res;
 use crate::dest;
 use crate::keep::normalize;
+use crate::nfs::rpc::ops::PathOps;
 
 impl Nfs4Dest {
     /// `path` as components below the server's root: relative to DEST, or absolute
@@ -37,12 +38,10 @@ impl Nfs4Dest {
             .map(|c| c.as_os_str().as_bytes().to_vec())
             .collect())
     }
+}
 
-    pub(super) fn open_path_impl(
-        &self,
-        path: &Path,
-        create: bool,
-    ) -> dest::Result<Option<Nfs4Dir>> {
+impl PathOps for Nfs4Dest {
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<Nfs4Dir>> {
         let comps = self.below_root(path)?;
         if create {
             return self.dir_of(&comps).map(Some);
@@ -72,7 +71,7 @@ impl Nfs4Dest {
 
     /// RENAME, within one directory (an update put in place) or between two (SAVEFH
     /// holds the source directory); NOENT after our own retry is done.
-    pub(super) fn rename_into_impl(
+    fn rename(
         &self,
         from_dir: &Nfs4Dir,
         from: &[u8],

@@ -19,13 +19,8 @@ impl Nfs4Dest {
         got_fh(&ok(self.client.compound(ops).await?)?)
     }
 
-    /// The directory at DEST's path (or its first `upto` components), made (0755)
-    /// where missing, as `mkdir -p` would: one compound to look, one to make the rest.
-    pub(super) fn dir_at(&self, upto: usize) -> dest::Result<Nfs4Dir> {
-        self.dir_of(&self.path[..upto])
-    }
-
-    /// The directory at `path` below the server's root, made (0755) where missing.
+    /// The directory at `path` below the server's root, made (0755) where missing, as
+    /// `mkdir -p` would: one compound to look, one to make the rest.
     pub(super) fn dir_of(&self, path: &[Vec<u8>]) -> dest::Result<Nfs4Dir> {
         self.rt.block_on(async {
             for _ in 0..3 {

@@ -7,13 +7,13 @@
 //!
 //! Bigger files: OPEN, UNSTABLE WRITEs in flight within the byte budget, COMMIT (sent
 //! again when the write verifier changed: the server restarted and lost them), then
-//! SETATTR mtime and CLOSE.
+//! SETATTR mtime and CLOSE. An update in place (`--inplace`, `--append`) needs no OPEN.
 
-use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::sync::Arc;
 
 use nfs3_types::xdr_codec::Opaque;
+use tokio::sync::Semaphore;
 
 use super::client::Client;
 use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok, put};
@@ -23,8 +23,9 @@ use super::proto::{
     ReadArgs, SHARE_WRITE_NO_DELEG, SetAttrArgs, StateId, Verifier, WriteArgs, name, status,
 };
 use super::reply::Res;
-use crate::dest::{self, CopyError, SourceFile, read_full};
+use crate::dest::{self, CopyError, SourceFile, read_full, sparse};
 use crate::meta::{Kind, Meta};
+use crate::nfs::rpc::ops::FileOps;
 use crate::nfs::rpc::pipeline;
 
 /// `stable_how4`.
@@ -76,33 +77,6 @@ impl Nfs4Dest {
             b = b.mode(m.mode);
         }
         b.mtime(m.mtime.sec, m.mtime.nsec)
-    }
-
-    pub(super) fn write_file_impl(
-        &self,
-        dir: &Nfs4Dir,
-        n: &[u8],
-        src: &SourceFile<'_>,
-    ) -> Result<u64, CopyError> {
-        let sessions = self.client.sessions();
-        // With -S a file with holes sends only its data extents, which the one
-        // compound does not do.
-        let holes = src.sparse && src.new_file_ranges()? != dest::sparse::whole(0, src.meta.size);
-        let write = || {
-            if src.meta.size <= u64::from(self.io_size) && !holes {
-                self.write_small(dir, n, src)
-            } else {
-                self.write_large(dir, n, src)
-            }
-        };
-        match write() {
-            // The server restarted under a big file and lost its open state: once
-            // more from the start (our partial file is gone by now).
-            Err(CopyError::Dest(e)) if self.client.sessions() != sessions && !e.is_fatal() => {
-                write()
-            }
-            r => r,
-        }
     }
 
     /// The one-compound copy.
@@ -330,26 +304,110 @@ impl Nfs4Dest {
             let _ = self.remove_entry(dir, n).await;
         }
     }
+}
 
-    pub(super) fn same_content_impl(
+impl FileOps for Nfs4Dest {
+    fn write_file(&self, dir: &Nfs4Dir, n: &[u8], src: &SourceFile<'_>) -> Result<u64, CopyError> {
+        let sessions = self.client.sessions();
+        // With -S a file with holes sends only its data extents, which the one
+        // compound does not do.
+        let holes = src.sparse && src.new_file_ranges()? != dest::sparse::whole(0, src.meta.size);
+        let write = || {
+            if src.meta.size <= u64::from(self.io_size) && !holes {
+                self.write_small(dir, n, src)
+            } else {
+                self.write_large(dir, n, src)
+            }
+        };
+        match write() {
+            // The server restarted under a big file and lost its open state: once
+            // more from the start (our partial file is gone by now).
+            Err(CopyError::Dest(e)) if self.client.sessions() != sessions && !e.is_fatal() => {
+                write()
+            }
+            r => r,
+        }
+    }
+
+    /// `--inplace` / `--append`: the existing file's data rewritten from an offset
+    /// with the anonymous stateid (no OPEN: nothing is created, and a share
+    /// reservation would only keep other clients out), COMMIT, then one SETATTR with
+    /// the size when it differs, the mode, owners that differ, and the mtime last.
+    fn write_into(
         &self,
         dir: &Nfs4Dir,
         n: &[u8],
-        src: &Path,
-    ) -> dest::Result<bool> {
-        let file = crate::walk::short_path(src, |p| File::open(p))?;
-        let size = file.metadata()?.len();
-        let Some((fh, at)) = self.rt.block_on(self.lookup(dir, n))? else {
-            return Ok(false);
-        };
-        if at.kind != Kind::File || at.size != size {
-            return Ok(false);
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        let m = src.meta;
+        let (fh, mut have) = self
+            .rt
+            .block_on(self.lookup(dir, n))
+            .map_err(CopyError::dest)?
+            .ok_or_else(|| CopyError::Dest(errno_err(libc::ENOENT)))?;
+        if have.kind != Kind::File {
+            return Err(CopyError::Dest(errno_err(libc::EISDIR)));
         }
-        let chunk = u64::from(self.io_size);
-        pipeline::same_bytes(&self.rt, &self.budget, &file, size, chunk, |off, len| {
-            let (client, fh) = (self.client.clone(), fh.clone());
-            async move { read_exact(&client, &fh, off, len).await }
-        })
+        if have.mode & 0o200 == 0 {
+            // Writable for the update (as rsync makes it); the final SETATTR then
+            // sees a mode that differs and gives the file its own.
+            have.mode |= 0o200;
+            self.rt
+                .block_on(self.client.compound(vec![
+                    put(&fh),
+                    Op::SetAttr(SetAttrArgs {
+                        stateid: StateId::ANONYMOUS,
+                        attrs: AttrsBuilder::default().mode(have.mode).build(),
+                    }),
+                ]))
+                .and_then(ok)
+                .map_err(CopyError::dest)?;
+        }
+        let ranges = sparse::whole(from, m.size);
+        self.send_data(&fh, StateId::ANONYMOUS, src, &ranges)?;
+        src.verify_unchanged()?;
+        let mut b = AttrsBuilder::default();
+        if have.size != m.size {
+            b = b.size(m.size);
+        }
+        if have.mode & 0o7777 != m.mode || m.mode & 0o6000 != 0 {
+            b = b.mode(m.mode);
+        }
+        let owners = self.attrs.owners();
+        if (owners.owner && have.uid != m.uid) || (owners.group && have.gid != m.gid) {
+            b = self.with_owners(b, m);
+        }
+        let b = b.mtime(m.mtime.sec, m.mtime.nsec);
+        self.rt
+            .block_on(self.client.compound(vec![
+                put(&fh),
+                Op::SetAttr(SetAttrArgs {
+                    stateid: StateId::ANONYMOUS,
+                    attrs: b.build(),
+                }),
+            ]))
+            .and_then(ok)
+            .map_err(CopyError::dest)?;
+        Ok(ranges.iter().map(|r| r.1).sum())
+    }
+
+    fn budget(&self) -> &Arc<Semaphore> {
+        &self.budget
+    }
+
+    fn read_size(&self) -> u64 {
+        u64::from(self.io_size)
+    }
+
+    fn read(
+        &self,
+        fh: &Vec<u8>,
+        off: u64,
+        len: u32,
+    ) -> impl Future<Output = dest::Result<Vec<u8>>> + Send + 'static {
+        let (client, fh) = (self.client.clone(), fh.clone());
+        async move { read_exact(&client, &fh, off, len).await }
     }
 }
 

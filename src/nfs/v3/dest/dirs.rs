@@ -1,7 +1,7 @@
-//! The directory calls the rest of the NFSv3 path is built on: LOOKUP, MKDIR and
+//! The directory calls the rest of the NFSv3 client is built on: LOOKUP, MKDIR and
 //! READDIRPLUS on a directory's handle.
 //!
-//! Apart from the `Destination` methods because they are the async layer those
+//! Apart from the ops traits' methods because they are the async layer those
 //! methods (and `objects`, `paths`, `write`) call, and share one rule: a directory
 //! handle that went stale is found again from the export root by its path and the
 //! call made once more.
@@ -12,8 +12,7 @@ use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nf
 
 use super::{NfsDest, NfsDir, ok};
 use crate::dest;
-use crate::meta::Meta;
-use crate::nfs::v3::client::{Answer, dirop, meta, post_fh};
+use crate::nfs::v3::client::{Answer, dirop, post_fh};
 use crate::nfs::v3::error;
 
 /// More entries than any real directory holds: a listing past this is a broken server.
@@ -108,16 +107,8 @@ impl NfsDest {
     }
 
     async fn lookup_dir(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<nfs_fh3> {
-        self.lookup_dir_meta(dir, name).await.map(|(fh, _)| fh)
-    }
-
-    pub(super) async fn lookup_dir_meta(
-        &self,
-        dir: &NfsDir,
-        name: &[u8],
-    ) -> dest::Result<(nfs_fh3, Meta)> {
         match self.lookup(dir, name).await? {
-            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok((fh, meta(&a))),
+            Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
             Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
             None => Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
         }

@@ -1,4 +1,5 @@
-//! [`NfsDest`]: the engine's [`Destination`] spoken as NFSv3.
+//! [`NfsDest`]: the engine's [`Destination`](crate::dest::Destination) spoken as NFSv3
+//! (through [`NfsOps`] and the other ops traits).
 //!
 //! The trait is blocking and called from many worker threads; each call runs its
 //! RPCs with `Runtime::block_on` on the calling thread, and the transport is shared
@@ -8,11 +9,7 @@
 //! `open_dir`, and hard-link targets' handles for `hard_link`).
 
 use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, ftype3, nfs_fh3, nfsstat3, sattr3};
@@ -22,12 +19,11 @@ use tokio::sync::Semaphore;
 use super::client::{Answer, NFS3_TIMES, Nfs, meta, mtime_only, post_fh, post_op};
 use super::error;
 use super::mount::Mounted;
-use crate::dest::{
-    self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
-};
+use crate::dest::{self, AttrSet, OwnerPolicy, RootState};
 use crate::exit::{Error, Why};
-use crate::meta::{Kind, Meta, Time};
-use crate::report::Output;
+use crate::meta::{Meta, Time};
+use crate::nfs::rpc::ops::{DirCache, EntryKey, Listed, NfsOps};
+use crate::nfs::rpc::policy::{AttrPolicy, Notices};
 
 mod dirs;
 
@@ -90,31 +86,21 @@ pub struct NfsDest {
     pub(super) rt: Runtime,
     pub(super) nfs: Arc<Nfs>,
     root: nfs_fh3,
-    pub(super) subpath: Vec<String>,
+    /// DEST's path below the export root.
+    pub(super) subpath: Vec<Vec<u8>>,
     label: String,
     pub(super) info: FsInfo,
-    pub(super) owners: OwnerPolicy,
-    /// `-q`: no warnings about the server's limits.
-    pub(super) quiet: bool,
-    /// Where warnings go (above the progress bar).
-    pub(super) out: Arc<Output>,
-    /// The server refused or ignored an owner change: stop asking (see `attrs`).
-    pub(super) owners_refused: AtomicBool,
-    /// The server's unstored symlink times were reported (once per run).
-    pub(super) symlink_times_warned: AtomicBool,
+    /// The owners to keep, until the server shows it does not (see `attrs`).
+    pub(super) attrs: AttrPolicy,
     /// Bytes of file data read but not yet acknowledged by the server, for all files.
     pub(super) budget: Arc<Semaphore>,
-    /// Directory handles from the last listings, by (parent handle, name).
-    dir_cache: Mutex<HashMap<EntryKey, (nfs_fh3, Meta)>>,
+    dir_cache: DirCache<nfs_fh3>,
     /// Handles of written files that have other links, for `hard_link`.
     pub(super) link_cache: Mutex<HashMap<EntryKey, nfs_fh3>>,
     /// The export's path on the server, for `--backup-dir` and the like given as
     /// absolute paths.
     pub(super) export: String,
 }
-
-/// (directory handle, entry name): how the handle caches are keyed.
-pub(super) type EntryKey = (Vec<u8>, Vec<u8>);
 
 /// Memory for file data in flight, all files together (see `write::held`): with
 /// 1 MiB writes, 32 calls.
@@ -137,8 +123,7 @@ impl Drop for NfsDest {
                     format!("{name}={n}")
                 })
                 .collect();
-            self.out
-                .note(format_args!("NFS calls: {}", counts.join(" ")));
+            self.attrs.calls(&counts.join(" "));
         }
     }
 }
@@ -155,39 +140,106 @@ impl NfsDest {
         m: Mounted,
         info: FsInfo,
         label: String,
-        config: &crate::config::Config,
-        out: Arc<Output>,
+        owners: OwnerPolicy,
+        notices: Arc<dyn Notices>,
     ) -> NfsDest {
         NfsDest {
             rt,
             nfs,
             root: m.root,
-            subpath: m.subpath,
+            subpath: m.subpath.into_iter().map(String::into_bytes).collect(),
+            attrs: AttrPolicy::new(owners, notices, label.clone()),
             label,
             info,
-            owners: config.owners,
-            quiet: config.quiet,
-            out,
-            owners_refused: AtomicBool::new(false),
-            symlink_times_warned: AtomicBool::new(false),
             budget: Arc::new(Semaphore::new(BUDGET)),
-            dir_cache: Mutex::new(HashMap::new()),
+            dir_cache: DirCache::default(),
             link_cache: Mutex::new(HashMap::new()),
             export: m.export,
         }
     }
 
-    /// `nfs://server/export`, for messages.
-    pub fn label(&self) -> &str {
+    pub(super) fn root_nfs_dir(&self) -> NfsDir {
+        NfsDir {
+            fh: self.root.clone(),
+            path: Arc::new(Vec::new()),
+        }
+    }
+}
+
+pub(super) fn cache_key(dir: &nfs_fh3, name: &[u8]) -> EntryKey {
+    (dir.data.to_vec(), name.to_vec())
+}
+
+impl NfsOps for NfsDest {
+    type Dir = NfsDir;
+    type Fh = nfs_fh3;
+    const TOP: &'static str = "the export root";
+
+    /// `nfs://server/export`.
+    fn label(&self) -> &str {
         &self.label
     }
 
-    /// The directory at `path` below the export root, made (0755) where missing, as
-    /// `mkdir -p` would.
-    fn dir_below_root(&self, path: &[String]) -> dest::Result<NfsDir> {
+    fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    fn dir_cache(&self) -> &DirCache<nfs_fh3> {
+        &self.dir_cache
+    }
+
+    fn handle(dir: &NfsDir) -> &[u8] {
+        &dir.fh.data
+    }
+
+    fn child(dir: &NfsDir, fh: nfs_fh3, name: &[u8]) -> NfsDir {
+        dir.child(fh, name)
+    }
+
+    /// Bounded by the RPC window (connections × calls per connection, `?conns=` and
+    /// `?window=` in the URL): see [`crate::tune::Bounds::nfs`].
+    fn bounds(&self) -> crate::tune::Bounds {
+        crate::tune::Bounds::nfs(self.nfs.rpc().capacity())
+    }
+
+    fn wire(&self) -> dest::Wire {
+        let rpcs = self.nfs.rpc().sent_counts().iter().map(|(_, n)| n).sum();
+        dest::Wire { version: "3", rpcs }
+    }
+
+    fn storable_time(&self, t: Time) -> Time {
+        t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1)
+    }
+
+    fn root_state(&self) -> dest::Result<RootState> {
+        self.rt.block_on(async {
+            let mut fh = self.root.clone();
+            let mut attrs = None;
+            for c in &self.subpath {
+                match self.nfs.lookup(&fh, c).await?.res {
+                    Ok((f, a)) => {
+                        fh = f;
+                        attrs = Some(a);
+                    }
+                    Err(nfsstat3::NFS3ERR_NOENT) => return Ok(RootState::Missing),
+                    Err(s) => return Err(error::status(s)),
+                }
+            }
+            let attrs = match attrs {
+                Some(a) => a,
+                None => ok(self.nfs.getattr(&fh).await?)?,
+            };
+            Ok(RootState::Exists(meta(&attrs)))
+        })
+    }
+
+    fn dest_path(&self) -> &[Vec<u8>] {
+        &self.subpath
+    }
+
+    fn dir_at(&self, upto: usize) -> dest::Result<NfsDir> {
         let mut dir = self.root_nfs_dir();
-        for c in path {
-            let name = c.as_bytes();
+        for name in &self.subpath[..upto] {
             let fh = self.rt.block_on(async {
                 match self.lookup(&dir, name).await? {
                     Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
@@ -206,130 +258,35 @@ impl NfsDest {
         Ok(dir)
     }
 
-    pub(super) fn root_nfs_dir(&self) -> NfsDir {
-        NfsDir {
-            fh: self.root.clone(),
-            path: Arc::new(Vec::new()),
-        }
-    }
-}
-
-pub(super) fn cache_key(dir: &nfs_fh3, name: &[u8]) -> EntryKey {
-    (dir.data.to_vec(), name.to_vec())
-}
-
-impl Destination for NfsDest {
-    /// Bounded by the RPC window (connections × calls per connection, `?conns=` and
-    /// `?window=` in the URL): see [`crate::tune::Bounds::nfs`].
-    fn auto_bounds(&self) -> crate::tune::Bounds {
-        crate::tune::Bounds::nfs(self.nfs.rpc().capacity())
+    fn find(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<Option<(nfs_fh3, Meta)>> {
+        let found = self.rt.block_on(self.lookup(dir, name))?;
+        Ok(found.map(|(fh, a)| (fh, meta(&a))))
     }
 
-    type Dir = NfsDir;
-
-    fn wire(&self) -> Option<dest::Wire> {
-        let rpcs = self.nfs.rpc().sent_counts().iter().map(|(_, n)| n).sum();
-        Some(dest::Wire { version: "3", rpcs })
-    }
-
-    fn storable_time(&self, t: Time) -> Time {
-        t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1)
-    }
-
-    fn root_state(&self) -> dest::Result<RootState> {
-        self.rt.block_on(async {
-            let mut fh = self.root.clone();
-            let mut attrs = None;
-            for c in &self.subpath {
-                match self.nfs.lookup(&fh, c.as_bytes()).await?.res {
-                    Ok((f, a)) => {
-                        fh = f;
-                        attrs = Some(a);
-                    }
-                    Err(nfsstat3::NFS3ERR_NOENT) => return Ok(RootState::Missing),
-                    Err(s) => return Err(error::status(s)),
-                }
-            }
-            let attrs = match attrs {
-                Some(a) => a,
-                None => ok(self.nfs.getattr(&fh).await?)?,
-            };
-            Ok(RootState::Exists(meta(&attrs)))
-        })
-    }
-
-    fn root_dir(&self) -> dest::Result<NfsDir> {
-        self.dir_below_root(&self.subpath)
-    }
-
-    fn root_parent(&self) -> dest::Result<(NfsDir, OsString)> {
-        let Some((last, parents)) = self.subpath.split_last() else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} is the export root, not a file name", self.label),
-            )
-            .into());
-        };
-        Ok((self.dir_below_root(parents)?, OsString::from(last)))
-    }
-
-    fn list(&self, dir: &NfsDir) -> dest::Result<Vec<DestEntry>> {
+    fn read_dir(&self, dir: &NfsDir) -> dest::Result<Vec<Listed<nfs_fh3>>> {
         let entries = ok(self
             .rt
             .block_on(self.in_dir(dir, |fh| async move { self.readdir(&fh).await }))?)?;
-        let mut out = Vec::with_capacity(entries.len());
-        let mut dirs = Vec::new();
-        for e in entries {
-            let name = e.name.0.into_owned();
-            let m = post_op(e.name_attributes).map(|a| meta(&a));
-            if let (Some(m), Some(fh)) = (&m, post_fh(e.name_handle))
-                && m.kind == Kind::Dir
-            {
-                dirs.push((cache_key(&dir.fh, &name), (fh, *m)));
-            }
-            out.push(DestEntry {
-                name: OsString::from(std::ffi::OsStr::from_bytes(&name)),
-                kind: m.map(|m| m.kind),
-                meta: m,
-            });
-        }
-        if let Ok(mut c) = self.dir_cache.lock() {
-            c.extend(dirs);
-        }
-        Ok(out)
+        Ok(entries
+            .into_iter()
+            .map(|e| Listed {
+                name: e.name.0.into_owned(),
+                meta: post_op(e.name_attributes).map(|a| meta(&a)),
+                fh: post_fh(e.name_handle),
+            })
+            .collect())
     }
 
-    fn stat(&self, dir: &NfsDir, name: &OsStr) -> dest::Result<Option<Meta>> {
-        let r = self.rt.block_on(self.lookup(dir, name.as_bytes()))?;
-        Ok(r.map(|(_, a)| meta(&a)))
-    }
-
-    fn mkdir(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> dest::Result<(NfsDir, AttrSet)> {
-        let name = name.as_bytes();
-        // Writable by us until set_dir_attrs gives the final mode, owners and mtime in
-        // the one SETATTR that every new directory needs for its mtime anyway.
+    /// Writable by us until `set_dir_attrs` gives the final mode, owners and mtime in
+    /// the one SETATTR that every new directory needs for its mtime anyway.
+    fn make_dir(&self, dir: &NfsDir, name: &[u8], m: &Meta) -> dest::Result<nfs_fh3> {
         let attrs = self.create_attrs(m, Some(m.mode | 0o700));
-        let fh = self.rt.block_on(self.mkdir_fh(dir, name, attrs, true))?;
-        Ok((dir.child(fh, name), AttrSet::ALL))
+        self.rt.block_on(self.mkdir_fh(dir, name, attrs, true))
     }
 
-    fn open_dir(&self, dir: &NfsDir, name: &OsStr) -> dest::Result<(NfsDir, Meta)> {
-        let name = name.as_bytes();
-        let cached = self
-            .dir_cache
-            .lock()
-            .ok()
-            .and_then(|mut c| c.remove(&cache_key(&dir.fh, name)));
-        let (fh, m) = match cached {
-            Some(hit) => hit,
-            None => self.rt.block_on(self.lookup_dir_meta(dir, name))?,
-        };
-        Ok((dir.child(fh, name), m))
-    }
-
-    fn read_link(&self, dir: &NfsDir, name: &OsStr) -> dest::Result<OsString> {
+    fn read_link(&self, dir: &NfsDir, name: &[u8]) -> dest::Result<Vec<u8>> {
         self.rt.block_on(async {
-            let Some((fh, _)) = self.lookup(dir, name.as_bytes()).await? else {
+            let Some((fh, _)) = self.lookup(dir, name).await? else {
                 return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
             };
             let args = v3::READLINK3args { symlink: fh };
@@ -340,79 +297,13 @@ impl Destination for NfsDest {
                     &args,
                 )
                 .await?)?;
-            Ok(OsString::from(OsStr::from_bytes(r.data.0.as_ref())))
+            Ok(r.data.0.into_owned())
         })
     }
 
-    fn write_file(
-        &self,
-        dir: &NfsDir,
-        name: &OsStr,
-        src: &SourceFile<'_>,
-    ) -> Result<u64, CopyError> {
-        self.write_file_impl(dir, name.as_bytes(), src)
-    }
-
-    fn write_into(
-        &self,
-        dir: &NfsDir,
-        name: &OsStr,
-        src: &SourceFile<'_>,
-        from: u64,
-    ) -> Result<u64, CopyError> {
-        self.write_into_impl(dir, name.as_bytes(), src, from)
-    }
-
-    fn symlink(&self, dir: &NfsDir, name: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
-        self.symlink_impl(dir, name, target, m)
-    }
-
-    fn hard_link(
-        &self,
-        dir: &NfsDir,
-        name: &OsStr,
-        target_dir: &NfsDir,
-        target_name: &OsStr,
-    ) -> dest::Result<()> {
-        self.hard_link_impl(dir, name, target_dir, target_name)
-    }
-
-    fn mknod(&self, dir: &NfsDir, name: &OsStr, m: &Meta) -> dest::Result<()> {
-        self.mknod_impl(dir, name, m)
-    }
-
-    fn rename(&self, dir: &NfsDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
-        self.rename_into_impl(dir, from.as_bytes(), dir, to.as_bytes())
-    }
-
-    fn remove(&self, dir: &NfsDir, name: &OsStr, kind: Kind) -> dest::Result<()> {
-        self.remove_entry(dir, name.as_bytes(), kind == Kind::Dir)
-    }
-
-    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<NfsDir>> {
-        self.open_path_impl(path, create)
-    }
-
-    fn rename_into(
-        &self,
-        from_dir: &NfsDir,
-        from: &OsStr,
-        to_dir: &NfsDir,
-        to: &OsStr,
-    ) -> dest::Result<()> {
-        self.rename_into_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
-    }
-
-    fn remove_tree(&self, dir: &NfsDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        crate::nfs::rpc::tree::remove_tree(self, dir, Path::new(name), each)
-    }
-
-    fn set_attrs(&self, dir: &NfsDir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {
-        if what.is_empty() {
-            return Ok(());
-        }
+    fn set_attrs(&self, dir: &NfsDir, name: &[u8], m: &Meta, what: AttrSet) -> dest::Result<()> {
         self.rt.block_on(async {
-            let Some((fh, have)) = self.lookup(dir, name.as_bytes()).await? else {
+            let Some((fh, have)) = self.lookup(dir, name).await? else {
                 return Err(io::Error::from_raw_os_error(libc::ENOENT).into());
             };
             let mut s = sattr3::default();
@@ -439,10 +330,7 @@ impl Destination for NfsDest {
     /// One SETATTR with everything (ganesha drops setgid at MKDIR, so the mode always
     /// goes along; setting part costs the same call); none when nothing differs, which
     /// keeps a re-run's directories free.
-    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta, what: AttrSet) -> dest::Result<()> {
-        if what.is_empty() {
-            return Ok(());
-        }
+    fn set_dir_attrs(&self, dir: &NfsDir, m: &Meta, _what: AttrSet) -> dest::Result<()> {
         let s = self.finish_attrs(m, None, true);
         self.rt.block_on(async {
             let a = self.in_dir(dir, |fh| {
@@ -451,9 +339,5 @@ impl Destination for NfsDest {
             });
             ok(a.await?).map(|_| ())
         })
-    }
-
-    fn same_content(&self, dir: &NfsDir, name: &OsStr, src: &Path) -> dest::Result<bool> {
-        self.same_content_impl(dir, name.as_bytes(), src)
     }
 }

@@ -1,7 +1,7 @@
 //! The directory calls the rest of the NFSv4.1 path is built on: a compound run in a
 //! directory, LOOKUP, READDIR and CREATE of a directory.
 //!
-//! Apart from the `Destination` methods because they are the async layer those
+//! Apart from the ops traits' methods because they are the async layer those
 //! methods (and `objects`, `paths`, `write`) call, and share one rule: a directory
 //! handle that went stale is found again from the root by its path (see `root`) and
 //! the compound sent once more.
@@ -31,7 +31,8 @@ impl Nfs4Dest {
         self.in_dir_via(dir, build, false).await
     }
 
-    /// [`Nfs4Dest::in_dir`], through the [`Batcher`](crate::nfs::v4::batch::Batcher) when `batched`.
+    /// [`Nfs4Dest::in_dir`], through the [`Batcher`](crate::nfs::v4::batch::Batcher)
+    /// when `batched`.
     pub(in crate::nfs::v4) async fn in_dir_via(
         &self,
         dir: &Nfs4Dir,

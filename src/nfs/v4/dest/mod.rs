@@ -1,4 +1,5 @@
-//! [`Nfs4Dest`]: the engine's [`Destination`] spoken as NFSv4.1 COMPOUNDs.
+//! [`Nfs4Dest`]: the engine's [`Destination`](crate::dest::Destination) spoken as
+//! NFSv4.1 COMPOUNDs (through [`NfsOps`] and the other ops traits).
 //!
 //! What NFSv3 needs several round trips for goes in one compound here: a directory
 //! path is resolved in one (PUTROOTFH, LOOKUP…), a new directory is made and entered
@@ -7,13 +8,7 @@
 //! one (see `write`). Listings ask READDIR for the attributes the quick check needs
 //! and for each entry's handle, so nothing listed is looked up again.
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
-use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use nfs3_types::xdr_codec::Opaque;
 use tokio::runtime::Runtime;
@@ -23,14 +18,13 @@ use tokio::task::AbortHandle;
 use super::attrs::{self, IdMap};
 use super::batch::Batcher;
 use super::client::{Answer, Client};
-use super::error::{self, errno_err};
+use super::error;
 use super::proto::{AttrsBuilder, Bitmap, Op, attr, name, status};
 use super::reply::Res;
-use crate::dest::{
-    self, AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
-};
+use crate::dest::{self, AttrSet, OwnerPolicy, RootState};
 use crate::meta::{Kind, Meta};
-use crate::report::Output;
+use crate::nfs::rpc::ops::{DirCache, Listed, NfsOps};
+use crate::nfs::rpc::policy::{AttrPolicy, Notices};
 
 mod dirs;
 
@@ -53,9 +47,6 @@ impl Nfs4Dir {
     }
 }
 
-/// (directory handle, entry name): how the handle cache is keyed.
-type EntryKey = (Vec<u8>, Vec<u8>);
-
 /// Operations of one small file's copy (PUTFH, OPEN, GETFH, WRITE, SETATTR, CLOSE).
 const SMALL_FILE_OPS: usize = 6;
 
@@ -69,11 +60,8 @@ pub struct Nfs4Dest {
     /// DEST's path from the server's root (the pseudo-filesystem's root).
     pub(super) path: Vec<Vec<u8>>,
     label: String,
-    pub(super) owners: OwnerPolicy,
-    pub(super) quiet: bool,
-    pub(super) out: Arc<Output>,
-    pub(super) owners_refused: AtomicBool,
-    pub(super) symlink_times_warned: AtomicBool,
+    /// The owners to keep, until the server shows it does not (see `owners`).
+    pub(super) attrs: AttrPolicy,
     /// Bytes of file data read but not yet acknowledged by the server.
     pub(super) budget: Arc<Semaphore>,
     pub(super) ids: IdMap,
@@ -81,8 +69,7 @@ pub struct Nfs4Dest {
     pub(super) io_size: u32,
     /// Bytes a READDIR reply may hold.
     readdir_max: u32,
-    /// Directory handles from the last listings, by (parent handle, name).
-    dir_cache: Mutex<HashMap<EntryKey, (Vec<u8>, Meta)>>,
+    dir_cache: DirCache<Vec<u8>>,
     renewer: AbortHandle,
     /// Small files' compounds, combined when the slots are busy (`?batch=0`: never).
     batcher: Batcher,
@@ -106,8 +93,8 @@ impl Drop for Nfs4Dest {
     fn drop(&mut self) {
         self.renewer.abort();
         if std::env::var_os("NFSYNC_RPC_STATS").is_some() {
-            self.out.note(format_args!(
-                "NFS calls: COMPOUND={} sessions={}",
+            self.attrs.calls(&format!(
+                "COMPOUND={} sessions={}",
                 self.client.sent(),
                 self.client.sessions()
             ));
@@ -150,22 +137,18 @@ pub(super) fn got_fh(reply: &super::reply::Reply) -> dest::Result<Vec<u8>> {
 }
 
 impl Nfs4Dest {
-    pub(super) fn new(s: Setup, config: &crate::config::Config, out: Arc<Output>) -> Nfs4Dest {
+    pub(super) fn new(s: Setup, owners: OwnerPolicy, notices: Arc<dyn Notices>) -> Nfs4Dest {
         Nfs4Dest {
             rt: s.rt,
             client: s.client,
             path: s.path,
+            attrs: AttrPolicy::new(owners, notices, s.label.clone()),
             label: s.label,
-            owners: config.owners,
-            quiet: config.quiet,
-            out,
-            owners_refused: AtomicBool::new(false),
-            symlink_times_warned: AtomicBool::new(false),
             budget: Arc::new(Semaphore::new(BUDGET)),
             ids: IdMap::default(),
             io_size: s.io_size,
             readdir_max: s.readdir_max,
-            dir_cache: Mutex::new(HashMap::new()),
+            dir_cache: DirCache::default(),
             renewer: s.renewer,
             batcher: s.batcher,
             batched: s.batched,
@@ -175,11 +158,6 @@ impl Nfs4Dest {
     /// Whether small files' compounds go through the batcher.
     pub(super) fn batched(&self) -> bool {
         self.batched
-    }
-
-    /// `nfs://server/path`, for messages.
-    pub fn label(&self) -> &str {
-        &self.label
     }
 
     /// The decoded attributes of the `n`th GETATTR in a reply.
@@ -202,12 +180,35 @@ impl Nfs4Dest {
     }
 }
 
-impl Destination for Nfs4Dest {
+impl NfsOps for Nfs4Dest {
     type Dir = Nfs4Dir;
+    type Fh = Vec<u8>;
+    const TOP: &'static str = "the server's root";
+
+    /// `nfs://server/path`.
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    fn dir_cache(&self) -> &DirCache<Vec<u8>> {
+        &self.dir_cache
+    }
+
+    fn handle(dir: &Nfs4Dir) -> &[u8] {
+        &dir.fh
+    }
+
+    fn child(dir: &Nfs4Dir, fh: Vec<u8>, name: &[u8]) -> Nfs4Dir {
+        dir.child(fh, name)
+    }
 
     /// Bounded by the session's slots (`?slots=`, and what the server grants), times
     /// the small files one compound can carry when they are batched.
-    fn auto_bounds(&self) -> crate::tune::Bounds {
+    fn bounds(&self) -> crate::tune::Bounds {
         let per_call = if self.batched {
             (self.client.max_ops() as usize).saturating_sub(1) / SMALL_FILE_OPS
         } else {
@@ -216,11 +217,11 @@ impl Destination for Nfs4Dest {
         crate::tune::Bounds::nfs(self.client.slots() * per_call.max(1))
     }
 
-    fn wire(&self) -> Option<dest::Wire> {
-        Some(dest::Wire {
+    fn wire(&self) -> dest::Wire {
+        dest::Wire {
             version: "4.1",
             rpcs: self.client.sent(),
-        })
+        }
     }
 
     fn root_state(&self) -> dest::Result<RootState> {
@@ -237,151 +238,47 @@ impl Destination for Nfs4Dest {
         })
     }
 
-    fn root_dir(&self) -> dest::Result<Nfs4Dir> {
-        self.dir_at(self.path.len())
+    fn dest_path(&self) -> &[Vec<u8>] {
+        &self.path
     }
 
-    fn root_parent(&self) -> dest::Result<(Nfs4Dir, OsString)> {
-        let Some(last) = self.path.last() else {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} is the server's root, not a file name", self.label),
-            )
-            .into());
-        };
-        let last = OsString::from(OsStr::from_bytes(last));
-        Ok((self.dir_at(self.path.len() - 1)?, last))
+    fn dir_at(&self, upto: usize) -> dest::Result<Nfs4Dir> {
+        self.dir_of(&self.path[..upto])
     }
 
-    fn list(&self, dir: &Nfs4Dir) -> dest::Result<Vec<DestEntry>> {
+    fn find(&self, dir: &Nfs4Dir, n: &[u8]) -> dest::Result<Option<(Vec<u8>, Meta)>> {
+        self.rt.block_on(self.lookup(dir, n))
+    }
+
+    fn read_dir(&self, dir: &Nfs4Dir) -> dest::Result<Vec<Listed<Vec<u8>>>> {
         let entries = self.rt.block_on(self.readdir(dir))?;
-        let mut out = Vec::with_capacity(entries.len());
-        let mut dirs = Vec::new();
-        for (n, d) in entries {
-            if let (Some(m), Some(fh)) = (&d.meta, d.fh)
-                && m.kind == Kind::Dir
-            {
-                dirs.push(((dir.fh.to_vec(), n.clone()), (fh, *m)));
-            }
-            out.push(DestEntry {
-                name: OsString::from(OsStr::from_bytes(&n)),
-                kind: d.meta.map(|m| m.kind),
+        Ok(entries
+            .into_iter()
+            .map(|(name, d)| Listed {
+                name,
                 meta: d.meta,
-            });
-        }
-        if let Ok(mut c) = self.dir_cache.lock() {
-            c.extend(dirs);
-        }
-        Ok(out)
+                fh: d.fh,
+            })
+            .collect())
     }
 
-    fn stat(&self, dir: &Nfs4Dir, n: &OsStr) -> dest::Result<Option<Meta>> {
-        Ok(self
-            .rt
-            .block_on(self.lookup(dir, n.as_bytes()))?
-            .map(|(_, m)| m))
+    fn make_dir(&self, dir: &Nfs4Dir, n: &[u8], m: &Meta) -> dest::Result<Vec<u8>> {
+        self.rt.block_on(self.create_dir(dir, n, m))
     }
 
-    fn mkdir(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta) -> dest::Result<(Nfs4Dir, AttrSet)> {
-        let n = n.as_bytes();
-        let fh = self.rt.block_on(self.create_dir(dir, n, m))?;
-        Ok((dir.child(fh, n), AttrSet::ALL))
-    }
-
-    fn open_dir(&self, dir: &Nfs4Dir, n: &OsStr) -> dest::Result<(Nfs4Dir, Meta)> {
-        let n = n.as_bytes();
-        let cached = self
-            .dir_cache
-            .lock()
-            .ok()
-            .and_then(|mut c| c.remove(&(dir.fh.to_vec(), n.to_vec())));
-        let (fh, m) = match cached {
-            Some(hit) => hit,
-            None => match self.rt.block_on(self.lookup(dir, n))? {
-                Some((fh, m)) if m.kind == Kind::Dir => (fh, m),
-                Some(_) => return Err(errno_err(libc::ENOTDIR)),
-                None => return Err(errno_err(libc::ENOENT)),
-            },
-        };
-        Ok((dir.child(fh, n), m))
-    }
-
-    fn read_link(&self, dir: &Nfs4Dir, n: &OsStr) -> dest::Result<OsString> {
+    fn read_link(&self, dir: &Nfs4Dir, n: &[u8]) -> dest::Result<Vec<u8>> {
         let r = self.rt.block_on(async {
             ok(self
-                .in_dir(dir, |fh| {
-                    vec![put(fh), Op::Lookup(name(n.as_bytes())), Op::ReadLink]
-                })
+                .in_dir(dir, |fh| vec![put(fh), Op::Lookup(name(n)), Op::ReadLink])
                 .await?)
         })?;
         match nth(&r, 27, 0) {
-            Some(Res::ReadLink(t)) => Ok(OsString::from(OsStr::from_bytes(t))),
+            Some(Res::ReadLink(t)) => Ok(t.clone()),
             _ => Err(error::garbage("READLINK reply without a target")),
         }
     }
 
-    fn write_file(&self, dir: &Nfs4Dir, n: &OsStr, src: &SourceFile<'_>) -> Result<u64, CopyError> {
-        self.write_file_impl(dir, n.as_bytes(), src)
-    }
-
-    fn write_into(
-        &self,
-        dir: &Nfs4Dir,
-        n: &OsStr,
-        src: &SourceFile<'_>,
-        from: u64,
-    ) -> Result<u64, CopyError> {
-        self.write_into_impl(dir, n.as_bytes(), src, from)
-    }
-
-    fn symlink(&self, dir: &Nfs4Dir, n: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
-        self.symlink_impl(dir, n.as_bytes(), target.as_bytes(), m)
-    }
-
-    fn hard_link(
-        &self,
-        dir: &Nfs4Dir,
-        n: &OsStr,
-        target_dir: &Nfs4Dir,
-        target_name: &OsStr,
-    ) -> dest::Result<()> {
-        self.hard_link_impl(dir, n.as_bytes(), target_dir, target_name.as_bytes())
-    }
-
-    fn mknod(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta) -> dest::Result<()> {
-        self.mknod_impl(dir, n.as_bytes(), m)
-    }
-
-    fn rename(&self, dir: &Nfs4Dir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
-        self.rename_into_impl(dir, from.as_bytes(), dir, to.as_bytes())
-    }
-
-    fn remove(&self, dir: &Nfs4Dir, n: &OsStr, _kind: Kind) -> dest::Result<()> {
-        self.rt.block_on(self.remove_entry(dir, n.as_bytes()))
-    }
-
-    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<Nfs4Dir>> {
-        self.open_path_impl(path, create)
-    }
-
-    fn rename_into(
-        &self,
-        from_dir: &Nfs4Dir,
-        from: &OsStr,
-        to_dir: &Nfs4Dir,
-        to: &OsStr,
-    ) -> dest::Result<()> {
-        self.rename_into_impl(from_dir, from.as_bytes(), to_dir, to.as_bytes())
-    }
-
-    fn remove_tree(&self, dir: &Nfs4Dir, n: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        crate::nfs::rpc::tree::remove_tree(self, dir, Path::new(n), each)
-    }
-
-    fn set_attrs(&self, dir: &Nfs4Dir, n: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {
-        if what.is_empty() {
-            return Ok(());
-        }
+    fn set_attrs(&self, dir: &Nfs4Dir, n: &[u8], m: &Meta, what: AttrSet) -> dest::Result<()> {
         let link = m.kind == Kind::Symlink;
         if !what.mtime && !what.mode && !self.asks_owners() {
             return Ok(()); // only owners were asked for, and the server keeps none
@@ -399,7 +296,7 @@ impl Destination for Nfs4Dest {
                     if what.mtime {
                         b = b.mtime(m.mtime.sec, m.mtime.nsec);
                     }
-                    let mut ops = vec![put(fh), Op::Lookup(name(n.as_bytes()))];
+                    let mut ops = vec![put(fh), Op::Lookup(name(n))];
                     if !b.is_empty() {
                         ops.push(Self::setattr(b));
                     }
@@ -424,10 +321,7 @@ impl Destination for Nfs4Dest {
 
     /// One SETATTR with everything (ganesha drops setgid at CREATE, so the mode
     /// always goes along); none when nothing differs, which keeps a re-run free.
-    fn set_dir_attrs(&self, dir: &Nfs4Dir, m: &Meta, what: AttrSet) -> dest::Result<()> {
-        if what.is_empty() {
-            return Ok(());
-        }
+    fn set_dir_attrs(&self, dir: &Nfs4Dir, m: &Meta, _what: AttrSet) -> dest::Result<()> {
         self.rt.block_on(async {
             let a = self
                 .with_owner_retry(dir, |fh, owners| {
@@ -440,9 +334,5 @@ impl Destination for Nfs4Dest {
                 .await?;
             ok(a).map(|_| ())
         })
-    }
-
-    fn same_content(&self, dir: &Nfs4Dir, n: &OsStr, src: &Path) -> dest::Result<bool> {
-        self.same_content_impl(dir, n.as_bytes(), src)
     }
 }

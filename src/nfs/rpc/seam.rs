@@ -1,0 +1,209 @@
+//! The engine's [`Destination`], once for both NFS versions, from what each provides
+//! ([`super::ops`]).
+//!
+//! The seam speaks `&OsStr` names and directory handles; a version speaks bytes and
+//! its own handles. What lies between is the same for both: handles kept from a
+//! listing for the `open_dir` that follows, DEST's own directory and its parent,
+//! `--checksum`'s comparison read as it arrives, and recursive removal.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+
+use super::ops::{FileOps, NfsOps, ObjectOps, PathOps};
+use super::{pipeline, tree};
+use crate::dest::{
+    self, AttrSet, CopyError, DestEntry, Destination, Removal, RootState, SourceFile, Wire,
+};
+use crate::meta::{Kind, Meta, Time};
+use crate::tune::Bounds;
+
+impl<T: FileOps + ObjectOps + PathOps> Destination for T {
+    type Dir = T::Dir;
+
+    fn auto_bounds(&self) -> Bounds {
+        self.bounds()
+    }
+
+    fn wire(&self) -> Option<Wire> {
+        Some(NfsOps::wire(self))
+    }
+
+    fn storable_time(&self, t: Time) -> Time {
+        NfsOps::storable_time(self, t)
+    }
+
+    fn root_state(&self) -> dest::Result<RootState> {
+        NfsOps::root_state(self)
+    }
+
+    fn root_dir(&self) -> dest::Result<T::Dir> {
+        self.dir_at(self.dest_path().len())
+    }
+
+    fn root_parent(&self) -> dest::Result<(T::Dir, OsString)> {
+        let path = self.dest_path();
+        let Some(last) = path.last() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is {}, not a file name", self.label(), T::TOP),
+            )
+            .into());
+        };
+        let last = OsString::from_vec(last.clone());
+        Ok((self.dir_at(path.len() - 1)?, last))
+    }
+
+    fn list(&self, dir: &T::Dir) -> dest::Result<Vec<DestEntry>> {
+        let listed = self.read_dir(dir)?;
+        let mut out = Vec::with_capacity(listed.len());
+        let mut dirs = Vec::new();
+        for e in listed {
+            if let (Some(m), Some(fh)) = (&e.meta, e.fh)
+                && m.kind == Kind::Dir
+            {
+                dirs.push((e.name.clone(), fh, *m));
+            }
+            out.push(DestEntry {
+                name: OsString::from_vec(e.name),
+                kind: e.meta.map(|m| m.kind),
+                meta: e.meta,
+            });
+        }
+        self.dir_cache().keep(T::handle(dir), dirs);
+        Ok(out)
+    }
+
+    fn stat(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<Option<Meta>> {
+        Ok(self.find(dir, name.as_bytes())?.map(|(_, m)| m))
+    }
+
+    fn mkdir(&self, dir: &T::Dir, name: &OsStr, m: &Meta) -> dest::Result<(T::Dir, AttrSet)> {
+        let name = name.as_bytes();
+        let fh = self.make_dir(dir, name, m)?;
+        Ok((T::child(dir, fh, name), AttrSet::ALL))
+    }
+
+    fn open_dir(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<(T::Dir, Meta)> {
+        let name = name.as_bytes();
+        let (fh, m) = match self.dir_cache().take(T::handle(dir), name) {
+            Some(hit) => hit,
+            None => match self.find(dir, name)? {
+                Some((fh, m)) if m.kind == Kind::Dir => (fh, m),
+                Some(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
+                None => return Err(io::Error::from_raw_os_error(libc::ENOENT).into()),
+            },
+        };
+        Ok((T::child(dir, fh, name), m))
+    }
+
+    fn write_file(
+        &self,
+        dir: &T::Dir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+    ) -> Result<u64, CopyError> {
+        FileOps::write_file(self, dir, name.as_bytes(), src)
+    }
+
+    fn write_into(
+        &self,
+        dir: &T::Dir,
+        name: &OsStr,
+        src: &SourceFile<'_>,
+        from: u64,
+    ) -> Result<u64, CopyError> {
+        FileOps::write_into(self, dir, name.as_bytes(), src, from)
+    }
+
+    fn read_link(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<OsString> {
+        NfsOps::read_link(self, dir, name.as_bytes()).map(OsString::from_vec)
+    }
+
+    fn symlink(&self, dir: &T::Dir, name: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
+        ObjectOps::symlink(self, dir, name.as_bytes(), target.as_bytes(), m)
+    }
+
+    fn hard_link(
+        &self,
+        dir: &T::Dir,
+        name: &OsStr,
+        target_dir: &T::Dir,
+        target_name: &OsStr,
+    ) -> dest::Result<()> {
+        ObjectOps::hard_link(
+            self,
+            dir,
+            name.as_bytes(),
+            target_dir,
+            target_name.as_bytes(),
+        )
+    }
+
+    fn mknod(&self, dir: &T::Dir, name: &OsStr, m: &Meta) -> dest::Result<()> {
+        ObjectOps::mknod(self, dir, name.as_bytes(), m)
+    }
+
+    fn rename(&self, dir: &T::Dir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
+        PathOps::rename(self, dir, from.as_bytes(), dir, to.as_bytes())
+    }
+
+    fn remove(&self, dir: &T::Dir, name: &OsStr, kind: Kind) -> dest::Result<()> {
+        ObjectOps::remove(self, dir, name.as_bytes(), kind == Kind::Dir)
+    }
+
+    fn remove_tree(&self, dir: &T::Dir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
+        tree::remove_tree(self, dir, Path::new(name), each)
+    }
+
+    fn set_attrs(&self, dir: &T::Dir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {
+        if what.is_empty() {
+            return Ok(());
+        }
+        NfsOps::set_attrs(self, dir, name.as_bytes(), m, what)
+    }
+
+    fn set_dir_attrs(&self, dir: &T::Dir, m: &Meta, what: AttrSet) -> dest::Result<()> {
+        if what.is_empty() {
+            return Ok(());
+        }
+        NfsOps::set_dir_attrs(self, dir, m, what)
+    }
+
+    fn same_content(&self, dir: &T::Dir, name: &OsStr, src: &Path) -> dest::Result<bool> {
+        same_content(self, dir, name.as_bytes(), src)
+    }
+
+    fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<T::Dir>> {
+        PathOps::open_path(self, path, create)
+    }
+
+    fn rename_into(
+        &self,
+        from_dir: &T::Dir,
+        from: &OsStr,
+        to_dir: &T::Dir,
+        to: &OsStr,
+    ) -> dest::Result<()> {
+        PathOps::rename(self, from_dir, from.as_bytes(), to_dir, to.as_bytes())
+    }
+}
+
+/// `--checksum`: whether `name` is a regular file of `src`'s size and bytes, its READs
+/// in flight while the ones before are compared.
+fn same_content<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8], src: &Path) -> dest::Result<bool> {
+    let file = crate::walk::short_path(src, |p| File::open(p))?;
+    let size = file.metadata()?.len();
+    let Some((fh, at)) = ops.find(dir, name)? else {
+        return Ok(false);
+    };
+    if at.kind != Kind::File || at.size != size {
+        return Ok(false);
+    }
+    let (rt, budget) = (ops.runtime(), ops.budget());
+    pipeline::same_bytes(rt, budget, &file, size, ops.read_size(), |off, len| {
+        ops.read(&fh, off, len)
+    })
+}
