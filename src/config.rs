@@ -4,19 +4,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::chmod::Chmod;
 use crate::dest::OwnerPolicy;
-use crate::filter::Filter;
-use crate::follow::Follow;
-use crate::idmap::IdMap;
-use crate::keep::{Backup, Basis};
+use crate::options::chmod::Chmod;
+use crate::options::filter::Filter;
+use crate::options::follow::Follow;
+use crate::options::idmap::IdMap;
+use crate::options::keep::{Backup, Basis};
+use crate::options::xattrs::XattrSet;
 use crate::plan::{Compare, Rules, Skip};
 use crate::report::format::LogFormat;
+use crate::report::units::HumanLevel;
 use crate::shard::Shard;
 use crate::shard::claim::Claims;
 use crate::tune::Jobs;
-use crate::units::HumanLevel;
-use crate::xattrs::XattrSet;
 
 /// Everything the engine needs to know about one run.
 #[derive(Clone, Debug)]

@@ -16,31 +16,18 @@
 //! entry's or the destination's, and [`exit::Error::exit_code`] is the one place a
 //! run-ending error becomes an exit code.
 
-pub mod backup;
-pub mod bwlimit;
-pub mod chmod;
 pub mod cli;
 pub mod config;
 pub mod dest;
 pub mod engine;
 pub mod exit;
-pub mod filter;
-pub mod follow;
-pub mod idmap;
-pub mod keep;
-pub mod list_only;
 pub mod meta;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod nfs;
+pub mod options;
 pub mod plan;
-pub mod progress;
-pub mod relative;
 pub mod report;
 pub mod shard;
-pub mod temp;
-pub mod trust;
 pub mod tune;
-pub mod units;
 pub mod walk;
-pub mod xattrs;

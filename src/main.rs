@@ -10,8 +10,8 @@ use nfsync::cli::{self, Cli};
 use nfsync::config::Config;
 use nfsync::dest::{Destination, local};
 use nfsync::exit::{Error, ExitCode, Why};
-use nfsync::progress::Progress;
 use nfsync::report::logfile::LogFile;
+use nfsync::report::progress::Progress;
 use nfsync::report::stats::RsyncStats;
 use nfsync::report::{Output, Stats, Summary};
 use nfsync::{engine, nfs};
@@ -76,7 +76,7 @@ fn real_main() -> Result<ExitCode, Error> {
     );
     let out = Arc::new(out);
     if cfg.paths.list_only {
-        return Ok(nfsync::list_only::run(
+        return Ok(nfsync::report::list_only::run(
             &cfg,
             &out,
             &mut std::io::stdout().lock(),

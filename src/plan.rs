@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::backup::Backup;
 use crate::dest::{AttrSet, DestEntry, OwnerPolicy};
-use crate::filter::{Filter, Scope, Side};
 use crate::meta::{Kind, Meta};
-use crate::temp;
+use crate::options::backup::Backup;
+use crate::options::filter::{Filter, Scope, Side};
+use crate::options::temp;
 use crate::walk::SrcEntry;
 
 /// How to decide that a destination file is already up to date.

@@ -1,6 +1,6 @@
 //! `--chown`, `--usermap` and `--groupmap` into the two maps the engine applies.
 
-use crate::idmap::{Db, IdMap, lookup};
+use crate::options::idmap::{Db, IdMap, lookup};
 
 /// The user and group maps asked for: `--chown=U:G` (either half may be empty: `U`,
 /// `U:`, `:G`) is `--usermap=*:U --groupmap=*:G`, and like rsync it cannot be mixed

@@ -7,16 +7,16 @@ use std::time::Duration;
 
 use super::Cli;
 use super::rsync::RsyncOpts;
-use crate::chmod::Chmod;
 use crate::config::{Append, Config, DataConfig, Paths};
 use crate::dest::OwnerPolicy;
-use crate::filter::{Arg, Filter};
-use crate::follow::Follow;
-use crate::keep::{Backup, Basis, BasisUse};
+use crate::options::chmod::Chmod;
+use crate::options::filter::{Arg, Filter};
+use crate::options::follow::Follow;
+use crate::options::keep::{Backup, Basis, BasisUse};
+use crate::options::xattrs::XattrSet;
 use crate::plan::{Compare, Skip};
 use crate::report::format::LogFormat;
-use crate::units::HumanLevel;
-use crate::xattrs::XattrSet;
+use crate::report::units::HumanLevel;
 
 impl Cli {
     /// What `-v` says about options that change nothing here.
@@ -53,7 +53,7 @@ impl Cli {
                 None => paths.iter().map(|p| p.as_path()).collect(),
             };
             for p in named {
-                let rel = crate::relative::split_anchor(p).1;
+                let rel = crate::options::relative::split_anchor(p).1;
                 if rel.components().any(|c| c == Component::ParentDir) {
                     anyhow::bail!("found \"..\" dir in relative path: {}", rel.display());
                 }
@@ -61,7 +61,7 @@ impl Cli {
         }
         let euid = rustix::process::geteuid().as_raw();
         if !list_only && !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
-            crate::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
+            crate::options::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
         }
         let shard = self
             .shard
@@ -316,7 +316,7 @@ impl Cli {
                         } else {
                             "--exclude-from"
                         };
-                        crate::trust::check(path, euid)
+                        crate::options::trust::check(path, euid)
                             .map_err(|e| anyhow::anyhow!("{opt}: {e}"))?;
                     }
                     filter.add_file(path, include)

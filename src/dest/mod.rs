@@ -23,9 +23,9 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::bwlimit::RateLimit;
 use crate::meta::{Kind, Meta, Time};
-use crate::xattrs::{XattrSet, Xattrs};
+use crate::options::bwlimit::RateLimit;
+use crate::options::xattrs::{XattrSet, Xattrs};
 
 /// One entry of a destination directory listing.
 #[derive(Clone, Debug)]

@@ -38,7 +38,7 @@ struct Deleter<'a, 'e, D: Destination> {
     budget: Budget,
     /// `--delete`'s per-directory filter rules: what the receiver's rules protect
     /// inside a removed directory stays (with the directories above it).
-    protect: Option<&'a crate::filter::Scope>,
+    protect: Option<&'a crate::options::filter::Scope>,
 }
 
 impl<D: Destination> Removal for Deleter<'_, '_, D> {

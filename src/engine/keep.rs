@@ -1,4 +1,4 @@
-//! Carrying out rsync's safety options (the decisions are in [`crate::keep`]):
+//! Carrying out rsync's safety options (the decisions are in [`crate::options::keep`]):
 //! `--backup` moves what an update replaces or `--delete` removes to its backup
 //! instead of losing it; the basis directories of `--link-dest`, `--compare-dest` and
 //! `--copy-dest` stand in for the source where they hold an entry unchanged; and
@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use super::race::{Attempt, is_race};
 use super::{DirNode, Engine, EntryJob};
 use crate::dest::{self, Destination, Removal};
-use crate::keep::{self, BasisUse, Match};
 use crate::meta::{Kind, Meta};
+use crate::options::keep::{self, BasisUse, Match};
 use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::walk;

@@ -40,8 +40,8 @@ use crate::config::Config;
 use crate::dest::{self, AttrSet, Destination, RootState};
 use crate::exit::{Error, ExitCode};
 use crate::meta::{Kind, Meta};
+use crate::options::relative::Named;
 use crate::plan::{self, DestKnown};
-use crate::relative::Named;
 use crate::report::{Output, Stats, Summary};
 use crate::tune::Controller;
 use crate::walk::SrcEntry;
@@ -67,7 +67,7 @@ pub struct DirNode<D: Destination> {
     /// `--delete` work, done after the children.
     deletions: Mutex<Vec<(OsString, Option<Kind>)>>,
     /// The per-directory filter rules in force for its children.
-    filters: Arc<crate::filter::Scope>,
+    filters: Arc<crate::options::filter::Scope>,
     /// The source directory (for `-X`/`-A`); `None` where `meta` is.
     src: Option<PathBuf>,
     /// The basis directories' counterparts of this directory (`--link-dest` and its
@@ -94,7 +94,7 @@ pub struct ScanJob<D: Destination> {
     parent: Arc<DirNode<D>>,
     entry: SrcEntry,
     known: DestKnown,
-    /// Its `-R` node: what is named below it (see [`crate::relative`]).
+    /// Its `-R` node: what is named below it (see [`crate::options::relative`]).
     implied: Option<Arc<Named>>,
 }
 

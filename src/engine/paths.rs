@@ -1,5 +1,5 @@
 //! Which source paths a run sends beyond "the operands and everything below them":
-//! the `-R`/`--files-from` tree of named paths (see [`crate::relative`]) and `-m`'s
+//! the `-R`/`--files-from` tree of named paths (see [`crate::options::relative`]) and `-m`'s
 //! pruning of directories that would hold no file.
 
 use std::fs;
@@ -10,7 +10,7 @@ use super::dir::ChildDone;
 use super::{DestKnown, DirNode, Engine, Origin};
 use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
-use crate::relative::Named;
+use crate::options::relative::Named;
 use crate::report::Stats;
 use crate::walk::{self, SrcEntry};
 
@@ -32,7 +32,7 @@ impl<D: Destination> Engine<'_, D> {
             }
         } else if self.cfg.paths.relative {
             for src in &self.cfg.sources {
-                if crate::relative::is_anchor_only(src) {
+                if crate::options::relative::is_anchor_only(src) {
                     continue;
                 }
                 // A directory not to be entered is skipped whole, with the directories
@@ -41,7 +41,7 @@ impl<D: Destination> Engine<'_, D> {
                     && !self.cfg.paths.dirs
                     && fs::metadata(src).is_ok_and(|m| m.is_dir())
                 {
-                    let rel = crate::relative::split_anchor(src).1;
+                    let rel = crate::options::relative::split_anchor(src).1;
                     let shown = rel.as_os_str().as_encoded_bytes();
                     let shown = shown.strip_suffix(b"/").unwrap_or(shown);
                     self.out.info(format_args!(

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::Engine;
 use crate::dest::Destination;
-use crate::follow::Verdict;
 use crate::meta::{Kind, Meta};
+use crate::options::follow::Verdict;
 use crate::report::Stats;
 use crate::walk::SrcEntry;
 

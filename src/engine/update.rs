@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex};
 use super::entry::Put;
 use super::race::Attempt;
 use super::{DirNode, Engine, EntryJob, Origin};
-use crate::bwlimit::RateLimit;
 use crate::config::{Append, Config};
 use crate::dest::{self, AttrSet, CopyError, Destination, SourceFile};
 use crate::exit::Error;
 use crate::meta::{Kind, Meta};
-use crate::temp;
+use crate::options::bwlimit::RateLimit;
+use crate::options::temp;
 
 /// How file data is written, for the whole run.
 pub(super) struct Writing<D: Destination> {

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Engine;
 use crate::dest::Destination;
+use crate::options::xattrs::{self, Target, Xattrs};
 use crate::report::Stats;
 use crate::walk;
-use crate::xattrs::{self, Target, Xattrs};
 
 /// Whether the destination can hold extended attributes and ACLs: once it says it
 /// cannot, no more are tried.

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::Itemize;
 use crate::meta::{Kind, Meta, Time};
-use crate::units::HumanLevel;
+use crate::report::units::HumanLevel;
 
 /// One piece of a parsed format.
 #[derive(Clone, Debug, PartialEq)]

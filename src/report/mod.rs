@@ -19,8 +19,11 @@ use crate::tune::TuneReport;
 
 pub mod format;
 pub mod itemize;
+pub mod list_only;
 pub mod logfile;
+pub mod progress;
 pub mod stats;
+pub mod units;
 
 use format::{Context, Item, LogFormat};
 pub use itemize::{Changes, Itemize, TimeChange, Update};

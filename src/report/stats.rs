@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::Summary;
 use crate::meta::Kind;
-use crate::units::HumanLevel;
+use crate::report::units::HumanLevel;
 
 /// Counts by rsync's five types: regular files, directories, symlinks, devices,
 /// specials (fifos and sockets).

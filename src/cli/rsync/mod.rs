@@ -78,11 +78,11 @@ pub struct RsyncOpts {
     pub existing: bool,
 
     /// Skip files larger than SIZE (rsync suffixes: K M G T, KB MB ..., +1/-1).
-    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::report::units::parse_size)]
     pub max_size: Option<u64>,
 
     /// Skip files smaller than SIZE.
-    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::report::units::parse_size)]
     pub min_size: Option<u64>,
 
     /// Don't skip files whose size and mtime match.
@@ -306,7 +306,7 @@ pub struct RsyncOpts {
 
     /// Limit the rate data is written at, all files together (KiB/s unless a suffix
     /// says otherwise; 0: no limit).
-    #[arg(long, value_name = "RATE", value_parser = crate::bwlimit::parse_rate)]
+    #[arg(long, value_name = "RATE", value_parser = crate::options::bwlimit::parse_rate)]
     pub bwlimit: Option<u64>,
     // Safety: what is kept and reused (issue 16).
     /// Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir).
@@ -413,7 +413,9 @@ impl RsyncOpts {
             std::fs::File::open(f).and_then(|mut r| r.read_to_end(&mut data))
         };
         read.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
-        Ok(Some(crate::relative::parse_list(&data, self.from0)))
+        Ok(Some(crate::options::relative::parse_list(
+            &data, self.from0,
+        )))
     }
 
     /// What `--info` asks of the progress bar: `Some(true)` for a progress level above

@@ -23,7 +23,7 @@ pub(super) fn write_ranges(
     ranges: &[(u64, u64)],
 ) -> Result<u64, CopyError> {
     let piece = if src.limit.is_some() {
-        crate::bwlimit::CHUNK
+        crate::options::bwlimit::CHUNK
     } else {
         PIECE
     };
@@ -170,7 +170,7 @@ impl LocalDest {
         let rd = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let src = File::from(rustix::fs::openat(from_dir.fd(), from, rd, Mode::empty())?);
         let st = rustix::fs::fstat(&src)?;
-        let temp = crate::temp::name(to);
+        let temp = crate::options::temp::name(to);
         let wr =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut dst = File::from(rustix::fs::openat(

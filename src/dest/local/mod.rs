@@ -437,8 +437,8 @@ impl Destination for LocalDest {
         &self,
         dir: &LocalDir,
         name: Option<&OsStr>,
-        set: crate::xattrs::XattrSet,
-    ) -> dest::Result<crate::xattrs::Xattrs> {
+        set: crate::options::xattrs::XattrSet,
+    ) -> dest::Result<crate::options::xattrs::Xattrs> {
         self.read_xattrs(dir, name, set)
     }
 
@@ -446,8 +446,8 @@ impl Destination for LocalDest {
         &self,
         dir: &LocalDir,
         name: Option<&OsStr>,
-        have: &crate::xattrs::Xattrs,
-        want: &crate::xattrs::Xattrs,
+        have: &crate::options::xattrs::Xattrs,
+        want: &crate::options::xattrs::Xattrs,
     ) -> dest::Result<()> {
         self.write_xattrs(dir, name, have, want)
     }

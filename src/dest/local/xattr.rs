@@ -16,7 +16,7 @@ use super::sys::meta_of;
 use super::{LocalDest, LocalDir};
 use crate::dest;
 use crate::meta::{Kind, Meta};
-use crate::xattrs::{self, Target, XattrSet, Xattrs};
+use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
 
 /// `name` in `dir`, as a path the kernel resolves through the open descriptor.
 fn entry_path(dir: &LocalDir, name: &OsStr) -> PathBuf {

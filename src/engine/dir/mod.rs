@@ -9,10 +9,10 @@ use super::delete::Budget;
 use super::{DestKnown, DirNode, Engine, EntryJob, Origin, ScanJob};
 use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
+use crate::options::temp;
 use crate::plan::{self, Listing};
 use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
-use crate::temp;
 use crate::walk::{self, ListError, SrcEntry};
 
 mod roots;
@@ -47,8 +47,8 @@ impl<D: Destination> Engine<'_, D> {
         origin: Origin,
         parent: Option<ChildDone<'_, '_, D>>,
         (filters, implied): (
-            Arc<crate::filter::Scope>,
-            Option<Arc<crate::relative::Named>>,
+            Arc<crate::options::filter::Scope>,
+            Option<Arc<crate::options::relative::Named>>,
         ),
     ) -> ChildDone<'_, '_, D> {
         let node = Arc::new(DirNode {
@@ -80,7 +80,7 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Reports merge files that could not be read or used (the run goes on).
-    fn filter_errors(&self, dir: &Path, errors: Vec<crate::filter::Error>) {
+    fn filter_errors(&self, dir: &Path, errors: Vec<crate::options::filter::Error>) {
         for e in errors {
             Stats::bump(&self.stats.errors);
             self.out.error(dir, e);
@@ -361,7 +361,7 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         parent: &DirNode<D>,
         entry: &SrcEntry,
-        implied: Option<&crate::relative::Named>,
+        implied: Option<&crate::options::relative::Named>,
     ) -> bool {
         let kept = implied.map_or(self.cfg.paths.dirs, |t| !t.named || self.cfg.paths.dirs);
         if !self.cfg.recursive && !kept {

@@ -60,7 +60,7 @@ impl<D: Destination> Engine<'_, D> {
         let (named, listed) = self.named_paths();
         let given = self.cfg.sources.iter().filter(|src| {
             self.cfg.paths.files_from.is_none()
-                && (!self.cfg.paths.relative || crate::relative::is_anchor_only(src))
+                && (!self.cfg.paths.relative || crate::options::relative::is_anchor_only(src))
         });
         for src in given.chain(&listed) {
             let contents = names_contents(src);
@@ -270,7 +270,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// The filter scope of DEST's top: the first source's (rsync reads the parents'
     /// `dir-merge /NAME` files for its first transfer directory).
-    fn root_filters(&self, operands: &[Operand]) -> Arc<crate::filter::Scope> {
+    fn root_filters(&self, operands: &[Operand]) -> Arc<crate::options::filter::Scope> {
         let Some(op) = operands.first() else {
             return Default::default();
         };

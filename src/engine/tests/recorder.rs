@@ -375,7 +375,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         out_format: None,
         log_file: None,
         log_file_format: crate::report::format::LogFormat::itemize(),
-        human_readable: crate::units::HumanLevel::Separated,
+        human_readable: crate::report::units::HumanLevel::Separated,
         follow: Default::default(),
         keep_dirlinks: false,
         chmod: Default::default(),

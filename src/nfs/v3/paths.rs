@@ -12,8 +12,8 @@ use super::client::dirop;
 use super::dest::{NfsDest, NfsDir, cache_key};
 use super::error;
 use crate::dest;
-use crate::keep::normalize;
 use crate::nfs::rpc::ops::PathOps;
+use crate::options::keep::normalize;
 
 impl NfsDest {
     /// `path` as components below the export root: relative to DEST, or absolute as

@@ -11,8 +11,8 @@ use super::error::{self, errno_err};
 use super::proto::{Bitmap, Op, RenameArgs, attr, name, status};
 use super::reply::Res;
 use crate::dest;
-use crate::keep::normalize;
 use crate::nfs::rpc::ops::PathOps;
+use crate::options::keep::normalize;
 
 impl Nfs4Dest {
     /// `path` as components below the server's root: relative to DEST, or absolute

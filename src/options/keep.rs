@@ -1,6 +1,6 @@
 //! What rsync's basis directories reuse, decided without I/O: which of the copies in
 //! `--link-dest`, `--compare-dest` and `--copy-dest` an entry matches, and how well
-//! (`--backup`'s names are [`crate::backup`]'s).
+//! (`--backup`'s names are [`crate::options::backup`]'s).
 //!
 //! rsync consults a basis directory only for an entry the destination lacks: an
 //! existing file is updated as usual. A basis copy that passes the quick check and
@@ -10,8 +10,8 @@
 
 use std::path::PathBuf;
 
-pub use crate::backup::{Backup, normalize};
 use crate::meta::{Kind, Meta};
+pub use crate::options::backup::{Backup, normalize};
 use crate::plan::{self, Compare, Rules};
 
 /// What the basis directories are for.

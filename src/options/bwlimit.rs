@@ -53,9 +53,9 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         && !s.ends_with("+1")
         && !s.ends_with("-1");
     if unitless {
-        crate::units::parse_size(&format!("{s}K"))
+        crate::report::units::parse_size(&format!("{s}K"))
     } else {
-        crate::units::parse_size(s)
+        crate::report::units::parse_size(s)
     }
     .map_err(|_| format!("invalid rate {s:?} (KiB/s, or with a suffix: 500K, 1.5M, 2MB)"))
     .and_then(|r| match r {

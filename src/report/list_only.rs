@@ -18,9 +18,9 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::exit::ExitCode;
 use crate::meta::{Kind, Meta};
-use crate::relative::{self, Named};
+use crate::options::relative::{self, Named};
+use crate::report::units::HumanLevel;
 use crate::report::{Output, escape_name};
-use crate::units::HumanLevel;
 use crate::walk::{self, ListError, SrcEntry};
 
 /// Lists the sources on `w`; per-entry errors go to `out` and give exit 23.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::report::Stats;
-use crate::units::HumanLevel;
+use crate::report::units::HumanLevel;
 
 /// How often the line is redrawn.
 const TICK: Duration = Duration::from_millis(200);
