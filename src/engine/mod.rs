@@ -15,17 +15,17 @@ mod delete;
 mod dir;
 mod dirlinks;
 mod entry;
+mod follow;
 mod keep;
 mod links;
-mod paths;
 mod race;
+mod relative;
 pub mod sched;
-mod shape;
-mod share;
+mod shard;
 #[cfg(test)]
 mod tests;
 mod update;
-mod xattr;
+mod xattrs;
 
 use std::any::Any;
 use std::ffi::OsString;
@@ -135,11 +135,11 @@ pub struct Engine<'a, D: Destination> {
     /// `--max-delete`.
     delete_budget: delete::MaxDelete,
     /// `-X`/`-A`.
-    xattrs: xattr::Support,
+    xattrs: xattrs::Support,
     /// How file data is written (`--bwlimit`, `--temp-dir`, `--delay-updates`).
     writing: update::Writing<D>,
     /// `--shard`.
-    deal: share::Deal,
+    deal: shard::Deal,
 }
 
 /// Completed jobs and their summed latency in microseconds.

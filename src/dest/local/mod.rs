@@ -31,7 +31,7 @@ use crate::dest;
 use crate::meta::{Kind, Meta};
 
 mod data;
-mod paths;
+mod named_dirs;
 mod remove;
 mod sys;
 mod xattr;

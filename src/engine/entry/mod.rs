@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use super::delete::Budget;
 use super::keep::FromBasis;
 use super::race::{Attempt, RACE_RETRIES, is_race, is_race_or_gone};
-use super::xattr::XattrChange;
+use super::xattrs::XattrChange;
 use super::{Engine, EntryJob};
 use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};

@@ -12,8 +12,8 @@ pub mod client;
 pub mod dest;
 pub mod error;
 pub mod mount;
+mod named_dirs;
 mod objects;
-mod paths;
 mod write;
 
 pub use dest::{NfsDest, NfsDir};
