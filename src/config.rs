@@ -104,7 +104,7 @@ pub struct Config {
     pub groupmap: Option<IdMap>,
     /// Which extended attributes are copied (`-X`, `-A`).
     pub xattrs: XattrSet,
-    // Safety: what is kept and reused (issue 16).
+    // Safety: what is kept and reused.
     /// `-b/--backup`, `--suffix`, `--backup-dir`.
     pub backup: Option<Backup>,
     /// `--link-dest`, `--compare-dest`, `--copy-dest`.
@@ -114,7 +114,7 @@ pub struct Config {
     pub remove_source_files: bool,
     /// Which paths are sent (-R, --files-from, -d, -m, --list-only).
     pub paths: Paths,
-    // Many machines (issue 17).
+    // Many machines.
     /// `--shard`: this process's share (see [`crate::shard`]); `None` copies everything.
     pub shard: Option<Shard>,
     /// `--mpi`: the share comes from the MPI rank (see `crate::mpi`, feature `mpi`).

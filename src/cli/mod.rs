@@ -194,7 +194,7 @@ pub struct Cli {
     #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
     pub generate: Option<Generate>,
 
-    // Many machines (issue 17).
+    // Many machines.
     /// Copy, update and delete only share K of N (K/N, 0 <= K < N; 'slurm' reads a job
     /// array's SLURM_ARRAY_TASK_*; 'k8s/N' an Indexed Job's JOB_COMPLETION_INDEX). Run
     /// every share at once into one DEST, then the same command without --shard once

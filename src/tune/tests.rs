@@ -159,7 +159,7 @@ fn converges_near_the_optimum() {
 
 #[test]
 fn a_short_run_gets_near_the_best_fixed_value() {
-    // Issue 15: one package tree copied in 1–2 s. At 0.3 s per slow-start epoch,
+    // One package tree copied in 1–2 s. At 0.3 s per slow-start epoch,
     // auto spent most of such a run below the right value. Servers whose best level
     // is 256 jobs, a 1.5 s run: auto must do ≥ 90 % of the work of a fixed 256.
     for (latency, rate) in [(0.001, 256_000.0), (0.004, 64_000.0), (0.01, 25_600.0)] {

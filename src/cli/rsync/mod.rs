@@ -180,7 +180,7 @@ pub struct RsyncOpts {
     #[arg(long, help_heading = "Accepted for rsync, no effect")]
     pub mkpath: bool,
 
-    // Filter rules (issue 16, filters).
+    // Filter rules.
     /// Add a filter RULE in rsync's syntax (- + H S P R ! merge dir-merge, with
     /// modifiers); rules apply in command-line order with --exclude and --include.
     #[arg(short = 'f', long, value_name = "RULE", allow_hyphen_values = true,
@@ -308,7 +308,7 @@ pub struct RsyncOpts {
     /// says otherwise; 0: no limit).
     #[arg(long, value_name = "RATE", value_parser = crate::options::bwlimit::parse_rate)]
     pub bwlimit: Option<u64>,
-    // Safety: what is kept and reused (issue 16).
+    // Safety: what is kept and reused.
     /// Keep what is replaced or deleted, renamed with --suffix (or in --backup-dir).
     #[arg(short = 'b', long)]
     pub backup: bool,
