@@ -115,8 +115,11 @@ fn layer_breaks(edges: &[Edge]) -> Vec<String> {
         for (low, above) in FORBIDDEN {
             if within(&e.from, low) && above.iter().any(|a| is_forbidden(&e.to, a)) {
                 out.push(format!(
-                    "{} names {} ({}): {low} is below it",
-                    e.from, e.to, e.at
+                    "{} names {} ({}): {low} may not name {} (nfs → v3, v4 → rpc)",
+                    e.from,
+                    e.to,
+                    e.at,
+                    above.join(", ")
                 ));
             }
         }
