@@ -5,14 +5,15 @@
 //! files older, newer and extra there) and compares what they print: `--stats`' count
 //! lines, `--out-format` lines with every escape nfsync gives, the `--log-file` (times
 //! and pids masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by
-//! the trees.
+//! the trees; `--list-only`'s sizes at each `-h` level and a changed device's `-i`
+//! line (from a source of their own).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::support::sides::{Side, Sides, Via};
-use crate::support::{Scratch, Tree, describe, nfsync, slash};
+use crate::support::{Scratch, Tree, describe, nfsync, root_or_skip, slash};
 
 /// One run of each, side by side.
 struct Both {
@@ -351,4 +352,111 @@ fn skipped_special_is_rsyncs_line() {
     let got = run(&mut ours, &s.join("n"));
     assert_eq!(want.len(), 2, "{want:?}");
     assert_eq!(got, want);
+}
+
+/// `--list-only`'s size column is rsync's, byte for byte, at every `-h` level: plain
+/// digits in 11 columns with `--no-h` (also after `-hh`: the last word wins), thousands
+/// separators with no `-h`, K/M/G by 1000 with `-h` and by 1024 with `-hh`. The sizes
+/// sit on each side of those steps, and a sparse file's (no data written) is past 32
+/// bits.
+#[test]
+fn list_only_sizes_are_rsyncs_at_every_h_level() {
+    let sides = Sides::new(Via::Mount);
+    let t = Tree::new(sides.join("src"));
+    for size in [0, 999, 1000, 1023, 1024, 123_456, 1_234_567] {
+        t.random_file(format!("f{size}"), size, size);
+    }
+    std::fs::File::create(t.path("sparse"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    t.age();
+    let src = slash(t.root());
+    for h in [&[][..], &["--no-h"], &["-h"], &["-hh"], &["-hh", "--no-h"]] {
+        let ran = sides.run_ok("", b"", &|side, cmd| {
+            if side == Side::Rsync {
+                cmd.env("LANG", "C.UTF-8");
+            }
+            cmd.arg("--list-only").args(h).arg(&src);
+        });
+        let (want, got) = (stdout_lines(&ran.rsync), stdout_lines(&ran.nfsync));
+        // `.` and the eight files.
+        assert_eq!(want.len(), 9, "rsync --list-only {h:?}: {want:?}");
+        assert!(
+            want == got,
+            "--list-only {h:?} differs\n--- rsync\n{}\n--- nfsync\n{}",
+            want.join("\n"),
+            got.join("\n")
+        );
+        assert_eq!(ran.nfsync.stdout, ran.rsync.stdout, "--list-only {h:?}");
+    }
+    for side in [Side::Rsync, Side::Nfsync] {
+        assert!(
+            !sides.join(side.dir()).exists(),
+            "{} --list-only wrote to DEST",
+            side.name()
+        );
+    }
+}
+
+/// A device whose attributes changed since the last run is itemized as rsync itemizes
+/// it: `D` (a device), not `S` (a special file), with the columns of what changed
+/// (mode; mode, owner and group; time), whether or not times are kept.
+#[test]
+fn device_attribute_changes_itemize_as_rsyncs() {
+    if !root_or_skip("itemizing changed devices") {
+        return;
+    }
+    let sides = Sides::new(Via::Mount);
+    let t = Tree::new(sides.join("src"));
+    t.device("chr", libc::S_IFCHR, 1, 3)
+        .device("blk", libc::S_IFBLK, 7, 200)
+        .device("timed", libc::S_IFCHR, 1, 5)
+        .chmod("chr", 0o600)
+        .chmod("blk", 0o600)
+        .chmod("timed", 0o600)
+        .age();
+    // DEST exists: rsync's `created directory` line would name each side's own.
+    for side in [Side::Rsync, Side::Nfsync] {
+        std::fs::create_dir(sides.join(side.dir())).unwrap();
+    }
+    let src = slash(t.root());
+    let run = |flags: &[&str]| -> Vec<String> {
+        let ran = sides.run_ok("", b"", &|side, cmd| {
+            if side == Side::Rsync {
+                cmd.env("LANG", "C.UTF-8");
+            }
+            cmd.args(flags).arg(&src);
+        });
+        let d = sides.diff(&[]);
+        assert!(d.is_empty(), "{flags:?}: trees differ:\n{d}");
+        let (want, got) = (
+            sorted(&stdout_lines(&ran.rsync), |_| true),
+            sorted(&stdout_lines(&ran.nfsync), |_| true),
+        );
+        assert!(
+            want == got,
+            "{flags:?}: -i differs\n--- rsync\n{}\n--- nfsync\n{}",
+            want.join("\n"),
+            got.join("\n")
+        );
+        want
+    };
+    let first = run(&["-a", "-i"]);
+    assert!(first.contains(&"cD+++++++++ blk".to_owned()), "{first:?}");
+
+    t.chmod("chr", 0o640)
+        .chmod("blk", 0o644)
+        .chown("blk", 1234, 2345)
+        .mtime("timed", 1_700_000_000, 0);
+    let second = run(&["-a", "-i"]);
+    assert_eq!(
+        second,
+        [".D...p..... chr", ".D...pog... blk", ".D..t...... timed"],
+        "rsync itemized: {second:?}"
+    );
+
+    t.chmod("chr", 0o604);
+    let third = run(&["-rpgoD", "-i"]);
+    assert_eq!(third, [".D...p..... chr"], "rsync itemized: {third:?}");
 }

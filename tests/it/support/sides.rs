@@ -293,7 +293,7 @@ pub fn source(root: &Path) -> Tree {
         .chmod("sub", 0o750);
     if is_root() {
         t.chown("sub/small", 1234, 2345);
-        mknod_null(&t.path("dev"));
+        t.device("dev", libc::S_IFCHR, 1, 3);
     }
     t.age()
         .mtime("same", 1_600_000_000, 0)
@@ -302,14 +302,6 @@ pub fn source(root: &Path) -> Tree {
         .mtime("same_size_newer", 1_600_000_000, 0)
         .mtime("ns_only", 1_600_000_000, 100);
     t
-}
-
-/// A character device like /dev/null.
-fn mknod_null(p: &Path) {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
-    assert_eq!(rc, 0, "mknod: {}", std::io::Error::last_os_error());
 }
 
 /// The destination before the run: one file up to date, one older, one newer, one of

@@ -223,6 +223,29 @@ impl Tree {
         self
     }
 
+    /// A device node of `kind` (`libc::S_IFCHR` or `libc::S_IFBLK`), mode 0666 less the
+    /// umask (root only).
+    pub fn device(
+        &self,
+        rel: impl AsRef<Path>,
+        kind: libc::mode_t,
+        major: u32,
+        minor: u32,
+    ) -> &Self {
+        let p = self.parent_of(rel.as_ref());
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).expect("no NUL in path");
+        // SAFETY: c is a valid NUL-terminated path.
+        let rc = unsafe { libc::mknod(c.as_ptr(), kind | 0o666, libc::makedev(major, minor)) };
+        assert_eq!(
+            rc,
+            0,
+            "mknod {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        );
+        self
+    }
+
     /// `chown uid:gid rel` without following a symlink (root only).
     pub fn chown(&self, rel: impl AsRef<Path>, uid: u32, gid: u32) -> &Self {
         let p = self.path(rel);
