@@ -56,9 +56,15 @@ fn real_main() -> Result<ExitCode, Error> {
     for note in cli.notes() {
         eprintln!("nfsync: {note}");
     }
-    let cfg = cli
-        .into_config(&matches)
-        .map_err(|e| Error::Usage(Why::of(e)))?;
+    let cfg = cli.into_config(&matches).map_err(|e| {
+        match e.downcast::<nfsync::options::filter::Error>() {
+            Ok(e) => Error::Local {
+                what: "filter rules".into(),
+                source: std::io::Error::other(e),
+            },
+            Err(e) => Error::Usage(Why::of(e)),
+        }
+    })?;
     let log = cfg.log_file.as_ref().and_then(|p| {
         LogFile::open(p, cfg.log_file_format.clone())
             .map_err(|e| {

@@ -324,7 +324,11 @@ impl Cli {
                 Item::FilterFile(1) => filter.add_arg(Arg::Filter, b": /.rsync-filter"),
                 Item::FilterFile(_) => filter.add_arg(Arg::Filter, b"- .rsync-filter"),
             };
-            res.map_err(|e| anyhow::anyhow!("{e}"))?;
+            res.map_err(|e| match e.ends_run() {
+                // Kept whole: it is not a usage error (exit 11, as rsync).
+                true => anyhow::Error::new(e),
+                false => anyhow::anyhow!("{e}"),
+            })?;
         }
         if r.cvs_exclude {
             filter

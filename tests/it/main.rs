@@ -9,6 +9,7 @@
 //!   reconfigured and cut off; and checks of those servers themselves.
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
+//! - [`hostile_input`]: merge files, file names and numbers chosen to break a run.
 //! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
 //!   compared; unknown and unsupported options.
 //! - [`rsync_filters`]: rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
@@ -34,6 +35,7 @@
 mod ganesha;
 mod generated;
 mod hostile;
+mod hostile_input;
 mod inproc;
 mod interrupt;
 mod itemize;

@@ -79,9 +79,17 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
-    /// Reports merge files that could not be read or used (the run goes on).
+    /// Reports merge files that could not be read or used (the run goes on, unless
+    /// they include each other too deep).
     fn filter_errors(&self, dir: &Path, errors: Vec<crate::options::filter::Error>) {
         for e in errors {
+            if e.ends_run() {
+                self.end_run(crate::exit::Error::Local {
+                    what: "filter rules".into(),
+                    source: std::io::Error::other(e),
+                });
+                continue;
+            }
             Stats::bump(&self.stats.errors);
             self.out.error(dir, e);
         }

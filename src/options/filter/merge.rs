@@ -3,7 +3,7 @@
 //! and rsync's built-in CVS list.
 
 use std::ffi::OsStr;
-use std::io::{self, BufRead, Read};
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +15,35 @@ use super::{DirMerge, Error, MatchRule, Rule};
 const CVS_DEFAULT: &str = "RCS SCCS CVS CVS.adm RCSLOG cvslog.* tags TAGS .make.state \
     .nse_depinfo *~ #* .#* ,* _$* *$ *.old *.bak *.BAK *.orig *.rej .del-* *.a *.olb *.o \
     *.obj *.so *.exe *.Z *.elc *.ln core .svn/ .git/ .hg/ .bzr/";
+
+/// How deep merge files may include each other: rsync's `MAX_MERGE_DEPTH`. A file
+/// that merges itself stops here, as in rsync, rather than overflowing the stack.
+pub(super) const MAX_DEPTH: usize = 32;
+
+/// Where the text being read comes from, when it is a file's contents: said in
+/// errors in place of the text, as rsync says it (`FILE line N`).
+#[derive(Clone, Debug)]
+pub(super) struct Source {
+    /// The file's name; `None` when another file named it (its name is that file's
+    /// text, not to be shown either).
+    file: Option<String>,
+    /// Where the file was named, when `file` is `None`.
+    named_at: Option<String>,
+    /// The line being read (`None`: a word-split file, whose rules are words).
+    line: Option<usize>,
+}
+
+impl Source {
+    /// rsync's `rule_src_where`.
+    fn place(&self) -> String {
+        match (&self.file, self.line, &self.named_at) {
+            (Some(f), Some(n), _) => format!("{f} line {n}"),
+            (Some(f), None, _) => f.clone(),
+            (None, _, Some(at)) => format!("a file named at {at}"),
+            (None, _, None) => "a file read earlier".into(),
+        }
+    }
+}
 
 /// Where anchored patterns of the rules being read are anchored.
 #[derive(Clone, Debug)]
@@ -40,9 +69,22 @@ pub(super) struct Loader<'a> {
     pub merges: Option<&'a mut Vec<DirMerge>>,
     /// Set when a `!` cleared the list: inherited rules are forgotten too.
     pub cleared: bool,
+    /// How many merge files are being read, one inside the other.
+    pub depth: usize,
+    /// Where the text being read comes from (`None`: an argument, shown in errors).
+    pub source: Option<Source>,
 }
 
 impl Loader<'_> {
+    /// `text` (a rule, a pattern, a file name) as an error may show it: as it is when it
+    /// is an argument, the place it was read at when it is a file's.
+    fn shown(&self, text: &[u8]) -> String {
+        match &self.source {
+            None => String::from_utf8_lossy(text).into_owned(),
+            Some(s) => format!("<rule from {}>", s.place()),
+        }
+    }
+
     /// Parses `text` (one `--filter` value, one line, or a word-split file's words).
     pub fn parse_str(
         &mut self,
@@ -51,7 +93,7 @@ impl Loader<'_> {
         template: &Mods,
     ) -> Result<(), Error> {
         let mut rest = text;
-        while let Some((p, r)) = rules::parse_rule(rest, template, self.syntax)? {
+        while let Some((p, r)) = self.parse_rule(rest, template)? {
             rest = r;
             match p.kind {
                 Kind::Clear => {
@@ -102,6 +144,20 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// The next rule of `text`; an error about a file's rule says where it is.
+    fn parse_rule<'t>(
+        &self,
+        text: &'t [u8],
+        template: &Mods,
+    ) -> Result<Option<(rules::Parsed<'t>, &'t [u8])>, Error> {
+        rules::parse_rule(text, template, self.syntax).map_err(|e| {
+            Error::Rule(match &self.source {
+                Some(s) => e.read_at(s.place()),
+                None => e,
+            })
+        })
+    }
+
     fn add_dir_merge(
         &mut self,
         list: &mut Vec<Rule>,
@@ -110,7 +166,7 @@ impl Loader<'_> {
     ) -> Result<(), Error> {
         let Some(merges) = self.merges.as_deref_mut() else {
             return Err(Error::NestedDirMerge {
-                name: String::from_utf8_lossy(name).into_owned(),
+                name: self.shown(name),
             });
         };
         let (scan_from, base) = match name.iter().rposition(|&c| c == b'/') {
@@ -155,7 +211,7 @@ impl Loader<'_> {
         };
         let compiled =
             Pattern::new(pattern, prefix, mods.negate).map_err(|source| Error::Pattern {
-                pattern: String::from_utf8_lossy(pattern).into_owned(),
+                pattern: self.shown(pattern),
                 source,
             })?;
         Ok(MatchRule {
@@ -178,6 +234,15 @@ impl Loader<'_> {
         template: &Mods,
         required: bool,
     ) -> Result<(), Error> {
+        // A name read from a file is that file's text: neither it nor whether it
+        // exists is shown.
+        let shown = match self.source {
+            None => path.display().to_string(),
+            Some(_) => self.shown(b""),
+        };
+        if self.depth >= MAX_DEPTH {
+            return Err(Error::Depth { at: shown });
+        }
         let text = if path.as_os_str() == "-" && self.merges.is_some() {
             let mut v = Vec::new();
             io::stdin().lock().read_to_end(&mut v).map(|_| v)
@@ -188,15 +253,27 @@ impl Loader<'_> {
         let text = match text {
             Ok(t) => t,
             Err(e) if !required && e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => {
+            Err(e) => {
                 return Err(Error::Open {
-                    path: path.to_path_buf(),
+                    cause: self.source.is_none().then_some(e),
+                    name: shown,
                     include: template.include,
-                    source,
+                    required,
                 });
             }
         };
-        self.parse_text(list, &text, template)
+        let named_at = self.source.as_ref().map(Source::place);
+        let inner = Source {
+            file: named_at.is_none().then_some(shown),
+            named_at,
+            line: (!template.word_split).then_some(0),
+        };
+        let outer = self.source.replace(inner);
+        self.depth += 1;
+        let res = self.parse_text(list, &text, template);
+        self.depth -= 1;
+        self.source = outer;
+        res
     }
 
     /// The contents of a rules file.
@@ -206,24 +283,28 @@ impl Loader<'_> {
         text: &[u8],
         template: &Mods,
     ) -> Result<(), Error> {
-        let mut lines = text;
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            if lines.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
-                return Ok(());
+        let mut rest = text;
+        while !rest.is_empty() {
+            // rsync ends a line at \n, \r or \r\n.
+            let end = rest
+                .iter()
+                .position(|&c| c == b'\n' || c == b'\r')
+                .unwrap_or(rest.len());
+            let l = &rest[..end];
+            let crlf = rest[end..].starts_with(b"\r\n");
+            rest = &rest[(end + 1 + usize::from(crlf)).min(rest.len())..];
+            if let Some(Source { line: Some(n), .. }) = &mut self.source {
+                *n += 1;
             }
-            // rsync ends a line at either \n or \r.
-            for l in line.split(|&c| c == b'\n' || c == b'\r') {
-                if l.is_empty() {
-                    continue;
-                }
-                // Comments only where lines are rules: a word-split file has none.
-                let comment = l.starts_with(b"#") || l.starts_with(b";");
-                if template.word_split || !comment {
-                    self.parse_str(list, l, template)?;
-                }
+            if l.is_empty() {
+                continue;
+            }
+            // Comments only where lines are rules: a word-split file has none.
+            let comment = l.starts_with(b"#") || l.starts_with(b";");
+            if template.word_split || !comment {
+                self.parse_str(list, l, template)?;
             }
         }
+        Ok(())
     }
 }

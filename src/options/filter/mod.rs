@@ -43,22 +43,44 @@ pub enum Error {
     /// A rule rsync would refuse.
     #[error(transparent)]
     Rule(#[from] rules::RuleError),
-    /// A pattern that does not compile.
-    #[error("bad pattern {pattern:?}: {source}")]
+    /// A pattern that does not compile (`pattern` is its place when it was read from a
+    /// file).
+    #[error("bad pattern {pattern}: {source}")]
     Pattern {
         pattern: String,
         source: regex::Error,
     },
-    /// A rules file that cannot be read.
-    #[error("failed to open {}clude file {}: {source}", if *include { "in" } else { "ex" }, path.display())]
+    /// A rules file that cannot be read. A name read from another file is not shown,
+    /// nor why it failed (which would tell whether the path exists).
+    #[error("failed to open {}clude file {name}{}", if *include { "in" } else { "ex" }, cause.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
     Open {
-        path: PathBuf,
+        name: String,
         include: bool,
-        source: std::io::Error,
+        cause: Option<std::io::Error>,
+        /// Named by a rule (not a per-directory file that may be absent): ends the run.
+        required: bool,
     },
     /// A `dir-merge` rule inside a per-directory merge file.
     #[error("dir-merge {name} inside a per-directory merge file is not supported (rule ignored)")]
     NestedDirMerge { name: String },
+    /// Merge files that include each other more than rsync's limit deep: ends the
+    /// run, as in rsync (exit 11).
+    #[error(
+        "merge-file include depth limit ({}) exceeded at {at}",
+        merge::MAX_DEPTH
+    )]
+    Depth { at: String },
+}
+
+impl Error {
+    /// Whether the error ends the run (exit 11, as rsync) rather than one directory's
+    /// rules.
+    pub fn ends_run(&self) -> bool {
+        matches!(
+            self,
+            Error::Depth { .. } | Error::Open { required: true, .. }
+        )
+    }
 }
 
 /// Which side's rules to apply.
@@ -159,6 +181,8 @@ impl Filter {
             dir: None,
             merges: Some(&mut self.merges),
             cleared: false,
+            depth: 0,
+            source: None,
         };
         (loader, &mut self.rules)
     }

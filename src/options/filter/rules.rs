@@ -72,9 +72,57 @@ pub struct Syntax {
 }
 
 /// A rule rsync would refuse, in rsync's words.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}")]
-pub struct RuleError(pub String);
+///
+/// A rule read from a file is never shown: whoever chose the file (a merge file in a
+/// tree another user can write) would read its lines back in the error. Such an
+/// error says where the rule is instead, and drops the details about its text.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RuleError {
+    /// What is wrong, as rsync says it ("Unknown filter rule").
+    what: &'static str,
+    /// About the text (a modifier and its position), shown only with the text.
+    detail: String,
+    /// Continues `what` after the detail.
+    tail: &'static str,
+    text: String,
+    /// Where the rule was read, when it came from a file (`FILE line N`).
+    from: Option<String>,
+}
+
+impl RuleError {
+    fn new(what: &'static str, text: &[u8]) -> RuleError {
+        RuleError {
+            what,
+            detail: String::new(),
+            tail: "",
+            text: show(text),
+            from: None,
+        }
+    }
+
+    /// The same error for a rule read at `place` (its text left out).
+    pub fn read_at(self, place: String) -> RuleError {
+        RuleError {
+            from: Some(place),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Display for RuleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.from {
+            None => write!(
+                f,
+                "{}{}{}: {}",
+                self.what, self.detail, self.tail, self.text
+            ),
+            Some(place) => write!(f, "{}{}: <rule from {place}>", self.what, self.tail),
+        }
+    }
+}
+
+impl std::error::Error for RuleError {}
 
 fn show(s: &[u8]) -> String {
     String::from_utf8_lossy(s).into_owned()
@@ -180,7 +228,7 @@ pub fn parse_rule<'a>(
                 clear = true;
             }
             _ => {
-                return Err(RuleError(format!("Unknown filter rule: {}", show(whole))));
+                return Err(RuleError::new("Unknown filter rule", whole));
             }
         }
         let merge = matches!(kind, Kind::Merge | Kind::DirMerge);
@@ -192,13 +240,10 @@ pub fn parse_rule<'a>(
                 if template.word_split && c.is_ascii_whitespace() {
                     break;
                 }
-                let invalid = || {
-                    RuleError(format!(
-                        "invalid modifier '{}' at position {} in filter rule: {}",
-                        c as char,
-                        whole.len() - s.len(),
-                        show(whole)
-                    ))
+                let invalid = || RuleError {
+                    detail: format!(" '{}' at position {}", c as char, whole.len() - s.len()),
+                    tail: " in filter rule",
+                    ..RuleError::new("invalid modifier", whole)
                 };
                 match c {
                     b'-' | b'+' if merge && !mods.no_prefixes => {
@@ -234,10 +279,10 @@ pub fn parse_rule<'a>(
     }
     if template.sender || template.receiver {
         if mods.sender || mods.receiver {
-            return Err(RuleError(format!(
-                "specified-side merge file contains specified-side filter: {}",
-                show(whole)
-            )));
+            return Err(RuleError::new(
+                "specified-side merge file contains specified-side filter",
+                whole,
+            ));
         }
         mods.sender = template.sender;
         mods.receiver = template.receiver;
@@ -252,20 +297,14 @@ pub fn parse_rule<'a>(
     let (pattern, rest) = s.split_at(len);
     if clear {
         if kind == Kind::Clear && !pattern.is_empty() {
-            return Err(RuleError(format!(
-                "'!' rule has trailing characters: {}",
-                show(whole)
-            )));
+            return Err(RuleError::new("'!' rule has trailing characters", whole));
         }
         // In the old syntax and bare lists only a lone `!` clears; `!x` is a pattern.
         if pattern.len() <= 1 {
             kind = Kind::Clear;
         }
     } else if pattern.is_empty() && !mods.cvs {
-        return Err(RuleError(format!(
-            "unexpected end of filter rule: {}",
-            show(whole)
-        )));
+        return Err(RuleError::new("unexpected end of filter rule", whole));
     }
     if syntax.delete_excluded && kind == Kind::Match && !mods.sender && !mods.receiver {
         mods.sender = true;
@@ -295,7 +334,7 @@ mod tests {
     fn err(s: &str) -> String {
         parse_rule(s.as_bytes(), &Mods::default(), Syntax::default())
             .unwrap_err()
-            .0
+            .to_string()
     }
 
     #[test]
@@ -368,6 +407,15 @@ mod tests {
         assert!(err("Hr a").starts_with("invalid modifier 'r'"));
         assert_eq!(err("- "), "unexpected end of filter rule: - ");
         assert_eq!(err("! x"), "'!' rule has trailing characters: ! x");
+    }
+
+    #[test]
+    fn a_rule_read_from_a_file_is_located_not_shown() {
+        let e = parse_rule(b"-e secret", &Mods::default(), Syntax::default()).unwrap_err();
+        assert_eq!(
+            e.read_at("rules line 3".into()).to_string(),
+            "invalid modifier in filter rule: <rule from rules line 3>"
+        );
     }
 
     #[test]

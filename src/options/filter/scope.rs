@@ -113,6 +113,8 @@ impl Filter {
             dir: Some(dir),
             merges: None,
             cleared: false,
+            depth: 0,
+            source: None,
         };
         let mut local = Vec::new();
         if let Err(e) = loader.parse_file(&mut local, &dir.join(&m.name), &m.template, false) {
