@@ -9,6 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 
+use super::escape_name;
 use super::format::{LogFormat, now, timestring};
 
 /// An open log file and the format of its per-file lines.
@@ -37,11 +38,13 @@ impl LogFile {
         })
     }
 
-    /// Appends one line with rsync's time and pid prefix. A failed write is not worth
-    /// failing the copy for (rsync goes on too).
+    /// Appends one line with rsync's time and pid prefix, escaped as the terminal
+    /// output is ([`escape_name`]): a file name must not put terminal escapes into a log
+    /// that root reads. A failed write is not worth failing the copy for (rsync goes on
+    /// too).
     pub fn line(&self, text: &[u8]) {
         let mut buf = format!("{} [{}] ", timestring(now()), self.pid).into_bytes();
-        buf.extend_from_slice(text);
+        buf.extend_from_slice(escape_name(text).as_bytes());
         buf.push(b'\n');
         let _ = self.file.lock().unwrap().write_all(&buf);
     }

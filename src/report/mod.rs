@@ -374,6 +374,7 @@ impl Output {
     }
 
     /// A line rsync also writes to its log file (its FINFO, FWARNING and FERROR lines).
+    /// Appends `line` (unescaped: the log escapes it) to the log file.
     fn log(&self, line: &str) {
         if let Some(l) = &self.log {
             l.line(line.as_bytes());
@@ -384,7 +385,7 @@ impl Output {
     pub fn error(&self, path: &Path, cause: impl std::fmt::Display) {
         let line = format!("nfsync: {}: {cause}", path.display());
         self.log(&line);
-        self.emit(true, &line);
+        self.emit(true, &escape_name(line.as_bytes()));
     }
 
     /// A line about the run as a whole (why it stopped, the closing summary): the
@@ -399,7 +400,7 @@ impl Output {
         if !self.quiet {
             let line = msg.to_string();
             self.log(&line);
-            self.emit(self.json, &line);
+            self.emit(self.json, &escape_name(line.as_bytes()));
         }
     }
 
@@ -407,7 +408,7 @@ impl Output {
     pub fn warn(&self, msg: impl std::fmt::Display) {
         let line = format!("nfsync: warning: {msg}");
         self.log(&line);
-        self.emit(true, &line);
+        self.emit(true, &escape_name(line.as_bytes()));
     }
 
     /// An itemized change (`-i`) or, with `-v`, the name of what changed, as rsync
@@ -471,15 +472,17 @@ impl Output {
     pub fn created_dest(&self, dest: &Path) {
         let bytes = dest.as_os_str().as_bytes();
         let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
-        let name = escape_name(&bytes[..end.max(1)]);
-        let line = format!("created directory {name}");
+        let mut line = b"created directory ".to_vec();
+        line.extend_from_slice(&bytes[..end.max(1)]);
         // rsync: with -v, or when the per-file format has %i (-i's has).
         let shown = self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
         if self.quiet || !shown {
             return;
         }
-        self.log(&line);
-        self.emit(self.json, &line);
+        if let Some(l) = &self.log {
+            l.line(&line);
+        }
+        self.emit(self.json, &escape_name(&line));
     }
 
     /// A removed entry, as rsync prints it: `*deleting   PATH` with `-i` (a directory

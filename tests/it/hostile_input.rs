@@ -116,3 +116,56 @@ fn a_merge_files_text_is_located_not_echoed() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("Unknown filter rule: Zbogus-rule"));
 }
+
+/// `--log-file` lines without their time, pid and run-specific lines, sorted (nfsync
+/// copies in parallel), each made readable (`\x1b` for a raw byte).
+fn log_lines(log: &Path) -> Vec<String> {
+    let data = fs::read(log).unwrap();
+    let mut lines: Vec<String> = data
+        .split(|&b| b == b'\n')
+        .filter_map(|l| {
+            let l = l.splitn(4, |&b| b == b' ').nth(3)?;
+            let own = [&b"created directory"[..], b"sent ", b"total size"];
+            (!own.iter().any(|p| l.starts_with(p))).then(|| l.escape_ascii().to_string())
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn log_file_escapes_control_characters_as_rsync_does() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let src = root.join("src");
+    fs::create_dir(&src).unwrap();
+    let names: [&[u8]; 6] = [
+        b"c0_\x1b_esc",
+        b"c1_\x9b_csi",
+        b"nl_\n_x",
+        b"tab_\t_x",
+        b"del_\x7f_x",
+        b"bs_\\#123_x",
+    ];
+    for n in names {
+        fs::write(src.join(std::ffi::OsStr::from_bytes(n)), "x").unwrap();
+    }
+    let rsync = std::process::Command::new("rsync")
+        .args(["-rv", "--log-file"])
+        .arg(root.join("rsync.log"))
+        .arg(crate::support::slash(&src))
+        .arg(root.join("by_rsync"))
+        .output()
+        .unwrap();
+    assert!(rsync.status.success(), "{}", describe(&rsync));
+    let log = format!("--log-file={}", root.join("nfsync.log").display());
+    let out = run_nfsync(&["-rv", &log], &src, root.join("by_nfsync"));
+    assert!(out.status.success(), "{}", describe(&out));
+    let ours = log_lines(&root.join("nfsync.log"));
+    assert!(
+        ours.iter().any(|l| l.ends_with("c0_\\\\#033_esc")),
+        "{ours:?}"
+    );
+    assert_eq!(ours, log_lines(&root.join("rsync.log")));
+}

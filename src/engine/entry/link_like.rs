@@ -161,7 +161,7 @@ impl<D: Destination> Engine<'_, D> {
             // rsync's own line, on stdout and silenced by -q as rsync's is.
             self.out.info(format_args!(
                 "skipping non-regular file \"{}\"",
-                crate::report::escape_name(rel.as_os_str().as_encoded_bytes())
+                rel.display()
             ));
             return;
         }
