@@ -3,6 +3,10 @@
 
 use crate::shard::Shard;
 
+/// The most shares a tree is dealt into: far more processes than one DEST serves, and
+/// small enough that the deal's per-share tables stay a few MiB.
+pub const MAX_SHARDS: u64 = 65536;
+
 /// Resolves `spec`, reading the scheduler's variables through `env`; the error says
 /// which variable is missing or wrong, and what was expected.
 pub fn resolve(spec: &str, env: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
@@ -48,6 +52,11 @@ pub fn resolve(spec: &str, env: impl Fn(&str) -> Option<String>) -> Result<Shard
             "--shard {spec}: expected K/N (0 <= K < N), slurm, or k8s/N"
         ));
     };
+    if count > MAX_SHARDS {
+        return Err(format!(
+            "--shard {spec}: {count} shards is more than nfsync deals ({MAX_SHARDS} at most)"
+        ));
+    }
     if count == 0 || index >= count {
         return Err(format!(
             "--shard {spec}: shard {index} of {count} does not exist (0 <= K < N; the array must have N tasks numbered from its first)"
@@ -70,6 +79,20 @@ mod tests {
 
     fn shard(index: u64, count: u64) -> Result<Shard, String> {
         Ok(Shard { index, count })
+    }
+
+    #[test]
+    fn absurd_shard_counts_are_refused() {
+        assert_eq!(resolve("65535/65536", with(&[])), shard(65535, 65536));
+        for spec in [
+            "4294967295/4294967296",
+            "18446744073709551614/18446744073709551615",
+            "0/65537",
+            "k8s/99999999",
+        ] {
+            let e = resolve(spec, with(&[("JOB_COMPLETION_INDEX", "0")])).unwrap_err();
+            assert!(e.contains("65536 at most"), "{spec}: {e}");
+        }
     }
 
     #[test]

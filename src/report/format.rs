@@ -45,14 +45,30 @@ pub struct LogFormat {
     pub has_o_or_i: bool,
 }
 
+/// The widest field a format may ask for: rsync's whole line fits in 5 KiB (its
+/// `MAXPATHLEN+1024` buffer), so a wider field could only be a mistake, or a way to
+/// make nfsync allocate gigabytes per line.
+pub const MAX_WIDTH: usize = 4096;
+
 /// Why a format was refused.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("%{letter} is not supported ({why})")]
-pub struct FormatError {
-    /// The escape's letter.
-    pub letter: char,
-    /// Why nfsync cannot give it.
-    pub why: &'static str,
+pub enum FormatError {
+    /// An escape nfsync cannot give.
+    #[error("%{letter} is not supported ({why})")]
+    Unsupported {
+        /// The escape's letter.
+        letter: char,
+        /// Why nfsync cannot give it.
+        why: &'static str,
+    },
+    /// A field wider than [`MAX_WIDTH`].
+    #[error("%{width}{letter}: a field is at most {MAX_WIDTH} wide")]
+    Width {
+        /// The escape's letter.
+        letter: char,
+        /// The width as written.
+        width: String,
+    },
 }
 
 /// What one line is about: an entry that changed, or one that was deleted.
@@ -150,19 +166,28 @@ impl LogFormat {
             i += 1;
             match letter {
                 b'c' => {
-                    return Err(FormatError {
+                    return Err(FormatError::Unsupported {
                         letter: 'c',
                         why: "it counts rsync's delta-transfer checksums; nfsync has no delta transfer",
                     });
                 }
                 b'C' => {
-                    return Err(FormatError {
+                    return Err(FormatError::Unsupported {
                         letter: 'C',
                         why: "it is rsync's transfer checksum; nfsync computes none",
                     });
                 }
                 b'i' | b'n' | b'l' | b'b' | b'f' | b'L' | b'M' | b't' | b'o' | b'p' | b'B'
                 | b'U' | b'G' | b'm' | b'%' => {
+                    let width = match digits {
+                        "" => 0,
+                        d => d.parse().ok().filter(|&w| w <= MAX_WIDTH).ok_or_else(|| {
+                            FormatError::Width {
+                                letter: letter as char,
+                                width: d.to_string(),
+                            }
+                        })?,
+                    };
                     has_i |= letter == b'i';
                     has_o |= letter == b'o';
                     if !text.is_empty() {
@@ -173,7 +198,7 @@ impl LogFormat {
                         humanize: HumanLevel::from_count(humanize),
                         left,
                         zero: digits.starts_with('0'),
-                        width: digits.parse().unwrap_or(0),
+                        width,
                     });
                 }
                 // rsync expands nothing for these outside a daemon (and for unknown
@@ -394,6 +419,19 @@ mod tests {
     }
 
     #[test]
+    fn a_field_wider_than_rsyncs_line_is_refused() {
+        assert!(LogFormat::parse("%4096l %-4096n").is_ok());
+        for f in ["%4097l", "%99999999999l %n", "%-99999999999999999999999n"] {
+            let e = LogFormat::parse(f).unwrap_err();
+            assert!(matches!(e, FormatError::Width { .. }), "{f}: {e}");
+        }
+        assert_eq!(
+            LogFormat::parse("%99999999999l").unwrap_err().to_string(),
+            "%99999999999l: a field is at most 4096 wide"
+        );
+    }
+
+    #[test]
     fn escapes_expand_as_rsync_expands_them() {
         let m = meta(Kind::File, 12345, 0o4755);
         let item = Item {
@@ -433,8 +471,12 @@ mod tests {
 
     #[test]
     fn delta_transfer_escapes_are_refused() {
-        assert_eq!(LogFormat::parse("%n %c").unwrap_err().letter, 'c');
-        assert_eq!(LogFormat::parse("%C").unwrap_err().letter, 'C');
+        let unsupported = |f| match LogFormat::parse(f).unwrap_err() {
+            FormatError::Unsupported { letter, .. } => letter,
+            e => panic!("{e}"),
+        };
+        assert_eq!(unsupported("%n %c"), 'c');
+        assert_eq!(unsupported("%C"), 'C');
         assert!(LogFormat::parse("%i").unwrap().has_i);
         assert!(LogFormat::parse("%o %n").unwrap().has_o_or_i);
         assert!(!LogFormat::parse("%n%L").unwrap().has_o_or_i);

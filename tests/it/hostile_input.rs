@@ -169,3 +169,39 @@ fn log_file_escapes_control_characters_as_rsync_does() {
     );
     assert_eq!(ours, log_lines(&root.join("rsync.log")));
 }
+
+#[test]
+fn absurd_numbers_are_refused_as_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    tree(root);
+    for (args, reason) in [
+        (
+            &["-r", "--shard", "4294967295/4294967296"][..],
+            "4294967296 shards is more than nfsync deals (65536 at most)",
+        ),
+        (
+            &["-r", "--shard", "18446744073709551614/18446744073709551615"],
+            "(65536 at most)",
+        ),
+        (
+            &["-r", "--out-format", "%99999999999l %n"],
+            "%99999999999l: a field is at most 4096 wide",
+        ),
+    ] {
+        let out = run_nfsync(args, &root.join("src"), root.join("dst"));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
+        let err = stderr(&out);
+        assert!(
+            err.lines().next().unwrap().contains(reason),
+            "{args:?}: {err}"
+        );
+    }
+    // The largest allowed still runs.
+    let out = run_nfsync(
+        &["-r", "--shard", "65535/65536"],
+        &root.join("src"),
+        root.join("dst"),
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+}
