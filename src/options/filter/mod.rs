@@ -45,7 +45,7 @@ pub enum Error {
     Rule(#[from] rules::RuleError),
     /// A pattern that does not compile (`pattern` is its place when it was read from a
     /// file).
-    #[error("bad pattern {pattern}: {source}")]
+    #[error("bad pattern {pattern:?}: {source}")]
     Pattern {
         pattern: String,
         source: regex::Error,
