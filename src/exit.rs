@@ -49,7 +49,8 @@ exit_codes! {
     /// connections that keep failing midway. rsync: "error in socket I/O".
     Connect = 10, "NFS server unreachable or refusing us (MOUNT, NFSv4.1 session, TLS), at start or midway";
     /// A failure outside any one file (a file's own error is 23). rsync: "error in file
-    /// I/O".
+    /// I/O". As in rsync, also a rules file a rule names that cannot be opened, and
+    /// merge files nested more than 32 deep.
     FileIo = 11, "fatal local I/O error (no worker thread could start, output could not be written)";
     /// rsync uses 20 too. The second signal leaves the files in flight partial, which
     /// the next run finds (README, "The resume guarantee").
