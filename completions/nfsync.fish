@@ -91,6 +91,7 @@ complete -c nfsync -l no-human-readable -d 'Plain numbers in --stats (no thousan
 complete -c nfsync -s L -l copy-links -d 'Copy what symlinks point to instead of the links (a dangling one is an error)'
 complete -c nfsync -l copy-unsafe-links -d 'Copy what symlinks pointing outside the transfer point to (absolute ones too)'
 complete -c nfsync -l safe-links -d 'Leave out symlinks pointing outside the transfer (absolute ones too)'
+complete -c nfsync -l insecure-links -d 'Follow symlinks owned by other users in the paths options name (DEST, --backup-dir, --log-file, merge files, ...); by default only root\'s and ours'
 complete -c nfsync -s k -l copy-dirlinks -d 'Copy what symlinks to directories point to, as directories'
 complete -c nfsync -s K -l keep-dirlinks -d 'Treat a symlink to a directory at the destination as that directory'
 complete -c nfsync -s X -l xattrs -d 'Copy extended attributes (user.*; as root trusted.* and security.* too)'

@@ -133,6 +133,7 @@ man\:"The man page (roff)"))' \
 '--copy-links[Copy what symlinks point to instead of the links (a dangling one is an error)]' \
 '--copy-unsafe-links[Copy what symlinks pointing outside the transfer point to (absolute ones too)]' \
 '--safe-links[Leave out symlinks pointing outside the transfer (absolute ones too)]' \
+'--insecure-links[Follow symlinks owned by other users in the paths options name (DEST, --backup-dir, --log-file, merge files, ...); by default only root'\''s and ours]' \
 '-k[Copy what symlinks to directories point to, as directories]' \
 '--copy-dirlinks[Copy what symlinks to directories point to, as directories]' \
 '-K[Treat a symlink to a directory at the destination as that directory]' \
