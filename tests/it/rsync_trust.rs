@@ -221,25 +221,38 @@ fn temp_dir_through_a_link() {
     if !root_or_skip("rsync_trust::temp_dir_through_a_link") {
         return;
     }
-    // An update's temporary made in outside/ and renamed away leaves its mtime moved.
-    matrix("--temp-dir=plant/osl (-> outside)", |c| {
-        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
-        fs::File::open(c.p("outside"))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        let arg = format!(
-            "--temp-dir={}",
-            c.plant("plant/osl", &c.p("outside")).display()
+    // A temporary made in outside/ and renamed away leaves its mtime moved; an update
+    // and a new file (which rsync writes there too).
+    for new in [false, true] {
+        matrix(
+            &format!("--temp-dir=plant/osl (-> outside), new={new}"),
+            |c| temp_dir_case(c, new),
         );
-        let out = c.run(&[os("-a"), os(&arg)]);
-        if c.cell.follows() {
-            assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-        } else {
-            assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
-        }
-        fs::metadata(c.p("outside")).unwrap().modified().unwrap() != old
-    });
+    }
+}
+
+/// One `--temp-dir` cell: whether the temporary was made in `outside/`.
+fn temp_dir_case(c: &Case, new: bool) -> bool {
+    if new {
+        fs::remove_dir_all(c.p("dest")).unwrap();
+        fs::create_dir(c.p("dest")).unwrap();
+    }
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+    fs::File::open(c.p("outside"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let arg = format!(
+        "--temp-dir={}",
+        c.plant("plant/osl", &c.p("outside")).display()
+    );
+    let out = c.run(&[os("-a"), os(&arg)]);
+    if c.cell.follows() {
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    } else {
+        assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    }
+    fs::metadata(c.p("outside")).unwrap().modified().unwrap() != old
 }
 
 #[test]
