@@ -19,7 +19,7 @@ complete -c nfsync -l chmod -d 'Change modes as chmod(1) would: D755,F644 / u+w,
 complete -c nfsync -l chown -d 'Give every entry this owner and group (names or numbers; U, U:G or :G). Implies -o and/or -g' -r
 complete -c nfsync -l usermap -d 'Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o' -r
 complete -c nfsync -l groupmap -d 'Map groups FROM:TO,..., as --usermap. Implies -g' -r
-complete -c nfsync -s T -l temp-dir -d 'Write each file\'s temporary in DIR (relative to DEST), then move them in place' -r -F
+complete -c nfsync -s T -l temp-dir -d 'Write each file\'s temporary in DIR (relative to DEST), then move it in place' -r -F
 complete -c nfsync -l bwlimit -d 'Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0: no limit)' -r
 complete -c nfsync -l backup-dir -d 'Keep backups in DIR (relative to DEST; on nfs:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup' -r -F
 complete -c nfsync -l suffix -d 'Backup suffix (default "~", or none with --backup-dir)' -r

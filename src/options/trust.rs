@@ -294,4 +294,43 @@ mod tests {
             assert!(check(&t.join("real/f"), me).is_ok());
         }
     }
+
+    #[test]
+    fn the_walk_follows_our_links_makes_dirs_and_refuses_foreign_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        fs::create_dir_all(t.join("real/sub")).unwrap();
+        fs::write(t.join("real/sub/f"), b"x").unwrap();
+        symlink("real", t.join("ours")).unwrap();
+        symlink("../real/sub/f", t.join("real/leaf")).unwrap();
+        let base = fs::File::open(t).unwrap();
+        assert_eq!(read(&t.join("ours/sub/../sub/f")).unwrap(), b"x");
+        assert_eq!(read(&t.join("ours/leaf")).unwrap(), b"x");
+        open_dir(&base, Path::new("ours/new/deeper"), true).unwrap();
+        assert!(t.join("real/new/deeper").is_dir());
+        let e = open_dir(&base, Path::new("real/sub/f"), false).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR));
+        if rustix::process::geteuid().is_root() {
+            for link in ["ours", "real/leaf"] {
+                rustix::fs::chownat(
+                    rustix::fs::CWD,
+                    t.join(link),
+                    Some(rustix::fs::Uid::from_raw(4321)),
+                    None,
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .unwrap();
+            }
+            let e = read(&t.join("ours/sub/f")).unwrap_err();
+            assert!(is_refusal(&e), "{e}");
+            assert!(
+                e.to_string().contains("ours: symlink owned by uid 4321"),
+                "{e}"
+            );
+            let e = open_dir(&base, Path::new("ours/new2"), true).unwrap_err();
+            assert!(is_refusal(&e) && !t.join("real/new2").exists(), "{e}");
+            assert!(is_refusal(&read(&t.join("real/leaf")).unwrap_err()));
+            assert_eq!(read(&t.join("real/sub/f")).unwrap(), b"x");
+        }
+    }
 }

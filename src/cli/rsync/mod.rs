@@ -301,7 +301,7 @@ pub struct RsyncOpts {
     #[arg(long)]
     pub append_verify: bool,
 
-    /// Write each file's temporary in DIR (relative to DEST), then move them in place.
+    /// Write each file's temporary in DIR (relative to DEST), then move it in place.
     #[arg(short = 'T', long, value_name = "DIR")]
     pub temp_dir: Option<std::path::PathBuf>,
 
