@@ -19,7 +19,7 @@ complete -c nfsync -l chmod -d 'Change modes as chmod(1) would: D755,F644 / u+w,
 complete -c nfsync -l chown -d 'Give every entry this owner and group (names or numbers; U, U:G or :G). Implies -o and/or -g' -r
 complete -c nfsync -l usermap -d 'Map owners FROM:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o' -r
 complete -c nfsync -l groupmap -d 'Map groups FROM:TO,..., as --usermap. Implies -g' -r
-complete -c nfsync -s T -l temp-dir -d 'Write updates\' temporaries in DIR (relative to DEST), then move them in place' -r -F
+complete -c nfsync -s T -l temp-dir -d 'Write each file\'s temporary in DIR (relative to DEST), then move it in place' -r -F
 complete -c nfsync -l bwlimit -d 'Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0: no limit)' -r
 complete -c nfsync -l backup-dir -d 'Keep backups in DIR (relative to DEST; on nfs:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup' -r -F
 complete -c nfsync -l suffix -d 'Backup suffix (default "~", or none with --backup-dir)' -r
@@ -91,6 +91,7 @@ complete -c nfsync -l no-human-readable -d 'Plain numbers in --stats (no thousan
 complete -c nfsync -s L -l copy-links -d 'Copy what symlinks point to instead of the links (a dangling one is an error)'
 complete -c nfsync -l copy-unsafe-links -d 'Copy what symlinks pointing outside the transfer point to (absolute ones too)'
 complete -c nfsync -l safe-links -d 'Leave out symlinks pointing outside the transfer (absolute ones too)'
+complete -c nfsync -l insecure-links -d 'Follow symlinks owned by other users in the paths options name (DEST, --backup-dir, --log-file, merge files, ...); by default only root\'s and ours'
 complete -c nfsync -s k -l copy-dirlinks -d 'Copy what symlinks to directories point to, as directories'
 complete -c nfsync -s K -l keep-dirlinks -d 'Treat a symlink to a directory at the destination as that directory'
 complete -c nfsync -s X -l xattrs -d 'Copy extended attributes (user.*; as root trusted.* and security.* too)'

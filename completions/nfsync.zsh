@@ -38,8 +38,8 @@ _nfsync() {
 '--chown=[Give every entry this owner and group (names or numbers; U, U\:G or \:G). Implies -o and/or -g]:USER:GROUP:_default' \
 '--usermap=[Map owners FROM\:TO,... (ids, LOW-HIGH ranges, names with * and ?; the first match wins). Implies -o]:STRING:_default' \
 '--groupmap=[Map groups FROM\:TO,..., as --usermap. Implies -g]:STRING:_default' \
-'-T+[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
-'--temp-dir=[Write updates'\'' temporaries in DIR (relative to DEST), then move them in place]:DIR:_files' \
+'-T+[Write each file'\''s temporary in DIR (relative to DEST), then move it in place]:DIR:_files' \
+'--temp-dir=[Write each file'\''s temporary in DIR (relative to DEST), then move it in place]:DIR:_files' \
 '--bwlimit=[Limit the rate data is written at, all files together (KiB/s unless a suffix says otherwise; 0\: no limit)]:RATE:_default' \
 '--backup-dir=[Keep backups in DIR (relative to DEST; on nfs\:// an absolute DIR is a path on the server), each at its path below DEST; implies --backup]:DIR:_files' \
 '--suffix=[Backup suffix (default "~", or none with --backup-dir)]:SUFFIX:_default' \
@@ -133,6 +133,7 @@ man\:"The man page (roff)"))' \
 '--copy-links[Copy what symlinks point to instead of the links (a dangling one is an error)]' \
 '--copy-unsafe-links[Copy what symlinks pointing outside the transfer point to (absolute ones too)]' \
 '--safe-links[Leave out symlinks pointing outside the transfer (absolute ones too)]' \
+'--insecure-links[Follow symlinks owned by other users in the paths options name (DEST, --backup-dir, --log-file, merge files, ...); by default only root'\''s and ours]' \
 '-k[Copy what symlinks to directories point to, as directories]' \
 '--copy-dirlinks[Copy what symlinks to directories point to, as directories]' \
 '-K[Treat a symlink to a directory at the destination as that directory]' \

@@ -31,6 +31,7 @@ impl Cli {
     /// Builds the engine's configuration; `matches` gives the options' positions so
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
+        crate::options::trust::set_insecure(self.rsync.insecure_links);
         let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
         // A lone SRC is listed, as rsync infers --list-only then; a DEST given with

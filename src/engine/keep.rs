@@ -164,11 +164,16 @@ impl<D: Destination> Engine<'_, D> {
             BasisUse::Copy => "--copy-dest",
         };
         for d in &b.dirs {
-            if !matches!(self.dest.open_path(d, false), Ok(Some(_))) {
-                self.out.warn(format_args!(
+            match self.dest.open_path(d, false) {
+                Ok(Some(_)) => {}
+                // A link another user owns on the way: say so, rather than "missing".
+                Err(dest::Error::Entry(e)) if crate::options::trust::is_refusal(&e) => {
+                    self.out.warn(format_args!("{option} arg not used: {e}"))
+                }
+                _ => self.out.warn(format_args!(
                     "{option} arg does not exist: {}",
                     self.dest_path(d).display()
-                ));
+                )),
             }
         }
     }

@@ -92,8 +92,9 @@ impl<D: Destination> Engine<'_, D> {
         let delay = data.delay_updates && !(self.cfg.hard_links && job.entry.meta.nlink > 1);
         // An update is written under a temporary name and renamed over the old copy
         // (as rsync does), so a failure part-way leaves the old copy whole; the rename
-        // costs what removing the old file first would.
-        if !matches!(put, Put::Replace(_)) && !delay {
+        // costs what removing the old file first would. With --temp-dir a new file
+        // goes the same way, as in rsync: the operator asked for temporaries there.
+        if !matches!(put, Put::Replace(_)) && !delay && self.writing.temp_dir.is_none() {
             return Ok(self.dest.write_file(dir, name, src));
         }
         let temp = temp::name(name);

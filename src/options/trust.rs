@@ -1,19 +1,29 @@
-//! Paths the command line names (`--exclude-from FILE`, DEST) must not lead through a
+//! Paths the command line names (DEST, `--backup-dir`, `--link-dest`, `--log-file`,
+//! `--files-from`, `--exclude-from`, ...) and merge files must not lead through a
 //! symlink someone else controls.
 //!
 //! A symlink owned by another user (neither root nor us) in such a path could be
 //! pointed, between our check and our use or before it, into a tree that is not
-//! theirs to give: root reading "their" exclude file would read any file, and a sync
-//! into "their" directory would write anywhere. rsync has no such check for these
-//! paths (its own protections cover the receiver's files inside DEST, which nfsync
-//! gets by opening every directory below DEST without following symlinks); nfsync
-//! refuses, with the link named. The kernel's `fs.protected_symlinks` is the same rule,
-//! limited to sticky world-writable directories.
+//! theirs to give: root reading "their" exclude file would read any file, and a
+//! backup into "their" directory would write anywhere. rsync's rule is the one kept:
+//! a symlink is followed only when root or the effective user owns it, and
+//! `--insecure-links` turns the rule off. [`open_at`] applies it while opening, one
+//! component at a time by descriptor (`O_NOFOLLOW`, then `fstat` of the link
+//! itself), so what was checked is what gets used. The kernel's
+//! `fs.protected_symlinks` is the same rule, limited to sticky world-writable
+//! directories.
 
 use std::ffi::OsString;
 use std::fs;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 
 /// Why a path was refused.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +40,169 @@ pub enum Untrusted {
 
 /// Most links resolved in one path, as the kernel's `ELOOP` limit.
 const MAX_LINKS: usize = 40;
+
+/// `--insecure-links`: every symlink is followed. One setting for the whole process,
+/// as the effective user it is measured against is.
+static INSECURE: AtomicBool = AtomicBool::new(false);
+
+/// Turns the rule off (`--insecure-links`) or back on, for the whole process.
+pub fn set_insecure(on: bool) {
+    INSECURE.store(on, Ordering::Relaxed);
+}
+
+/// Whether a symlink owned by `uid` may be followed by a process running as `euid`.
+fn follows(uid: u32, euid: u32) -> bool {
+    uid == 0 || uid == euid || INSECURE.load(Ordering::Relaxed)
+}
+
+/// Opens `path` (absolute, or relative to `base`) with `flags`, following only
+/// trusted symlinks. With `make_dirs`, missing directories on the way (and a missing
+/// last one when `flags` holds `DIRECTORY`) are made, mode 0755 less the umask.
+pub fn open_at(
+    base: BorrowedFd<'_>,
+    path: &Path,
+    flags: OFlags,
+    mode: Mode,
+    make_dirs: bool,
+) -> io::Result<OwnedFd> {
+    let euid = rustix::process::geteuid().as_raw();
+    let look = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let root = || rustix::fs::open("/", dir, Mode::empty());
+    let mut at = if path.is_absolute() {
+        root()?
+    } else {
+        rustix::fs::openat(base, ".", dir, Mode::empty())?
+    };
+    // The path as resolved so far, to name a refused link.
+    let mut seen = PathBuf::from(if path.is_absolute() { "/" } else { "" });
+    let mut todo = Vec::new();
+    push_front(&mut todo, path);
+    let mut links = 0;
+    let mut made = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            at = rustix::fs::openat(&at, "..", dir, Mode::empty())?;
+            seen.push("..");
+            continue;
+        }
+        let last = todo.is_empty();
+        let missing = |at: &OwnedFd, made: &mut usize| -> io::Result<()> {
+            *made += 1;
+            if *made > 1000 {
+                return Err(Errno::LOOP.into());
+            }
+            match rustix::fs::mkdirat(at, &name, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(Errno::EXIST) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        };
+        let mut refused = None;
+        if last {
+            match rustix::fs::openat(&at, &name, flags | OFlags::NOFOLLOW | OFlags::CLOEXEC, mode) {
+                Ok(fd) => return Ok(fd),
+                // Perhaps a symlink: looked at below.
+                Err(e @ (Errno::LOOP | Errno::NOTDIR)) => refused = Some(e),
+                Err(Errno::NOENT) if make_dirs && flags.contains(OFlags::DIRECTORY) => {
+                    missing(&at, &mut made)?;
+                    todo.push(name);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let fd = match rustix::fs::openat(&at, &name, look, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if make_dirs => {
+                missing(&at, &mut made)?;
+                todo.push(name);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        seen.push(&name);
+        if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+            if let Some(e) = refused {
+                return Err(e.into());
+            }
+            if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+                return Err(Errno::NOTDIR.into());
+            }
+            at = fd;
+            continue;
+        }
+        if !follows(st.st_uid, euid) {
+            return Err(io::Error::other(Untrusted::ForeignLink {
+                link: seen,
+                uid: st.st_uid,
+            }));
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(Errno::LOOP.into());
+        }
+        let target = rustix::fs::readlinkat(&fd, "", Vec::new())?;
+        let target = PathBuf::from(OsString::from_vec(target.into_bytes()));
+        seen.pop();
+        if target.is_absolute() {
+            at = root()?;
+            seen = PathBuf::from("/");
+        }
+        push_front(&mut todo, &target);
+    }
+    // The path ended at a directory (`.`, `..`, `/`, a link to one): open it as asked.
+    Ok(rustix::fs::openat(&at, ".", flags | OFlags::CLOEXEC, mode)?)
+}
+
+/// Whether `e` is a refusal of [`open_at`] (a symlink another user owns), which
+/// callers that pass over a missing file pass over too, as rsync does.
+pub fn is_refusal(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Untrusted>())
+}
+
+/// Reads the file at `path` (absolute, or relative to the working directory),
+/// following only trusted symlinks.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let fd = open_at(
+        rustix::fs::CWD,
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK,
+        Mode::empty(),
+        false,
+    )?;
+    let mut f = fs::File::from(fd);
+    let mut v = Vec::new();
+    f.read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// Opens (creating it, mode 0644 less the umask) the file at `path` for appending,
+/// following only trusted symlinks: a leaf link of our own is followed, as rsync
+/// follows it for `--log-file`.
+pub fn open_append(path: &Path) -> io::Result<fs::File> {
+    let fd = open_at(
+        rustix::fs::CWD,
+        path,
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
+        Mode::from_raw_mode(0o644),
+        false,
+    )?;
+    Ok(fs::File::from(fd))
+}
+
+/// Opens the directory at `path` (absolute, or relative to `base`), following only
+/// trusted symlinks; see [`open_at`] for `make_dirs`.
+pub fn open_dir(base: impl AsFd, path: &Path, make_dirs: bool) -> io::Result<OwnedFd> {
+    open_at(
+        base.as_fd(),
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY,
+        Mode::empty(),
+        make_dirs,
+    )
+}
 
 /// Resolves `path` one component at a time, as the kernel would, refusing at the
 /// first symlink owned by anyone but root and `euid`. A component that cannot be
@@ -61,7 +234,7 @@ pub fn check(path: &Path, euid: u32) -> Result<(), Untrusted> {
             at = next;
             continue;
         }
-        if m.uid() != 0 && m.uid() != euid {
+        if !follows(m.uid(), euid) {
             return Err(Untrusted::ForeignLink {
                 link: next,
                 uid: m.uid(),
@@ -119,6 +292,45 @@ mod tests {
             let e = check(&t.join("abs/f"), me).unwrap_err().to_string();
             assert!(e.contains("ours: symlink owned by uid 4321"), "{e}");
             assert!(check(&t.join("real/f"), me).is_ok());
+        }
+    }
+
+    #[test]
+    fn the_walk_follows_our_links_makes_dirs_and_refuses_foreign_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path();
+        fs::create_dir_all(t.join("real/sub")).unwrap();
+        fs::write(t.join("real/sub/f"), b"x").unwrap();
+        symlink("real", t.join("ours")).unwrap();
+        symlink("../real/sub/f", t.join("real/leaf")).unwrap();
+        let base = fs::File::open(t).unwrap();
+        assert_eq!(read(&t.join("ours/sub/../sub/f")).unwrap(), b"x");
+        assert_eq!(read(&t.join("ours/leaf")).unwrap(), b"x");
+        open_dir(&base, Path::new("ours/new/deeper"), true).unwrap();
+        assert!(t.join("real/new/deeper").is_dir());
+        let e = open_dir(&base, Path::new("real/sub/f"), false).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR));
+        if rustix::process::geteuid().is_root() {
+            for link in ["ours", "real/leaf"] {
+                rustix::fs::chownat(
+                    rustix::fs::CWD,
+                    t.join(link),
+                    Some(rustix::fs::Uid::from_raw(4321)),
+                    None,
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .unwrap();
+            }
+            let e = read(&t.join("ours/sub/f")).unwrap_err();
+            assert!(is_refusal(&e), "{e}");
+            assert!(
+                e.to_string().contains("ours: symlink owned by uid 4321"),
+                "{e}"
+            );
+            let e = open_dir(&base, Path::new("ours/new2"), true).unwrap_err();
+            assert!(is_refusal(&e) && !t.join("real/new2").exists(), "{e}");
+            assert!(is_refusal(&read(&t.join("real/leaf")).unwrap_err()));
+            assert_eq!(read(&t.join("real/sub/f")).unwrap(), b"x");
         }
     }
 }

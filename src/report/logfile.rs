@@ -3,9 +3,8 @@
 //! per change in `--log-file-format` (default `%i %n%L`), deletions, the messages
 //! printed on the way, and the totals at the end.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -25,12 +24,7 @@ impl LogFile {
     /// symlink at `path` is not followed (rsync refuses one owned by another user; nfsync
     /// refuses them all, which is never less safe).
     pub fn open(path: &Path, format: LogFormat) -> io::Result<LogFile> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
+        let file = crate::options::trust::open_append(path)?;
         Ok(LogFile {
             file: Mutex::new(file),
             format,

@@ -21,6 +21,8 @@
 //! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
 //!   --delay-updates, --bwlimit).
 //! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
+//! - [`rsync_trust`]: symlinks owned by another user in the paths options name and in
+//!   merge files are not followed (`--insecure-links` follows them).
 //! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
 //!   `--list-only`), against rsync the same way.
 //! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run;
@@ -50,6 +52,7 @@ mod rsync_links;
 mod rsync_output;
 mod rsync_paths;
 mod rsync_safety;
+mod rsync_trust;
 mod scenarios;
 mod shards;
 mod support;

@@ -235,6 +235,11 @@ pub struct RsyncOpts {
     #[arg(long)]
     pub safe_links: bool,
 
+    /// Follow symlinks owned by other users in the paths options name (DEST,
+    /// --backup-dir, --log-file, merge files, ...); by default only root's and ours.
+    #[arg(long)]
+    pub insecure_links: bool,
+
     /// Copy what symlinks to directories point to, as directories.
     #[arg(short = 'k', long)]
     pub copy_dirlinks: bool,
@@ -296,7 +301,7 @@ pub struct RsyncOpts {
     #[arg(long)]
     pub append_verify: bool,
 
-    /// Write updates' temporaries in DIR (relative to DEST), then move them in place.
+    /// Write each file's temporary in DIR (relative to DEST), then move it in place.
     #[arg(short = 'T', long, value_name = "DIR")]
     pub temp_dir: Option<std::path::PathBuf>,
 
@@ -406,13 +411,14 @@ impl RsyncOpts {
         let Some(f) = &self.files_from else {
             return Ok(None);
         };
-        let mut data = Vec::new();
-        let read = if f.as_os_str() == "-" {
-            std::io::stdin().lock().read_to_end(&mut data)
+        let data = if f.as_os_str() == "-" {
+            let mut data = Vec::new();
+            std::io::stdin().lock().read_to_end(&mut data).map(|_| data)
         } else {
-            std::fs::File::open(f).and_then(|mut r| r.read_to_end(&mut data))
+            // A symlink another user owns is not followed (see `trust`).
+            crate::options::trust::read(f)
         };
-        read.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
+        let data = data.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
         Ok(Some(crate::options::relative::parse_list(
             &data, self.from0,
         )))

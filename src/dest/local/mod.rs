@@ -77,11 +77,14 @@ impl LocalDir {
         }
     }
 
-    /// Opens a directory by path, following symlinks: only for DEST itself and its
-    /// parent, which the user named.
+    /// Opens a directory by path, following the symlinks root or we own (see
+    /// `options::trust`): only for DEST itself and its parent, which the user named.
     fn open_path(path: &Path) -> io::Result<LocalDir> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let d = LocalDir::new(rustix::fs::open(path, flags, Mode::empty())?);
+        let d = LocalDir::new(crate::options::trust::open_dir(
+            rustix::fs::CWD,
+            path,
+            false,
+        )?);
         let mode = rustix::fs::fstat(d.fd())?.st_mode;
         Ok(LocalDir {
             setgid: mode & 0o2000 != 0,

@@ -1,31 +1,32 @@
 //! Directories the user names by path beside DEST (`--backup-dir`, `--link-dest`, ...).
 
-use std::fs;
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use super::{LocalDest, LocalDir};
 use crate::dest;
+use crate::options::trust;
 
 impl LocalDest {
     /// The directory at `path` (relative to DEST, or absolute), followed through
-    /// symlinks as the user's own DEST is: the user named it.
+    /// symlinks that root or we own and no others (see `options::trust`): a link
+    /// another user planted on the way would send backups, or hard links to a basis,
+    /// anywhere. Missing levels are made with `create`.
     pub(super) fn open_path_at(&self, path: &Path, create: bool) -> dest::Result<Option<LocalDir>> {
-        let full = self.root.join(path);
-        if create {
-            match fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o755)
-                .create(&full)
-            {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e.into()),
+        let opened = if path.is_absolute() {
+            trust::open_dir(rustix::fs::CWD, path, create)
+        } else {
+            LocalDir::open_path(&self.root)
+                .and_then(|root| trust::open_dir(root.fd(), path, create))
+        };
+        match opened {
+            Ok(fd) => {
+                let setgid = rustix::fs::fstat(&fd)?.st_mode & 0o2000 != 0;
+                Ok(Some(LocalDir {
+                    setgid,
+                    ..LocalDir::new(fd)
+                }))
             }
-        }
-        match LocalDir::open_path(&full) {
-            Ok(d) => Ok(Some(d)),
             Err(e) if !create && e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),
         }

@@ -248,11 +248,20 @@ impl Loader<'_> {
             io::stdin().lock().read_to_end(&mut v).map(|_| v)
         } else {
             // A directory deeper than PATH_MAX is listed; its merge file is read too.
-            crate::walk::short_path(path, |p| std::fs::read(p))
+            // A symlink another user owns is not followed (see `trust`).
+            crate::walk::short_path(path, crate::options::trust::read)
         };
         let text = match text {
             Ok(t) => t,
-            Err(e) if !required && e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            // A per-directory merge file that is a link another user owns is read as
+            // absent (rsync), not as an error that would name what it points to.
+            Err(e)
+                if !required
+                    && (e.kind() == io::ErrorKind::NotFound
+                        || crate::options::trust::is_refusal(&e)) =>
+            {
+                return Ok(());
+            }
             Err(e) => {
                 return Err(Error::Open {
                     cause: self.source.is_none().then_some(e),
