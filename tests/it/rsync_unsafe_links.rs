@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::support::sides::{Sides, Via};
-use crate::support::{Tree, describe, slash};
+use crate::support::{Tree, describe, nfsync, slash};
 
 /// `-a --safe-links EXTRA src/` by both onto `start`'s copies: the same tree, both
 /// successful. Returns the sides for the caller's own checks.
@@ -104,6 +104,50 @@ fn safe_links_keep_no_unsafe_backup() {
             );
             assert_eq!(fs::symlink_metadata(s.nfsync("gone")).is_ok(), !deleting);
             assert_eq!(fs::read_link(s.nfsync("gone_safe.bak")).is_ok(), deleting);
+        }
+    }
+}
+
+/// A followed link back to its own directory (`a/self -> ../a`): rsync goes down it
+/// until the kernel's path walk gives up forty levels deep (exit 23); nfsync opened
+/// the referent by its own short path, so the walk never failed and DEST grew until
+/// descriptors ran out. Now the referent is recognized by the ancestors' (dev, ino):
+/// the link is left out with rsync's error and code, the rest copied.
+#[test]
+fn a_source_directory_loop_ends_at_once() {
+    for via in [Via::Mount, Via::InProc] {
+        for flags in [&["-aL"][..], &["-ak"], &["-a", "--copy-unsafe-links"]] {
+            let s = Sides::new(via);
+            // Unsafe only when it climbs out (for --copy-unsafe-links to follow it).
+            let (me, up) = if flags.len() == 2 {
+                ("../../s/a", "../../s")
+            } else {
+                ("../a", "..")
+            };
+            Tree::new(s.join("s"))
+                .file("a/f", "f\n")
+                .file("top", "top\n")
+                .symlink("a/self", me)
+                .symlink("a/up", up);
+            let out = nfsync()
+                .args(flags)
+                .arg(slash(&s.join("s")))
+                .arg(s.dest("d/"))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(23), "{flags:?}: {}", describe(&out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("Too many levels of symbolic links"), "{err}");
+            assert!(
+                s.join("d/a/f").is_file() && s.join("d/top").is_file(),
+                "{flags:?}"
+            );
+            for gone in ["d/a/self", "d/a/up"] {
+                assert!(
+                    fs::symlink_metadata(s.join(gone)).is_err(),
+                    "{flags:?}: {gone}"
+                );
+            }
         }
     }
 }
