@@ -151,3 +151,61 @@ fn a_source_directory_loop_ends_at_once() {
         }
     }
 }
+
+/// `-K` follows DEST's directory links that stay inside DEST (also through `..`
+/// that does not climb above it) and refuses one leading out, absolute or relative:
+/// nothing is written outside, the link stays, and the run ends 23 with rsync 3.5's
+/// error, as rsync does.
+#[test]
+fn keep_dirlinks_refuse_a_link_out_of_dest() {
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src"))
+        .file("abs/f", "f\n")
+        .file("rel/f", "f\n")
+        .file("in/x/y", "y\n")
+        .file("deep/back/z", "z\n")
+        .age();
+    Tree::new(s.join("start"))
+        .dir("realdir/x")
+        .dir("deep")
+        .symlink("abs", s.join("outside"))
+        .symlink("rel", "../outside")
+        .symlink("in", "realdir")
+        .symlink("deep/back", "../realdir")
+        .age();
+    fs::create_dir(s.join("outside")).unwrap();
+    s.copy_start("start");
+    let src = slash(&s.join("src"));
+    let ran = s.run("", b"", &|_, cmd| {
+        cmd.arg("-aK").arg(&src);
+    });
+    let d = s.diff(&["-O", "-J"]);
+    assert!(
+        d.is_empty(),
+        "nfsync differs from rsync:\n{d}\n{}",
+        describe(&ran.nfsync)
+    );
+    assert_eq!(
+        ran.rsync.status.code(),
+        Some(23),
+        "{}",
+        describe(&ran.rsync)
+    );
+    assert_eq!(
+        ran.nfsync.status.code(),
+        Some(23),
+        "{}",
+        describe(&ran.nfsync)
+    );
+    let err = String::from_utf8_lossy(&ran.nfsync.stderr);
+    assert!(err.contains("Too many levels of symbolic links"), "{err}");
+    assert_eq!(
+        fs::read_dir(s.join("outside")).unwrap().count(),
+        0,
+        "written outside"
+    );
+    for link in ["abs", "rel", "in", "deep/back"] {
+        assert!(fs::read_link(s.nfsync(link)).is_ok(), "{link} replaced");
+    }
+    assert!(s.nfsync("realdir/x/y").is_file() && s.nfsync("realdir/z").is_file());
+}
