@@ -375,10 +375,17 @@ pub trait Destination: Send + Sync {
         ))
     }
 
-    /// `-K`: the directory a destination symlink points to, with its attributes;
-    /// `None` when it points to something else or nowhere (then it is replaced).
-    fn open_dir_link(&self, dir: &Self::Dir, name: &OsStr) -> Result<Option<(Self::Dir, Meta)>> {
-        let _ = (dir, name);
+    /// `-K`: the directory a destination symlink (`name` in `dir`, at `rel` below
+    /// DEST) points to, with its attributes; `None` when it points to something else
+    /// or nowhere (then it is replaced). A link that leads out of DEST is refused
+    /// (`ELOOP`, as rsync 3.5): following it would write outside the tree.
+    fn open_dir_link(
+        &self,
+        dir: &Self::Dir,
+        name: &OsStr,
+        rel: &Path,
+    ) -> Result<Option<(Self::Dir, Meta)>> {
+        let _ = (dir, name, rel);
         Err(unsupported(
             "-K (--keep-dirlinks) is not supported by this destination (its symlinks are not followed)",
         ))

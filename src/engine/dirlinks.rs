@@ -29,7 +29,7 @@ impl<D: Destination> Engine<'_, D> {
     ) -> Result<Option<(D::Dir, Meta)>, ()> {
         match pdir {
             Some(pd) if self.cfg.keep_dirlinks && existing == Some(Kind::Symlink) => self
-                .open_dest_link(pd, name)
+                .open_dest_link(pd, name, rel)
                 .map_err(|e| self.dest_error(rel, e)),
             _ => Ok(None),
         }
@@ -37,8 +37,13 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Opens the directory the symlink `name` in `pdir` points to (`None`: it points
     /// to no directory) and remembers it for [`Engine::is_linked_dir`].
-    fn open_dest_link(&self, pdir: &D::Dir, name: &OsStr) -> dest::Result<Option<(D::Dir, Meta)>> {
-        let found = self.dest.open_dir_link(pdir, name)?;
+    fn open_dest_link(
+        &self,
+        pdir: &D::Dir,
+        name: &OsStr,
+        rel: &Path,
+    ) -> dest::Result<Option<(D::Dir, Meta)>> {
+        let found = self.dest.open_dir_link(pdir, name, rel)?;
         if let Some((_, m)) = &found {
             self.linked_dirs.0.lock().unwrap().push((m.dev, m.ino));
         }

@@ -4,9 +4,10 @@
 //! file list, so everything after (the quick check, `-i`, what is set) sees the
 //! entry as rsync's receiver would.
 
+use std::io;
 use std::path::Path;
 
-use super::Engine;
+use super::{DirNode, Engine};
 use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::options::follow::Verdict;
@@ -15,9 +16,15 @@ use crate::walk::SrcEntry;
 
 impl<D: Destination> Engine<'_, D> {
     /// Shapes one directory's source entries; `rel` is the directory's path below
-    /// DEST. Returns false when a followed link pointed nowhere: as with rsync, the
-    /// listing then counts as incomplete and nothing is deleted in the directory.
-    pub(super) fn shape_entries(&self, rel: &Path, entries: &mut Vec<SrcEntry>) -> bool {
+    /// DEST, `node` the directory itself (`None` for the operands). Returns false when
+    /// a followed link pointed nowhere or back into its own ancestry: as with rsync,
+    /// the listing then counts as incomplete and nothing is deleted in the directory.
+    pub(super) fn shape_entries(
+        &self,
+        node: Option<&DirNode<D>>,
+        rel: &Path,
+        entries: &mut Vec<SrcEntry>,
+    ) -> bool {
         let follow = self.cfg.follow;
         let mut whole = true;
         if follow.is_active() {
@@ -27,6 +34,16 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 match follow.decide(e, &rel.join(&e.name)) {
                     Verdict::Keep => true,
+                    Verdict::Followed(f, _)
+                        if f.meta.kind == Kind::Dir && is_ancestor(node, &f.meta) =>
+                    {
+                        // rsync enters the loop until the kernel's path walk gives up
+                        // (ELOOP, forty levels down); nfsync opens the referent by its
+                        // own path, which never grows, so it stops at the first turn.
+                        self.source_error(&e.path, &io::Error::from_raw_os_error(libc::ELOOP));
+                        whole = false;
+                        false
+                    }
                     Verdict::Followed(f, unsafe_target) => {
                         if let Some(t) = unsafe_target
                             && self.cfg.verbose > 0
@@ -106,4 +123,19 @@ impl<D: Destination> Engine<'_, D> {
         }
         m
     }
+}
+
+/// Whether the directory `meta` describes is `node` or one of its parents, by source
+/// (dev, ino): a followed link that leads there would copy the tree into itself
+/// without end.
+fn is_ancestor<D: Destination>(mut node: Option<&DirNode<D>>, meta: &Meta) -> bool {
+    while let Some(n) = node {
+        if n.meta
+            .is_some_and(|m| (m.dev, m.ino) == (meta.dev, meta.ino))
+        {
+            return true;
+        }
+        node = n.parent.as_deref();
+    }
+    false
 }

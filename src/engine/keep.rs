@@ -7,6 +7,7 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -14,6 +15,7 @@ use super::race::{Attempt, is_race};
 use super::{DirNode, Engine, EntryJob};
 use crate::dest::{self, Destination, Removal};
 use crate::meta::{Kind, Meta};
+use crate::options::follow;
 use crate::options::keep::{self, BasisUse, Match};
 use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
@@ -42,6 +44,9 @@ impl<D: Destination> Engine<'_, D> {
         name: &OsStr,
     ) -> dest::Result<()> {
         let b = self.cfg.backup.as_ref().expect("--backup is on");
+        if self.drops_unsafe_link(dir, &parent.join(name))? {
+            return self.dest.remove(dir, name, Kind::Symlink);
+        }
         let backup = b.name(name);
         match &b.dir {
             None => self.dest.rename(dir, name, &backup),
@@ -50,6 +55,36 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest.rename_into(dir, name, &to, &backup)
             }
         }
+    }
+
+    /// With `--safe-links`, whether DEST's `rel` is a symlink that must not be kept
+    /// as a backup: an unsafe one (a backup is a link DEST goes on holding), or one
+    /// whose target cannot be read (rsync fails closed). It is removed instead.
+    fn drops_unsafe_link(&self, dir: &D::Dir, rel: &Path) -> dest::Result<bool> {
+        if !self.cfg.follow.skip_unsafe || !self.cfg.links {
+            return Ok(false);
+        }
+        let name = rel.file_name().unwrap_or_default();
+        if self.dest.stat(dir, name)?.map(|m| m.kind) != Some(Kind::Symlink) {
+            return Ok(false);
+        }
+        let says = match self.dest.read_link(dir, name) {
+            Ok(t) if !follow::is_unsafe(t.as_bytes(), rel) => return Ok(false),
+            Ok(t) => format!(
+                "not backing up unsafe symlink \"{}\" -> \"{}\"",
+                rel.display(),
+                Path::new(&t).display()
+            ),
+            Err(e) if e.is_fatal() || e.kind() == io::ErrorKind::NotFound => return Err(e),
+            Err(_) => format!(
+                "not backing up symlink with unreadable target \"{}\"",
+                rel.display()
+            ),
+        };
+        if self.cfg.verbose > 0 {
+            self.out.info(format_args!("{says}"));
+        }
+        Ok(true)
     }
 
     /// The directory below `--backup-dir` for DEST's `parent`. Missing levels are made

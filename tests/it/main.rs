@@ -18,6 +18,8 @@
 //!   beside what rsync prints for the same change.
 //! - [`rsync_links`]: the link options (-L, -k, -K, --safe-links, --copy-unsafe-links),
 //!   --chmod, --chown, -X, -A.
+//! - [`rsync_unsafe_links`]: links a hostile tree holds (`--safe-links` with rsync 3.4's
+//!   test, also for backups; source directory loops; `-K` links leading out of DEST).
 //! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
 //!   --delay-updates, --bwlimit).
 //! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
@@ -53,6 +55,7 @@ mod rsync_output;
 mod rsync_paths;
 mod rsync_safety;
 mod rsync_trust;
+mod rsync_unsafe_links;
 mod scenarios;
 mod shards;
 mod support;

@@ -459,8 +459,9 @@ impl Destination for LocalDest {
         &self,
         dir: &LocalDir,
         name: &OsStr,
+        rel: &Path,
     ) -> dest::Result<Option<(LocalDir, Meta)>> {
-        self.follow_dir_link(dir, name)
+        self.follow_dir_link(dir, name, rel)
     }
 }
 

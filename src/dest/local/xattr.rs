@@ -8,13 +8,14 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use super::sys::meta_of;
 use super::{LocalDest, LocalDir};
 use crate::dest;
+use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
 
@@ -53,11 +54,15 @@ impl LocalDest {
 
     /// `-K`: opens what the symlink `name` points to when it is a directory. A link
     /// owned by someone else than us or root is not followed (someone else could
-    /// point it anywhere): refused with `EPERM`.
+    /// point it anywhere): refused with `EPERM`. The link is followed from DEST's top
+    /// by its path `rel` without leaving DEST (`RESOLVE_BENEATH`: no absolute target,
+    /// no `..` above the top, as rsync 3.5's resolver): one leading out is refused
+    /// with rsync's `ELOOP`.
     pub(super) fn follow_dir_link(
         &self,
         dir: &LocalDir,
         name: &OsStr,
+        rel: &Path,
     ) -> dest::Result<Option<(LocalDir, Meta)>> {
         let link = rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW)?;
         if link.st_uid != 0 && link.st_uid != self.euid {
@@ -70,14 +75,19 @@ impl LocalDest {
             )
             .into());
         }
+        let top = self.root_dir()?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = match rustix::fs::openat(dir.fd(), name, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(rustix::io::Errno::NOTDIR | rustix::io::Errno::NOENT | rustix::io::Errno::LOOP) => {
-                return Ok(None);
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let fd =
+            match rustix::fs::openat2(top.fd(), rel, flags, Mode::empty(), ResolveFlags::BENEATH) {
+                Ok(fd) => fd,
+                Err(
+                    rustix::io::Errno::NOTDIR | rustix::io::Errno::NOENT | rustix::io::Errno::LOOP,
+                ) => {
+                    return Ok(None);
+                }
+                Err(rustix::io::Errno::XDEV) => return Err(rustix::io::Errno::LOOP.into()),
+                Err(e) => return Err(e.into()),
+            };
         let meta = meta_of(&rustix::fs::fstat(&fd)?);
         debug_assert_eq!(meta.kind, Kind::Dir);
         let d = LocalDir {

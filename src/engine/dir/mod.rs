@@ -131,7 +131,7 @@ impl<D: Destination> Engine<'_, D> {
         fresh: bool,
         source_whole: bool,
     ) {
-        let source_whole = self.shape_entries(&node.rel, &mut entries) && source_whole;
+        let source_whole = self.shape_entries(Some(node), &node.rel, &mut entries) && source_whole;
         if self.cfg.paths.prune_empty_dirs {
             entries.retain(|e| !self.prunes(node, e));
         }

@@ -120,7 +120,7 @@ impl<D: Destination> Engine<'_, D> {
                 meta: op.meta,
             }];
             // -L and friends, --chmod, --chown: as for any other entry.
-            self.shape_entries(Path::new(""), &mut entries);
+            self.shape_entries(None, Path::new(""), &mut entries);
             if self
                 .share_of(Path::new(""), &entries)
                 .is_some_and(|share| share.is_empty())
