@@ -37,7 +37,7 @@ mod sys;
 mod xattr;
 
 use remove::remove_tree_at;
-use sys::{chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, set_mtime_at};
+use sys::{chmod_nofollow, close_checked, copy_data, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
 
 /// How a destination directory is opened: never through a symlink.
@@ -185,7 +185,7 @@ impl Destination for LocalDest {
             }
             let kind = match e.file_type() {
                 rustix::fs::FileType::Unknown => None,
-                t => Some(kind_of(t)),
+                t => Some(Kind::from_raw_type(t)),
             };
             out.push(DestEntry {
                 name: OsString::from_vec(name.to_vec()),
@@ -198,7 +198,7 @@ impl Destination for LocalDest {
 
     fn stat(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<Meta>> {
         match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(meta_of(&st))),
+            Ok(st) => Ok(Some(Meta::from_stat(&st))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
             Err(e) => Err(e.into()),
         }
@@ -229,7 +229,7 @@ impl Destination for LocalDest {
 
     fn open_dir(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<(LocalDir, Meta)> {
         let mut d = LocalDir::open(dir.fd(), name)?;
-        let mut meta = meta_of(&rustix::fs::fstat(d.fd())?);
+        let mut meta = Meta::from_stat(&rustix::fs::fstat(d.fd())?);
         d.setgid = meta.mode & 0o2000 != 0;
         // A read-only directory we may have to write into (when not root): make it ours
         // to write; the mode we report is the one it now has, so the engine's final

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::sys::meta_of;
 use super::{LocalDest, LocalDir};
 use crate::dest;
 use crate::meta::{Kind, Meta};
@@ -78,7 +77,7 @@ impl LocalDest {
             }
             Err(e) => return Err(e.into()),
         };
-        let meta = meta_of(&rustix::fs::fstat(&fd)?);
+        let meta = Meta::from_stat(&rustix::fs::fstat(&fd)?);
         debug_assert_eq!(meta.kind, Kind::Dir);
         let d = LocalDir {
             setgid: meta.mode & 0o2000 != 0,
