@@ -239,9 +239,7 @@ impl<D: Destination> Engine<'_, D> {
         };
         let name = &job.entry.name;
         let (found, first) = self.basis_match(job, src, |dir| {
-            self.dest
-                .same_content(dir, name, &job.entry.path)
-                .unwrap_or(false)
+            self.same_content(dir, name, &job.entry).unwrap_or(false)
         });
         let Some((bdir, m)) = found else {
             return match first {

@@ -426,10 +426,9 @@ impl Destination for LocalDest {
         Ok(())
     }
 
-    fn same_content(&self, dir: &LocalDir, name: &OsStr, src: &Path) -> dest::Result<bool> {
+    fn same_content(&self, dir: &LocalDir, name: &OsStr, mut src: File) -> dest::Result<bool> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
-        let mut src = crate::walk::short_path(src, |p| File::open(p))?;
         Ok(same_bytes(&mut src, &mut File::from(dst))?)
     }
 
