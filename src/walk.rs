@@ -170,6 +170,28 @@ pub fn read_link(e: &SrcEntry) -> io::Result<OsString> {
     Ok(OsString::from_vec(target.into_bytes()))
 }
 
+/// A listed entry's `lstat` now, relative to the directory it was listed in.
+pub fn lstat(e: &SrcEntry) -> io::Result<Meta> {
+    match &e.parent {
+        Some(p) => Ok(Meta::from_stat(&rustix::fs::statat(
+            p,
+            &e.name,
+            AtFlags::SYMLINK_NOFOLLOW,
+        )?)),
+        None => short_path(&e.path, |p| std::fs::symlink_metadata(p)).map(|m| Meta::from_std(&m)),
+    }
+}
+
+/// Removes a listed non-directory, relative to the directory it was listed in
+/// (`--remove-source-files`): never one outside the source reached through a
+/// directory swapped for a symlink.
+pub fn remove(e: &SrcEntry) -> io::Result<()> {
+    match &e.parent {
+        Some(p) => Ok(rustix::fs::unlinkat(p, &e.name, AtFlags::empty())?),
+        None => short_path(&e.path, |p| std::fs::remove_file(p)),
+    }
+}
+
 /// Paths at least this long are not handed to the kernel in one piece (`PATH_MAX` is
 /// 4,096 bytes with its terminating NUL).
 const LONG_PATH: usize = 4000;

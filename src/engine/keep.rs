@@ -5,7 +5,6 @@
 //! `--remove-source-files` removes a source entry once the destination holds it.
 
 use std::ffi::OsStr;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -378,9 +377,8 @@ impl<D: Destination> Engine<'_, D> {
         }
         let path = &job.entry.path;
         let listed = &job.entry.meta;
-        match walk::short_path(path, |p| fs::symlink_metadata(p)) {
-            Ok(m) => {
-                let now = Meta::from_std(&m);
+        match walk::lstat(&job.entry) {
+            Ok(now) => {
                 if now.kind != listed.kind
                     || now.size != listed.size
                     || now.mtime != listed.mtime
@@ -396,7 +394,7 @@ impl<D: Destination> Engine<'_, D> {
             }
             Err(e) => return self.source_error(path, &e),
         }
-        if let Err(e) = walk::short_path(path, |p| fs::remove_file(p)) {
+        if let Err(e) = walk::remove(&job.entry) {
             Stats::bump(&self.stats.errors);
             self.out
                 .error(path, format_args!("cannot remove the source file: {e}"));

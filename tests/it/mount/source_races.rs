@@ -15,11 +15,13 @@ use crate::support::{Tree, bin, describe, slash};
 /// directory takes about two seconds with `--jobs 1`.
 const FILES: usize = 200;
 
-/// Runs `nfsync --jobs 1 --bwlimit 1000 SRC/ DEST`, calling `meanwhile` while it runs;
-/// a run still going after 30 s is killed and the test fails (the hang it checks for).
-fn slow_run(sides: &Sides, src: &Path, meanwhile: impl FnOnce()) -> Output {
+/// Runs `nfsync --jobs 1 --bwlimit 1000 EXTRA SRC/ DEST`, calling `meanwhile` while
+/// it runs; a run still going after 30 s is killed and the test fails (the hang it
+/// checks for).
+fn slow_run(sides: &Sides, src: &Path, extra: &[&str], meanwhile: impl FnOnce()) -> Output {
     let child = Command::new(bin())
         .args(["--jobs", "1", "--bwlimit", "1000"])
+        .args(extra)
         .arg(slash(src))
         .arg(sides.dest("dst"))
         .stdout(Stdio::piped())
@@ -73,7 +75,7 @@ fn fifo_swapped_in(via: Via<'_>) {
     fill(&tree, "", "x");
     let last_name = format!("f{:03}", FILES - 1);
     let last = src.join(&last_name);
-    let out = slow_run(&sides, &src, || {
+    let out = slow_run(&sides, &src, &[], || {
         wait_for(&sides.join("dst/f000"));
         fs::remove_file(&last).unwrap();
         tree.fifo(&last_name);
@@ -105,6 +107,11 @@ fn a_source_file_replaced_by_a_fifo_does_not_hang_the_run_over_nfs() {
 /// the link); else the other one (not listed yet: it must not be listed through the
 /// link). Either way nothing of `outside` reaches DEST.
 fn directory_swapped_for_a_link(via: Via<'_>, listed: bool) {
+    directory_swapped_with(via, listed, &[]);
+}
+
+/// [`directory_swapped_for_a_link`] with `extra` options.
+fn directory_swapped_with(via: Via<'_>, listed: bool, extra: &[&str]) {
     let sides = Sides::new(via);
     let src = sides.join("src");
     let tree = Tree::new(&src);
@@ -114,7 +121,7 @@ fn directory_swapped_for_a_link(via: Via<'_>, listed: bool) {
     fill(&outside, "", "SECRET");
     outside.file("only-outside", "SECRET");
     let dst = sides.join("dst");
-    let out = slow_run(&sides, &src, || {
+    let out = slow_run(&sides, &src, extra, || {
         let start = Instant::now();
         let first = loop {
             if let Some(d) = ["a", "z"]
@@ -166,6 +173,9 @@ fn directory_swapped_for_a_link(via: Via<'_>, listed: bool) {
             describe(&out)
         );
     }
+    // Nothing outside is removed either (`--remove-source-files`).
+    let left = fs::read_dir(outside.root()).unwrap().count();
+    assert_eq!(left, FILES + 1, "files outside removed\n{}", describe(&out));
 }
 
 #[test]
@@ -182,4 +192,11 @@ fn a_source_directory_swapped_for_a_symlink_before_its_listing_is_not_listed() {
 fn a_source_directory_swapped_for_a_symlink_is_not_followed_over_nfs() {
     directory_swapped_for_a_link(Via::InProc, true);
     directory_swapped_for_a_link(Via::InProc, false);
+}
+
+/// `--remove-source-files` with a listed directory swapped for a symlink: the files
+/// removed are the source's, those of the same names outside are all still there.
+#[test]
+fn remove_source_files_removes_nothing_through_a_swapped_directory() {
+    directory_swapped_with(Via::Mount, true, &["--remove-source-files"]);
 }
