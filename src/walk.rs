@@ -192,6 +192,23 @@ pub fn remove(e: &SrcEntry) -> io::Result<()> {
     }
 }
 
+/// Runs `f` on a path that names a listed entry inside the directory it was listed in
+/// (that directory's `/proc/self/fd` link, then the name), for the calls that have no
+/// `*at` form (`lgetxattr`): a directory on the entry's own path swapped for a symlink
+/// is not followed. Without `/proc`, or for an entry with no directory held, its path.
+pub fn in_listed_dir<T>(e: &SrcEntry, f: impl Fn(&Path) -> io::Result<T>) -> io::Result<T> {
+    let Some(p) = &e.parent else {
+        return short_path(&e.path, f);
+    };
+    let held = PathBuf::from(format!("/proc/self/fd/{}", p.as_raw_fd()));
+    match f(&held.join(&e.name)) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound && !held.exists() => {
+            short_path(&e.path, f)
+        }
+        r => r,
+    }
+}
+
 /// Paths at least this long are not handed to the kernel in one piece (`PATH_MAX` is
 /// 4,096 bytes with its terminating NUL).
 const LONG_PATH: usize = 4000;

@@ -447,7 +447,7 @@ impl<D: Destination> Engine<'_, D> {
         if let Some(src) = &node.src
             && !matches!(node.origin, Origin::Imagined)
         {
-            self.sync_xattrs(dir, None, (src, &node.rel), true);
+            self.sync_xattrs(dir, None, (src, None, &node.rel), true);
         }
         let mut given = self.give(meta);
         let mut what = match node.origin {

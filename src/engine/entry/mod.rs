@@ -290,7 +290,8 @@ impl<D: Destination> Engine<'_, D> {
     fn entry_xattrs_diff(&self, job: &EntryJob<D>, rel: &Path, apply: bool) -> XattrChange {
         match &job.parent.dir {
             Some(dir) => {
-                self.sync_xattrs(dir, Some(&job.entry.name), (&job.entry.path, rel), apply)
+                let src = (job.entry.path.as_path(), Some(&job.entry), rel);
+                self.sync_xattrs(dir, Some(&job.entry.name), src, apply)
             }
             None => XattrChange::default(),
         }

@@ -120,6 +120,11 @@ fn directory_swapped_with(via: Via<'_>, listed: bool, extra: &[&str]) {
     let outside = Tree::new(sides.join("outside"));
     fill(&outside, "", "SECRET");
     outside.file("only-outside", "SECRET");
+    for f in 0..FILES {
+        let p = outside.root().join(format!("f{f:03}"));
+        let flags = rustix::fs::XattrFlags::empty();
+        rustix::fs::setxattr(&p, "user.outside", b"SECRET", flags).unwrap();
+    }
     let dst = sides.join("dst");
     let out = slow_run(&sides, &src, extra, || {
         let start = Instant::now();
@@ -148,7 +153,11 @@ fn directory_swapped_with(via: Via<'_>, listed: bool, extra: &[&str]) {
         };
         for e in entries {
             let p = e.unwrap().path();
-            if p.ends_with("only-outside") || fs::read(&p).unwrap().starts_with(b"SECRET") {
+            let mut xattr = [0u8; 16];
+            if p.ends_with("only-outside")
+                || fs::read(&p).unwrap().starts_with(b"SECRET")
+                || rustix::fs::lgetxattr(&p, "user.outside", &mut xattr[..]).is_ok()
+            {
                 leaked.push(p);
             }
         }
@@ -199,4 +208,11 @@ fn a_source_directory_swapped_for_a_symlink_is_not_followed_over_nfs() {
 #[test]
 fn remove_source_files_removes_nothing_through_a_swapped_directory() {
     directory_swapped_with(Via::Mount, true, &["--remove-source-files"]);
+}
+
+/// `-X` with a listed directory swapped for a symlink: the extended attributes copied
+/// are those of the files listed, not of the files of the same names outside.
+#[test]
+fn extended_attributes_are_not_read_through_a_swapped_directory() {
+    directory_swapped_with(Via::Mount, true, &["-X"]);
 }
