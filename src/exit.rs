@@ -52,9 +52,10 @@ exit_codes! {
     /// I/O". As in rsync, also a rules file a rule names that cannot be opened, and
     /// merge files nested more than 32 deep.
     FileIo = 11, "fatal local I/O error (no worker thread could start, output could not be written)";
-    /// rsync uses 20 too. The second signal leaves the files in flight partial, which
-    /// the next run finds (README, "The resume guarantee").
-    Interrupted = 20, "interrupted (SIGINT/SIGTERM): in-flight files finished, summary printed; 2nd signal: at once";
+    /// rsync uses 20 too. The second signal, or work still in flight 5 s after the
+    /// first, leaves the files in flight partial, which the next run finds (README,
+    /// "The resume guarantee").
+    Interrupted = 20, "interrupted (SIGINT/SIGTERM): in-flight files finished (5 s at most), summary printed; 2nd signal: at once";
     /// rsync: "partial transfer due to error".
     Partial = 23, "partial transfer: some files failed (each printed with its path and cause), the rest copied";
     /// rsync: "some files vanished".

@@ -161,6 +161,7 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<Summary, 
         );
         let _ = signal_hook::flag::register(sig, interrupted.clone());
     }
+    bound_the_stop();
     let stats = Arc::new(Stats::default());
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
@@ -168,6 +169,34 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<Summary, 
     out.set_bar(None);
     drop(progress);
     result
+}
+
+/// How long the first SIGINT/SIGTERM lets the work in flight finish.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A worker stuck in a system call (a server that stopped answering, a file that
+/// never ends) must not hold a stopped run: [`STOP_GRACE`] after the first signal the
+/// process exits 20 whatever is still in flight, as a second signal would. What it
+/// leaves is partial in the way the resume guarantee allows for (a temporary, or a
+/// file without the source's mtime), and the next run finishes it.
+fn bound_the_stop() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("nfsync-stop".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                std::thread::sleep(STOP_GRACE);
+                eprintln!(
+                    "nfsync: interrupted; work still in flight {} s later left partial; \
+                     run the same command again to finish",
+                    STOP_GRACE.as_secs()
+                );
+                std::process::exit(ExitCode::Interrupted.code());
+            }
+        });
 }
 
 /// The end of a run: notes, then `--json`, `--stats` and the one-line summary.

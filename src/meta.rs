@@ -51,6 +51,20 @@ impl Kind {
         }
     }
 
+    /// Classifies a raw file type (a `stat`'s mode, a directory entry's type).
+    pub fn from_raw_type(t: rustix::fs::FileType) -> Kind {
+        use rustix::fs::FileType as T;
+        match t {
+            T::Directory => Kind::Dir,
+            T::Symlink => Kind::Symlink,
+            T::Fifo => Kind::Fifo,
+            T::Socket => Kind::Socket,
+            T::CharacterDevice => Kind::CharDev,
+            T::BlockDevice => Kind::BlockDev,
+            _ => Kind::File,
+        }
+    }
+
     /// Classifies a std file type.
     pub fn from_file_type(ft: fs::FileType) -> Kind {
         if ft.is_dir() {
@@ -194,6 +208,28 @@ impl Meta {
             dev: m.dev(),
             ino: m.ino(),
             rdev: m.rdev(),
+        }
+    }
+
+    /// Converts a raw `stat`, as [`Meta::from_std`] reads `std::fs::Metadata`. The
+    /// field types differ between architectures (`st_nlink` is 32-bit on arm64), hence
+    /// the conversions that are no-ops on x86-64.
+    #[allow(clippy::useless_conversion)]
+    pub fn from_stat(st: &rustix::fs::Stat) -> Meta {
+        Meta {
+            kind: Kind::from_raw_type(rustix::fs::FileType::from_raw_mode(st.st_mode)),
+            size: st.st_size as u64,
+            mode: st.st_mode & 0o7777,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            mtime: Time {
+                sec: st.st_mtime.into(),
+                nsec: st.st_mtime_nsec as u32,
+            },
+            nlink: st.st_nlink.into(),
+            dev: st.st_dev.into(),
+            ino: st.st_ino.into(),
+            rdev: st.st_rdev.into(),
         }
     }
 }

@@ -5,14 +5,22 @@
 //! once (like ripgrep's `WalkParallel`, but driven by the engine's scheduler, which
 //! only lists more when the copy queue runs low: memory stays bounded however large
 //! the tree). A listing is one `readdir` plus one `lstat` per entry.
+//!
+//! The walk goes by descriptor, as the destination's does: a directory is opened once,
+//! relative to its parent's descriptor and without following a symlink, listed through
+//! that descriptor, and its entries are opened relative to it. Whoever can write in
+//! the source cannot make a run read outside it by swapping a directory for a
+//! symlink between the listing and the copy.
 
 use std::ffi::OsString;
-use std::fs;
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use rustix::fs::{CWD, Mode, OFlags};
+use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 
 use crate::meta::Meta;
 
@@ -25,6 +33,12 @@ pub struct SrcEntry {
     pub path: PathBuf,
     /// `lstat` of the source.
     pub meta: Meta,
+    /// The source directory it was listed in, held open. The entry is opened relative
+    /// to it, never through its path, so a directory on that path swapped for a
+    /// symlink after the listing is never followed (rsync's confined open). `None`
+    /// for what the command line names and for symlinks followed on purpose (`-L`,
+    /// `-k`), which are opened by path.
+    pub parent: Option<Arc<OwnedFd>>,
 }
 
 /// Why an entry could not be listed.
@@ -38,30 +52,161 @@ pub enum ListError {
     Entry(PathBuf, io::Error),
 }
 
-/// Lists `dir`, sorted by name so that runs are reproducible. Entry-level problems
-/// are returned beside the entries that did list.
-pub fn list_dir(dir: &Path) -> Result<(Vec<SrcEntry>, Vec<ListError>), ListError> {
-    let rd = short_path(dir, |p| fs::read_dir(p)).map_err(ListError::Dir)?;
+/// A directory's entries, with the problems met listing them one by one; or why it
+/// could not be listed at all.
+pub type Listing = Result<(Vec<SrcEntry>, Vec<ListError>), ListError>;
+
+/// Lists the directory at `dir`, reached by path (following symlinks: what the
+/// command line names). See [`list_open`].
+pub fn list_dir(dir: &Path) -> Listing {
+    let fd = short_path(dir, |p| Ok(rustix::fs::open(p, DIR_FLAGS, Mode::empty())?))
+        .map_err(ListError::Dir)?;
+    list_open(fd, dir)
+}
+
+/// Lists a directory entry of the source, opened relative to the directory it was
+/// listed in (see [`open_dir`]).
+pub fn list_entry(e: &SrcEntry) -> Listing {
+    list_open(open_dir(e).map_err(ListError::Dir)?, &e.path)
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
+
+/// Opens a listed directory: relative to its parent without following a symlink
+/// (one put there since the listing is refused with `ELOOP`, as rsync refuses it), or
+/// by path where it has no parent held.
+pub fn open_dir(e: &SrcEntry) -> io::Result<OwnedFd> {
+    let Some(p) = &e.parent else {
+        return short_path(&e.path, |p| {
+            Ok(rustix::fs::open(p, DIR_FLAGS, Mode::empty())?)
+        });
+    };
+    match rustix::fs::openat(p, &e.name, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        // Linux says ENOTDIR for a symlink opened as a directory without following.
+        Err(rustix::io::Errno::NOTDIR)
+            if rustix::fs::statat(p, &e.name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+            }) =>
+        {
+            Err(rustix::io::Errno::LOOP.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Lists the open directory `fd` (whose path is `dir`), sorted by name so that runs
+/// are reproducible. Entry-level problems are returned beside the entries that did
+/// list. Each entry holds `fd` to be opened relative to it.
+fn list_open(fd: OwnedFd, dir: &Path) -> Listing {
+    // The stream reads a copy of the descriptor (one dup), the entries keep `fd`.
+    let mut rd = fd
+        .try_clone()
+        .and_then(|d| Ok(rustix::fs::Dir::new(d)?))
+        .map_err(ListError::Dir)?;
+    let fd = Arc::new(fd);
     let mut entries = Vec::new();
     let mut problems = Vec::new();
-    for e in rd {
-        let e = e.map_err(ListError::Dir)?;
-        let path = dir.join(e.file_name());
+    while let Some(e) = rd.read() {
+        let e = e.map_err(|e| ListError::Dir(e.into()))?;
+        let cname = e.file_name();
+        if cname == c"." || cname == c".." {
+            continue;
+        }
+        let name = OsString::from_vec(cname.to_bytes().to_vec());
+        let path = dir.join(&name);
         // fstatat on the open directory: no path to resolve again.
-        match e.metadata() {
-            Ok(m) => entries.push(SrcEntry {
-                name: e.file_name(),
-                meta: Meta::from_std(&m),
+        match rustix::fs::statat(&*fd, cname, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => entries.push(SrcEntry {
+                name,
+                meta: Meta::from_stat(&st),
                 path,
+                parent: Some(fd.clone()),
             }),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                problems.push(ListError::Vanished(path))
-            }
-            Err(err) => problems.push(ListError::Entry(path, err)),
+            Err(rustix::io::Errno::NOENT) => problems.push(ListError::Vanished(path)),
+            Err(err) => problems.push(ListError::Entry(path, err.into())),
         }
     }
     entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     Ok((entries, problems))
+}
+
+/// Opens a listed regular file for reading. `Ok(None)`: it is no longer a regular
+/// file (replaced since the listing: a FIFO, a device, a directory), and was not read.
+///
+/// Opened without blocking, so a FIFO put in its place cannot hold the worker waiting
+/// for a writer, and without following a symlink; the descriptor then reads normally.
+pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
+    let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let open = |flags: OFlags| -> io::Result<OwnedFd> {
+        let flags = flags | OFlags::NONBLOCK;
+        Ok(match &e.parent {
+            Some(p) => rustix::fs::openat(p, &e.name, flags, Mode::empty())?,
+            None => short_path(&e.path, |p| Ok(rustix::fs::open(p, flags, Mode::empty())?))?,
+        })
+    };
+    let (fd, flags) = match open(base | OFlags::NOATIME) {
+        Ok(fd) => (fd, base | OFlags::NOATIME),
+        // O_NOATIME is refused on files we do not own.
+        Err(err) if err.raw_os_error() == Some(libc::EPERM) => (open(base)?, base),
+        Err(err) => return Err(err),
+    };
+    let st = rustix::fs::fstat(&fd)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Ok(None);
+    }
+    rustix::fs::fcntl_setfl(&fd, flags)?;
+    Ok(Some(File::from(fd)))
+}
+
+/// A listed symlink's target, read relative to the directory it was listed in.
+pub fn read_link(e: &SrcEntry) -> io::Result<OsString> {
+    let target = match &e.parent {
+        Some(p) => rustix::fs::readlinkat(p, &e.name, Vec::new())?,
+        None => return short_path(&e.path, |p| std::fs::read_link(p)).map(|t| t.into()),
+    };
+    Ok(OsString::from_vec(target.into_bytes()))
+}
+
+/// A listed entry's `lstat` now, relative to the directory it was listed in.
+pub fn lstat(e: &SrcEntry) -> io::Result<Meta> {
+    match &e.parent {
+        Some(p) => Ok(Meta::from_stat(&rustix::fs::statat(
+            p,
+            &e.name,
+            AtFlags::SYMLINK_NOFOLLOW,
+        )?)),
+        None => short_path(&e.path, |p| std::fs::symlink_metadata(p)).map(|m| Meta::from_std(&m)),
+    }
+}
+
+/// Removes a listed non-directory, relative to the directory it was listed in
+/// (`--remove-source-files`): never one outside the source reached through a
+/// directory swapped for a symlink.
+pub fn remove(e: &SrcEntry) -> io::Result<()> {
+    match &e.parent {
+        Some(p) => Ok(rustix::fs::unlinkat(p, &e.name, AtFlags::empty())?),
+        None => short_path(&e.path, |p| std::fs::remove_file(p)),
+    }
+}
+
+/// Runs `f` on a path that names a listed entry inside the directory it was listed in
+/// (that directory's `/proc/self/fd` link, then the name), for the calls that have no
+/// `*at` form (`lgetxattr`): a directory on the entry's own path swapped for a symlink
+/// is not followed. Without `/proc`, or for an entry with no directory held, its path.
+pub fn in_listed_dir<T>(e: &SrcEntry, f: impl Fn(&Path) -> io::Result<T>) -> io::Result<T> {
+    let Some(p) = &e.parent else {
+        return short_path(&e.path, f);
+    };
+    let held = PathBuf::from(format!("/proc/self/fd/{}", p.as_raw_fd()));
+    match f(&held.join(&e.name)) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound && !held.exists() => {
+            short_path(&e.path, f)
+        }
+        r => r,
+    }
 }
 
 /// Paths at least this long are not handed to the kernel in one piece (`PATH_MAX` is
@@ -114,6 +259,7 @@ fn open_long_dir(dir: &Path) -> io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn paths_longer_than_path_max_are_opened_in_pieces() {

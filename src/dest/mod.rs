@@ -326,8 +326,9 @@ pub trait Destination: Send + Sync {
     /// SETATTR) may ignore it.
     fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta, what: AttrSet) -> Result<()>;
 
-    /// `--checksum`: whether the destination file's bytes equal the source's.
-    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: &Path) -> Result<bool>;
+    /// `--checksum`: whether the destination file's bytes equal those of `src`, a
+    /// source file just opened (see [`crate::walk::open_file`]).
+    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: File) -> Result<bool>;
 
     /// Opens the directory at `path`: relative to DEST (`..` allowed), or absolute (on
     /// the mount path the filesystem's; on `nfs://` a path on the server as the URL

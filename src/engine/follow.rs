@@ -101,6 +101,7 @@ impl<D: Destination> Engine<'_, D> {
             name: name.to_owned(),
             path: path.to_path_buf(),
             meta: *meta,
+            parent: None,
         };
         matches!(
             self.cfg.follow.decide(&entry, Path::new(name)),

@@ -5,7 +5,6 @@
 //! `--remove-source-files` removes a source entry once the destination holds it.
 
 use std::ffi::OsStr;
-use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -279,9 +278,7 @@ impl<D: Destination> Engine<'_, D> {
         };
         let name = &job.entry.name;
         let (found, first) = self.basis_match(job, src, |dir| {
-            self.dest
-                .same_content(dir, name, &job.entry.path)
-                .unwrap_or(false)
+            self.same_content(dir, name, &job.entry).unwrap_or(false)
         });
         let Some((bdir, m)) = found else {
             return match first {
@@ -420,9 +417,8 @@ impl<D: Destination> Engine<'_, D> {
         }
         let path = &job.entry.path;
         let listed = &job.entry.meta;
-        match walk::short_path(path, |p| fs::symlink_metadata(p)) {
-            Ok(m) => {
-                let now = Meta::from_std(&m);
+        match walk::lstat(&job.entry) {
+            Ok(now) => {
                 if now.kind != listed.kind
                     || now.size != listed.size
                     || now.mtime != listed.mtime
@@ -438,7 +434,7 @@ impl<D: Destination> Engine<'_, D> {
             }
             Err(e) => return self.source_error(path, &e),
         }
-        if let Err(e) = walk::short_path(path, |p| fs::remove_file(p)) {
+        if let Err(e) = walk::remove(&job.entry) {
             Stats::bump(&self.stats.errors);
             self.out
                 .error(path, format_args!("cannot remove the source file: {e}"));

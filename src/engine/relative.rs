@@ -64,7 +64,7 @@ impl<D: Destination> Engine<'_, D> {
     /// or for its top level when named `DIR/`. An unreadable source directory is
     /// still created, but nothing is deleted in it (unless --ignore-errors says to
     /// delete anyway, as rsync does).
-    pub(super) fn scan_children(&self, node: &Arc<DirNode<D>>, src: &Path, fresh: bool) {
+    pub(super) fn scan_children(&self, node: &Arc<DirNode<D>>, src: &SrcEntry, fresh: bool) {
         let list = match &node.implied {
             None => self.cfg.recursive,
             Some(t) => t.named && (self.cfg.recursive || t.contents),
@@ -169,7 +169,7 @@ impl<D: Destination> Engine<'_, D> {
             Some(parent),
             (filters, Some(implied)),
         );
-        self.scan_children(&node, &entry.path, fresh);
+        self.scan_children(&node, &entry, fresh);
     }
 
     /// The entries named at or implied below `t`, read from the source; one that
@@ -188,6 +188,7 @@ impl<D: Destination> Engine<'_, D> {
                     name: name.clone(),
                     path: child.src.clone(),
                     meta: Meta::from_std(&m),
+                    parent: None,
                 }),
                 // Named, so not vanished: rsync's "link_stat failed", exit 23.
                 Err(e) => {
@@ -212,7 +213,7 @@ impl<D: Destination> Engine<'_, D> {
         let rel = node.rel.join(&e.name);
         match node.implied.as_ref().and_then(|t| t.children.get(&e.name)) {
             None if !self.cfg.recursive => true,
-            None => !self.holds_files(&rel, &e.path, e.meta.dev, true),
+            None => !self.holds_files(&rel, walk::list_entry(e), e.meta.dev, true),
             Some(t) => !self.named_hold_files(t, &rel, e.meta.dev),
         }
     }
@@ -222,7 +223,7 @@ impl<D: Destination> Engine<'_, D> {
     fn named_hold_files(&self, t: &Named, rel: &Path, dev: u64) -> bool {
         if t.named
             && (self.cfg.recursive || t.contents)
-            && self.holds_files(rel, &t.src, dev, self.cfg.recursive)
+            && self.holds_files(rel, walk::list_dir(&t.src), dev, self.cfg.recursive)
         {
             return true;
         }
@@ -240,12 +241,12 @@ impl<D: Destination> Engine<'_, D> {
         })
     }
 
-    /// Whether a file (any entry but a directory) not excluded lies below `path`; a
+    /// Whether a file (any entry but a directory) not excluded lies in `listing` or below; a
     /// directory that cannot be read counts as holding one, so its error is reported
     /// where it is copied.
     /// `deep`: look below its subdirectories too (-r).
-    fn holds_files(&self, rel: &Path, path: &Path, dev: u64, deep: bool) -> bool {
-        let Ok((entries, _)) = walk::list_dir(path) else {
+    fn holds_files(&self, rel: &Path, listing: walk::Listing, dev: u64, deep: bool) -> bool {
+        let Ok((entries, _)) = listing else {
             return true;
         };
         let filter = &self.cfg.filter;
@@ -261,10 +262,10 @@ impl<D: Destination> Engine<'_, D> {
             }
             // -x: what is on another filesystem is not sent.
             if deep && (self.cfg.one_file_system == 0 || c.meta.dev == dev) {
-                dirs.push((crel, c.path));
+                dirs.push((crel, c));
             }
         }
         dirs.iter()
-            .any(|(crel, p)| self.holds_files(crel, p, dev, true))
+            .any(|(crel, c)| self.holds_files(crel, walk::list_entry(c), dev, true))
     }
 }

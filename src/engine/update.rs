@@ -155,7 +155,7 @@ impl<D: Destination> Engine<'_, D> {
         if append != Append::Verify {
             return Ok(written);
         }
-        match self.dest.same_content(dir, name, src.path) {
+        match self.same_content(dir, name, &job.entry) {
             Ok(true) => Ok(written),
             Ok(false) => {
                 let rel = job.parent.rel.join(name);

@@ -67,20 +67,26 @@ fn diff(have: &Xattrs, want: &Xattrs) -> XattrChange {
 
 impl<D: Destination> Engine<'_, D> {
     /// Gives `name` in `dir` (the directory itself for `None`) the kept attributes of
-    /// the source at `src`; `rel` names it in messages. Returns what differed (and,
-    /// if `apply` and this is no dry run, was fixed).
+    /// the source at `src` (read inside the directory it was listed in when `entry` is
+    /// the listed entry); `rel` names it in messages. Returns what differed (and, if
+    /// `apply` and this is no dry run, was fixed).
     pub(super) fn sync_xattrs(
         &self,
         dir: &D::Dir,
         name: Option<&OsStr>,
-        (src, rel): (&Path, &Path),
+        (src, entry, rel): (&Path, Option<&walk::SrcEntry>, &Path),
         apply: bool,
     ) -> XattrChange {
         let set = self.cfg.xattrs;
         if !set.any() || self.xattrs.refused.load(Ordering::Relaxed) {
             return XattrChange::default();
         }
-        let want = match walk::short_path(src, |p| xattrs::read(Target::Path(p), set)) {
+        let read = |p: &Path| xattrs::read(Target::Path(p), set);
+        let got = match entry {
+            Some(e) => walk::in_listed_dir(e, read),
+            None => walk::short_path(src, read),
+        };
+        let want = match got {
             Ok(w) => w,
             Err(e) if xattrs::is_unsupported(&e) => Vec::new(),
             Err(e) => {

@@ -80,6 +80,7 @@ impl Follow {
                             name: entry.name.clone(),
                             path,
                             meta,
+                            parent: None,
                         },
                         unsafe_target.filter(|_| self.unsafe_links && !self.all),
                     ),

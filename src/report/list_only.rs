@@ -101,9 +101,10 @@ impl Lister<'_> {
                     name: ".".into(),
                     path: src.clone(),
                     meta,
+                    parent: None,
                 };
-                self.push(&mut items, Path::new("."), dot, None);
-                for e in self.list(src, Path::new("")) {
+                self.push(&mut items, Path::new("."), dot.clone(), None);
+                for e in self.list(&dot, Path::new("")) {
                     let shown = PathBuf::from(&e.name);
                     self.push(&mut items, &shown, e, None);
                 }
@@ -113,6 +114,7 @@ impl Lister<'_> {
                     name: name.clone(),
                     path: src.clone(),
                     meta,
+                    parent: None,
                 };
                 self.push(&mut items, Path::new(&name), e, None);
             }
@@ -153,7 +155,7 @@ impl Lister<'_> {
         };
         let mut items = Vec::new();
         if list {
-            for e in self.list(&dir.entry.path, &dir.shown) {
+            for e in self.list(&dir.entry, &dir.shown) {
                 let shown = dir.shown.join(&e.name);
                 let t = dir
                     .implied
@@ -194,6 +196,7 @@ impl Lister<'_> {
                 name: name.clone(),
                 path: t.src.clone(),
                 meta: Meta::from_std(&m),
+                parent: None,
             }),
             Err(e) => {
                 self.fail(&t.src, &e);
@@ -204,11 +207,11 @@ impl Lister<'_> {
 
     /// A source directory's entries the filter lets through (`rel`: its path in the
     /// listing, which the rules match).
-    fn list(&mut self, dir: &Path, rel: &Path) -> Vec<SrcEntry> {
-        let (entries, problems) = match walk::list_dir(dir) {
+    fn list(&mut self, dir: &SrcEntry, rel: &Path) -> Vec<SrcEntry> {
+        let (entries, problems) = match walk::list_entry(dir) {
             Ok(r) => r,
             Err(ListError::Dir(e)) => {
-                self.fail(dir, &e);
+                self.fail(&dir.path, &e);
                 return vec![];
             }
             Err(_) => return vec![],
@@ -219,7 +222,7 @@ impl Lister<'_> {
                 ListError::Vanished(p) => self
                     .out
                     .warn(format_args!("file has vanished: {}", p.display())),
-                ListError::Dir(e) => self.fail(dir, &e),
+                ListError::Dir(e) => self.fail(&dir.path, &e),
             }
         }
         let f = &self.cfg.filter;

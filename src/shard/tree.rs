@@ -200,7 +200,7 @@ fn list(top: &[SrcEntry], hard_links: bool) -> Option<Vec<Dir>> {
     while let Some((d, entries)) = stack.pop() {
         for e in entries {
             if e.meta.kind == Kind::Dir {
-                if let Ok((children, _)) = walk::list_dir(&e.path) {
+                if let Ok((children, _)) = walk::list_entry(&e) {
                     let c = dirs.len();
                     dirs.push(dir(dirs[d].rel.join(&e.name), d));
                     dirs[d].children.push(c);
@@ -248,6 +248,7 @@ mod tests {
             name: name.into(),
             path: PathBuf::from("/nonexistent").join(name),
             meta: Meta::of(Kind::File, size),
+            parent: None,
         }
     }
 

@@ -63,3 +63,63 @@ fn sigint_stops_cleanly_and_a_rerun_finishes() {
     assert_eq!(rerun.code(), Some(0));
     assert_eq!(rsync_diff(&src, &dst), "");
 }
+
+/// A worker stuck waiting on a server that stopped answering does not hold a stopped
+/// run: 5 s after SIGTERM it exits 20 anyway (it used to wait for the NFS timeout,
+/// here 120 s), and the same command, once the server answers, finishes the copy.
+#[test]
+fn sigterm_ends_a_run_whose_worker_is_stuck() {
+    use crate::support::inproc::Server;
+    use crate::support::net::Servers;
+    use crate::support::{Tree, assert_copied, sync_ok};
+    use std::sync::atomic::Ordering;
+
+    let server = Server::memfs();
+    let mut servers = Servers::default();
+    let (proxy, stalled) = servers.stalling_proxy(server.port);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    let tree = Tree::new(&src);
+    for f in 0..300 {
+        tree.file(format!("f{f:03}"), vec![b'x'; 10_000]);
+    }
+    let url = format!(
+        "nfs://127.0.0.1/d?nfsport={proxy}&mountport={}",
+        server.port
+    );
+    let child = Command::new(bin())
+        .args(["--jobs", "2", "--timeout", "120", "--bwlimit", "500"])
+        .arg(slash(&src))
+        .arg(&url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Under way (about 6 s at 500 KB/s), then the server goes quiet.
+    std::thread::sleep(Duration::from_millis(1500));
+    stalled.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let stopped = Instant::now();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    while !waiter.is_finished() && stopped.elapsed() < Duration::from_secs(40) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !waiter.is_finished() {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+    let took = stopped.elapsed();
+    let out = waiter.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took < Duration::from_secs(10),
+        "still running {took:?} after SIGTERM; stderr: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(20), "stderr: {stderr}");
+    assert!(stderr.contains("run the same command again"), "{stderr}");
+
+    let direct = server.url("/d");
+    sync_ok(&[], &src, &direct);
+    assert_copied(&sync_ok(&["--json"], &src, &direct), 0);
+}

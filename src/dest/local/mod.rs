@@ -37,7 +37,7 @@ mod sys;
 mod xattr;
 
 use remove::remove_tree_at;
-use sys::{chmod_nofollow, close_checked, copy_data, kind_of, meta_of, mtime_only, set_mtime_at};
+use sys::{chmod_nofollow, close_checked, copy_data, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
 
 /// How a destination directory is opened: never through a symlink.
@@ -188,7 +188,7 @@ impl Destination for LocalDest {
             }
             let kind = match e.file_type() {
                 rustix::fs::FileType::Unknown => None,
-                t => Some(kind_of(t)),
+                t => Some(Kind::from_raw_type(t)),
             };
             out.push(DestEntry {
                 name: OsString::from_vec(name.to_vec()),
@@ -201,7 +201,7 @@ impl Destination for LocalDest {
 
     fn stat(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<Meta>> {
         match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(meta_of(&st))),
+            Ok(st) => Ok(Some(Meta::from_stat(&st))),
             Err(rustix::io::Errno::NOENT) => Ok(None),
             Err(e) => Err(e.into()),
         }
@@ -232,7 +232,7 @@ impl Destination for LocalDest {
 
     fn open_dir(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<(LocalDir, Meta)> {
         let mut d = LocalDir::open(dir.fd(), name)?;
-        let mut meta = meta_of(&rustix::fs::fstat(d.fd())?);
+        let mut meta = Meta::from_stat(&rustix::fs::fstat(d.fd())?);
         d.setgid = meta.mode & 0o2000 != 0;
         // A read-only directory we may have to write into (when not root): make it ours
         // to write; the mode we report is the one it now has, so the engine's final
@@ -429,10 +429,9 @@ impl Destination for LocalDest {
         Ok(())
     }
 
-    fn same_content(&self, dir: &LocalDir, name: &OsStr, src: &Path) -> dest::Result<bool> {
+    fn same_content(&self, dir: &LocalDir, name: &OsStr, mut src: File) -> dest::Result<bool> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
-        let mut src = crate::walk::short_path(src, |p| File::open(p))?;
         Ok(same_bytes(&mut src, &mut File::from(dst))?)
     }
 

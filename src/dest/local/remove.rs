@@ -14,7 +14,6 @@ use std::path::Path;
 use rustix::fs::{AtFlags, Mode};
 
 use super::LocalDir;
-use super::sys::kind_of;
 use crate::dest::Removal;
 use crate::meta::Kind;
 
@@ -59,12 +58,12 @@ pub(super) fn remove_tree_at(
         let kind = match e.file_type() {
             rustix::fs::FileType::Unknown => {
                 match rustix::fs::statat(dir.fd(), child, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => kind_of(rustix::fs::FileType::from_raw_mode(st.st_mode)),
+                    Ok(st) => Kind::from_raw_type(rustix::fs::FileType::from_raw_mode(st.st_mode)),
                     Err(rustix::io::Errno::NOENT) => continue,
                     Err(e) => return Err(e.into()),
                 }
             }
-            t => kind_of(t),
+            t => Kind::from_raw_type(t),
         };
         let child_rel = rel.join(child);
         if kind == Kind::Dir {

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT};
 
 use crate::dest::CopyError;
-use crate::meta::{Kind, Meta, Time};
+use crate::meta::{Kind, Time};
 
 /// Files up to this size are copied with one read and one write.
 pub(super) const SMALL_FILE: u64 = 1 << 20;
@@ -130,7 +130,7 @@ pub(super) fn set_mtime_at(dir: BorrowedFd<'_>, name: &OsStr, t: Time) -> io::Re
 pub(super) fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: u32) -> io::Result<()> {
     let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
-    if kind_of(rustix::fs::FileType::from_raw_mode(
+    if Kind::from_raw_type(rustix::fs::FileType::from_raw_mode(
         rustix::fs::fstat(&fd)?.st_mode,
     )) == Kind::Symlink
     {
@@ -147,41 +147,6 @@ pub(super) fn chmod_nofollow(dir: BorrowedFd<'_>, name: &OsStr, mode: u32) -> io
             AtFlags::empty(),
         )?),
         r => Ok(r?),
-    }
-}
-
-pub(super) fn kind_of(t: rustix::fs::FileType) -> Kind {
-    use rustix::fs::FileType as T;
-    match t {
-        T::Directory => Kind::Dir,
-        T::Symlink => Kind::Symlink,
-        T::Fifo => Kind::Fifo,
-        T::Socket => Kind::Socket,
-        T::CharacterDevice => Kind::CharDev,
-        T::BlockDevice => Kind::BlockDev,
-        _ => Kind::File,
-    }
-}
-
-/// [`Meta`] from a raw `stat`, as [`Meta::from_std`] reads `std::fs::Metadata`. The
-/// field types differ between architectures (`st_nlink` is 32-bit on arm64), hence the
-/// conversions that are no-ops on x86-64.
-#[allow(clippy::useless_conversion)]
-pub(super) fn meta_of(st: &rustix::fs::Stat) -> Meta {
-    Meta {
-        kind: kind_of(rustix::fs::FileType::from_raw_mode(st.st_mode)),
-        size: st.st_size as u64,
-        mode: st.st_mode & 0o7777,
-        uid: st.st_uid,
-        gid: st.st_gid,
-        mtime: Time {
-            sec: st.st_mtime.into(),
-            nsec: st.st_mtime_nsec as u32,
-        },
-        nlink: st.st_nlink.into(),
-        dev: st.st_dev.into(),
-        ino: st.st_ino.into(),
-        rdev: st.st_rdev.into(),
     }
 }
 

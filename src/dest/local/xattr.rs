@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use super::sys::meta_of;
 use super::{LocalDest, LocalDir};
 use crate::dest;
 use crate::dest::Destination;
@@ -88,7 +87,7 @@ impl LocalDest {
                 Err(rustix::io::Errno::XDEV) => return Err(rustix::io::Errno::LOOP.into()),
                 Err(e) => return Err(e.into()),
             };
-        let meta = meta_of(&rustix::fs::fstat(&fd)?);
+        let meta = Meta::from_stat(&rustix::fs::fstat(&fd)?);
         debug_assert_eq!(meta.kind, Kind::Dir);
         let d = LocalDir {
             setgid: meta.mode & 0o2000 != 0,

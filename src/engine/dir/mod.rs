@@ -96,8 +96,9 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Lists a source directory, reporting problems; `None` when it could not be read.
-    pub(super) fn list_source(&self, path: &Path) -> Option<Vec<SrcEntry>> {
-        match walk::list_dir(path) {
+    pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<Vec<SrcEntry>> {
+        let path = &dir.path;
+        match walk::list_entry(dir) {
             Ok((entries, problems)) => {
                 for p in problems {
                     match p {
@@ -358,7 +359,7 @@ impl<D: Destination> Engine<'_, D> {
         // An unreadable source directory is still created, but nothing is deleted in it
         // (unless --ignore-errors says to delete anyway, as rsync does).
         if !mount_point {
-            self.scan_children(&node, &entry.path, fresh);
+            self.scan_children(&node, &entry, fresh);
         }
     }
 
@@ -454,7 +455,7 @@ impl<D: Destination> Engine<'_, D> {
         if let Some(src) = &node.src
             && !matches!(node.origin, Origin::Imagined)
         {
-            self.sync_xattrs(dir, None, (src, &node.rel), true);
+            self.sync_xattrs(dir, None, (src, None, &node.rel), true);
         }
         let mut given = self.give(meta);
         let mut what = match node.origin {

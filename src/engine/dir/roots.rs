@@ -118,6 +118,7 @@ impl<D: Destination> Engine<'_, D> {
                 name,
                 path: op.path,
                 meta: op.meta,
+                parent: None,
             }];
             // -L and friends, --chmod, --chown: as for any other entry.
             self.shape_entries(None, Path::new(""), &mut entries);
@@ -234,7 +235,13 @@ impl<D: Destination> Engine<'_, D> {
             if op.contents {
                 Stats::bump(&self.stats.dirs_scanned);
                 let _listed = Listed(&self.stats);
-                match self.list_source(&op.path) {
+                let top = SrcEntry {
+                    name: Default::default(),
+                    path: op.path.clone(),
+                    meta: op.meta,
+                    parent: None,
+                };
+                match self.list_source(&top) {
                     Some(list) => entries.extend(list),
                     None => listing_ok = false,
                 }
@@ -251,6 +258,7 @@ impl<D: Destination> Engine<'_, D> {
                     name,
                     path: op.path,
                     meta: op.meta,
+                    parent: None,
                 });
             }
         }

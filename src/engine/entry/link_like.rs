@@ -4,7 +4,6 @@
 //! (temporaries, renames, data, sparse and in-place writes), only the plan-and-retry
 //! loop (`settle`) and the attribute fixing.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -28,8 +27,8 @@ impl<D: Destination> Engine<'_, D> {
             ));
             return;
         }
-        let target = match walk::short_path(&job.entry.path, |p| fs::read_link(p)) {
-            Ok(t) => t.into_os_string(),
+        let target = match walk::read_link(&job.entry) {
+            Ok(t) => t,
             Err(e) => return self.source_error(&job.entry.path, &e),
         };
         self.settle(job, |known, last| {

@@ -1,9 +1,7 @@
 //! Entry jobs: regular files, symlinks and special files ([`link_like`]; hard links:
 //! [`super::links`]).
 
-use std::fs::OpenOptions;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -203,10 +201,7 @@ impl<D: Destination> Engine<'_, D> {
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            decision = match self
-                .dest
-                .same_content(dir, &job.entry.name, &job.entry.path)
-            {
+            decision = match self.same_content(dir, &job.entry.name, &job.entry) {
                 Ok(true) => plan::after_content_matches(src, dst.as_ref().unwrap(), &self.rules),
                 Ok(false) => Decision::Replace,
                 Err(e) if !last && is_race_or_gone(&e) => {
@@ -272,6 +267,20 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
+    /// Whether `dir`'s `name` holds the bytes of the source file `src` (opened as a copy
+    /// opens it; one no longer a regular file is not the same).
+    pub(super) fn same_content(
+        &self,
+        dir: &D::Dir,
+        name: &std::ffi::OsStr,
+        src: &walk::SrcEntry,
+    ) -> crate::dest::Result<bool> {
+        match walk::open_file(src)? {
+            Some(file) => self.dest.same_content(dir, name, file),
+            None => Ok(false),
+        }
+    }
+
     /// [`Engine::sync_xattrs`] for a job's entry.
     fn entry_xattrs(&self, job: &EntryJob<D>, rel: &Path) -> XattrChange {
         self.entry_xattrs_diff(job, rel, true)
@@ -281,7 +290,8 @@ impl<D: Destination> Engine<'_, D> {
     fn entry_xattrs_diff(&self, job: &EntryJob<D>, rel: &Path, apply: bool) -> XattrChange {
         match &job.parent.dir {
             Some(dir) => {
-                self.sync_xattrs(dir, Some(&job.entry.name), (&job.entry.path, rel), apply)
+                let src = (job.entry.path.as_path(), Some(&job.entry), rel);
+                self.sync_xattrs(dir, Some(&job.entry.name), src, apply)
             }
             None => XattrChange::default(),
         }
@@ -307,24 +317,14 @@ impl<D: Destination> Engine<'_, D> {
             return Attempt::Done(true);
         }
         // The source first: a source we cannot read must not cost the old copy.
-        let file = match walk::short_path(&job.entry.path, |p| {
-            OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NOATIME)
-                .open(p)
-                .or_else(|e| {
-                    // O_NOATIME is refused on files we do not own.
-                    if e.raw_os_error() == Some(libc::EPERM) {
-                        OpenOptions::new()
-                            .read(true)
-                            .custom_flags(libc::O_NOFOLLOW)
-                            .open(p)
-                    } else {
-                        Err(e)
-                    }
-                })
-        }) {
-            Ok(f) => f,
+        let file = match walk::open_file(&job.entry) {
+            Ok(Some(f)) => f,
+            // Replaced since the listing by something that is not a file (a FIFO
+            // would have held the worker forever): the file listed is gone.
+            Ok(None) => {
+                self.source_error(&job.entry.path, &io::Error::from(io::ErrorKind::NotFound));
+                return Attempt::Done(false);
+            }
             Err(e) => {
                 self.source_error(&job.entry.path, &e);
                 return Attempt::Done(false);

@@ -299,7 +299,12 @@ impl Destination for Recorder {
         Ok(())
     }
 
-    fn same_content(&self, _dir: &PathBuf, _name: &OsStr, _src: &Path) -> dest::Result<bool> {
+    fn same_content(
+        &self,
+        _dir: &PathBuf,
+        _name: &OsStr,
+        _src: std::fs::File,
+    ) -> dest::Result<bool> {
         Ok(true)
     }
 

@@ -172,7 +172,7 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         NfsOps::set_dir_attrs(self, dir, m, what)
     }
 
-    fn same_content(&self, dir: &T::Dir, name: &OsStr, src: &Path) -> dest::Result<bool> {
+    fn same_content(&self, dir: &T::Dir, name: &OsStr, src: File) -> dest::Result<bool> {
         same_content(self, dir, name.as_bytes(), src)
     }
 
@@ -193,8 +193,7 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
 
 /// `--checksum`: whether `name` is a regular file of `src`'s size and bytes, its READs
 /// in flight while the ones before are compared.
-fn same_content<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8], src: &Path) -> dest::Result<bool> {
-    let file = crate::walk::short_path(src, |p| File::open(p))?;
+fn same_content<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8], file: File) -> dest::Result<bool> {
     let size = file.metadata()?.len();
     let Some((fh, at)) = ops.find(dir, name)? else {
         return Ok(false);

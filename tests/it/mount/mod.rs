@@ -2,6 +2,7 @@
 //! command-line and local-only checks.
 
 mod races;
+mod source_races;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -122,6 +122,40 @@ impl Servers {
     }
 }
 
+impl Servers {
+    /// A proxy to 127.0.0.1:`target` that passes everything until the flag it returns
+    /// is raised, and from then on swallows the replies while it keeps every
+    /// connection open: a server that stopped answering mid-run. Returns the port.
+    pub fn stalling_proxy(&mut self, target: u16) -> (u16, Arc<AtomicBool>) {
+        let stalled = Arc::new(AtomicBool::new(false));
+        let flag = stalled.clone();
+        let port = self.listen(move |client| {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                return;
+            };
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let up = std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+                let _ = s_out.shutdown(Shutdown::Both);
+            });
+            let (mut client, mut server) = (client, server);
+            let mut buf = [0u8; 16384];
+            while let Ok(n) = server.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if !flag.load(Ordering::SeqCst) && client.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+            let _ = up.join();
+        });
+        (port, stalled)
+    }
+}
+
 impl Drop for Servers {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
