@@ -18,6 +18,11 @@ fn safe_links_side_by_side(via: Via<'_>, setup: impl FnOnce(&Path), extra: &[&st
     let ran = s.run_ok("", b"", &|_, cmd| {
         cmd.args(["-a", "--safe-links"]).args(extra).arg(&src);
     });
+    if extra.contains(&"-b") {
+        // Both tools rename the backups into DEST after they set its time, so DEST's
+        // own mtime is when each run ended: equal but for the second the runs fell in.
+        s.set_dest_mtimes(filetime::FileTime::from_unix_time(1_600_000_000, 0));
+    }
     let d = s.diff(&[]);
     assert!(
         d.is_empty(),
