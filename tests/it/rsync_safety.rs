@@ -505,3 +505,99 @@ fn backup_beside_cannot_make_way_through_a_directory() {
     );
     assert!(s.join("dst/x").is_dir());
 }
+
+/// A tmpfs mounted over a directory for the life of the value: a second
+/// filesystem, so that renames into it fail with EXDEV.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path) -> Option<Tmpfs> {
+        fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "tmpfs"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `--backup-dir` on another filesystem: each replaced DEST entry is re-made there
+/// by its type (a FIFO or a device by mknod, a symlink with its target), never
+/// opened, so a FIFO cannot hang the run; a regular file is copied with its mode,
+/// owners and mtime. Bounded, so a hang fails the test.
+#[test]
+fn backup_dir_on_another_filesystem_remakes_each_type() {
+    if !crate::support::root_or_skip("backup_dir_on_another_filesystem_remakes_each_type") {
+        return;
+    }
+    let s = Scratch::new();
+    let Some(bk) = Tmpfs::mount(&s.join("bk")) else {
+        eprintln!("skipping: cannot mount a tmpfs here");
+        return;
+    };
+    let src = Tree::new(s.join("src"));
+    src.file("reg", "gen1\ngen1\n")
+        .symlink("lnk", "target-gen2")
+        .file("fifo", "replaces-fifo\n")
+        .file("dev", "replaces-dev\n");
+    let dst = Tree::new(s.join("dst"));
+    dst.file("reg", "gen1\n")
+        .chmod("reg", 0o640)
+        .chown("reg", 1234, 5678)
+        .symlink("lnk", "target-gen1")
+        .fifo("fifo")
+        .chmod("fifo", 0o604)
+        .device("dev", libc::S_IFCHR, 1, 3)
+        .age();
+    let before: Vec<_> = ["reg", "lnk", "fifo", "dev"]
+        .iter()
+        .map(|n| fs::symlink_metadata(dst.path(n)).unwrap())
+        .collect();
+    let out = nfsync()
+        .args(["-rlpD", "--backup"])
+        .arg(format!("--backup-dir={}", bk.0.display()))
+        .arg(slash(src.root()))
+        .arg(slash(dst.root()))
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(fs::read_to_string(bk.0.join("reg")).unwrap(), "gen1\n");
+    assert_eq!(
+        fs::read_link(bk.0.join("lnk")).unwrap(),
+        Path::new("target-gen1")
+    );
+    for (name, was) in ["reg", "lnk", "fifo", "dev"].iter().zip(&before) {
+        let m = fs::symlink_metadata(bk.0.join(name)).unwrap();
+        assert_eq!(
+            (
+                m.mode(),
+                m.uid(),
+                m.gid(),
+                m.rdev(),
+                m.mtime(),
+                m.mtime_nsec()
+            ),
+            (
+                was.mode(),
+                was.uid(),
+                was.gid(),
+                was.rdev(),
+                was.mtime(),
+                was.mtime_nsec()
+            ),
+            "{name} backed up on the tmpfs"
+        );
+    }
+    assert_eq!(
+        fs::read_to_string(dst.path("fifo")).unwrap(),
+        "replaces-fifo\n"
+    );
+}

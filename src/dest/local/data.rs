@@ -154,8 +154,7 @@ impl LocalDest {
     /// `--temp-dir`: relative to DEST, or absolute (anywhere on this machine).
     /// A rename between directories; across filesystems (EXDEV) a copy under a
     /// temporary name in `to_dir`, renamed over `to`, then `from` removed, as rsync
-    /// does for a `--temp-dir` on another filesystem. The copy keeps the
-    /// temporary's mode, owners and mtime (the mtime last).
+    /// does for a `--temp-dir` or a `--backup-dir` on another filesystem.
     pub(super) fn rename_between_impl(
         &self,
         from_dir: &LocalDir,
@@ -167,39 +166,9 @@ impl LocalDest {
             Err(rustix::io::Errno::XDEV) => {}
             r => return Ok(r?),
         }
-        let rd = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let src = File::from(rustix::fs::openat(from_dir.fd(), from, rd, Mode::empty())?);
-        let st = rustix::fs::fstat(&src)?;
         let temp = crate::options::temp::name(to);
-        let wr =
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let mut dst = File::from(rustix::fs::openat(
-            to_dir.fd(),
-            &temp,
-            wr,
-            Mode::from_raw_mode(0o600),
-        )?);
-        let copied = (|| -> std::io::Result<()> {
-            super::sys::copy_data(&src, &mut dst, st.st_size as u64).map_err(|e| match e {
-                CopyError::Source(e) => e,
-                CopyError::Dest(e) => std::io::Error::other(e),
-                _ => std::io::Error::other("the temporary changed while it was moved"),
-            })?;
-            let _ = rustix::fs::fchown(
-                &dst,
-                Some(rustix::fs::Uid::from_raw(st.st_uid)),
-                Some(rustix::fs::Gid::from_raw(st.st_gid)),
-            );
-            rustix::fs::fchmod(&dst, Mode::from_raw_mode(st.st_mode & 0o7777))?;
-            let mtime = crate::meta::Time {
-                sec: st.st_mtime,
-                nsec: st.st_mtime_nsec as u32,
-            };
-            rustix::fs::futimens(&dst, &mtime_only(mtime))?;
-            close_checked(dst)?;
-            rustix::fs::renameat(to_dir.fd(), &temp, to_dir.fd(), to)?;
-            Ok(())
-        })();
+        let copied = copy_entry(from_dir, from, to_dir, &temp)
+            .and_then(|()| Ok(rustix::fs::renameat(to_dir.fd(), &temp, to_dir.fd(), to)?));
         if let Err(e) = copied {
             let _ = rustix::fs::unlinkat(to_dir.fd(), &temp, rustix::fs::AtFlags::empty());
             return Err(e);
@@ -207,4 +176,72 @@ impl LocalDest {
         rustix::fs::unlinkat(from_dir.fd(), from, rustix::fs::AtFlags::empty())?;
         Ok(())
     }
+}
+
+/// Re-creates the entry `from` as `temp` in `to_dir` by its type, never opening
+/// anything but a regular file: a FIFO opened for reading would wait for a writer
+/// forever, and a symlink would be followed. Mode, owners and mtime are kept (the
+/// mtime last).
+fn copy_entry(
+    from_dir: &LocalDir,
+    from: &OsStr,
+    to_dir: &LocalDir,
+    temp: &OsStr,
+) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, FileType};
+    let st = rustix::fs::statat(from_dir.fd(), from, AtFlags::SYMLINK_NOFOLLOW)?;
+    let mtime = mtime_only(crate::meta::Time {
+        sec: st.st_mtime,
+        nsec: st.st_mtime_nsec as u32,
+    });
+    let uid = Some(rustix::fs::Uid::from_raw(st.st_uid));
+    let gid = Some(rustix::fs::Gid::from_raw(st.st_gid));
+    let nofollow = AtFlags::SYMLINK_NOFOLLOW;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Symlink => {
+            let target = rustix::fs::readlinkat(from_dir.fd(), from, Vec::new())?;
+            rustix::fs::symlinkat(target.as_c_str(), to_dir.fd(), temp)?;
+            let _ = rustix::fs::chownat(to_dir.fd(), temp, uid, gid, nofollow);
+            rustix::fs::utimensat(to_dir.fd(), temp, &mtime, nofollow)?;
+            return Ok(());
+        }
+        t @ (FileType::Fifo
+        | FileType::CharacterDevice
+        | FileType::BlockDevice
+        | FileType::Socket) => {
+            let mode = Mode::from_raw_mode(st.st_mode & 0o7777);
+            rustix::fs::mknodat(to_dir.fd(), temp, t, mode, st.st_rdev)?;
+            let _ = rustix::fs::chownat(to_dir.fd(), temp, uid, gid, nofollow);
+            rustix::fs::chmodat(to_dir.fd(), temp, mode, AtFlags::empty())?;
+            rustix::fs::utimensat(to_dir.fd(), temp, &mtime, nofollow)?;
+            return Ok(());
+        }
+        _ => return Err(rustix::io::Errno::XDEV.into()),
+    }
+    // O_NONBLOCK: the entry may have been swapped for a FIFO since the stat.
+    let rd = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let src = File::from(rustix::fs::openat(from_dir.fd(), from, rd, Mode::empty())?);
+    let st = rustix::fs::fstat(&src)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::other(
+            "the entry changed type while it was moved",
+        ));
+    }
+    let wr = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dst = File::from(rustix::fs::openat(
+        to_dir.fd(),
+        temp,
+        wr,
+        Mode::from_raw_mode(0o600),
+    )?);
+    super::sys::copy_data(&src, &mut dst, st.st_size as u64).map_err(|e| match e {
+        CopyError::Source(e) => e,
+        CopyError::Dest(e) => std::io::Error::other(e),
+        _ => std::io::Error::other("the temporary changed while it was moved"),
+    })?;
+    let _ = rustix::fs::fchown(&dst, uid, gid);
+    rustix::fs::fchmod(&dst, Mode::from_raw_mode(st.st_mode & 0o7777))?;
+    rustix::fs::futimens(&dst, &mtime)?;
+    close_checked(dst)
 }
