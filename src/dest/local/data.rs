@@ -35,7 +35,7 @@ pub(super) fn write_ranges(
             let n = piece.min(off + len - at);
             buf.resize(n as usize, 0);
             read_full(&src.file, &mut buf, at)?;
-            src.throttle(n);
+            src.throttle(n)?;
             dst.write_all_at(&buf, at).map_err(CopyError::dest)?;
             at += n;
             done += n;
@@ -180,11 +180,13 @@ impl LocalDest {
             Mode::from_raw_mode(0o600),
         )?);
         let copied = (|| -> std::io::Result<()> {
-            super::sys::copy_data(&src, &mut dst, st.st_size as u64).map_err(|e| match e {
-                CopyError::Source(e) => e,
-                CopyError::Dest(e) => std::io::Error::other(e),
-                _ => std::io::Error::other("the temporary changed while it was moved"),
-            })?;
+            super::sys::copy_data(&src, &mut dst, st.st_size as u64, None).map_err(
+                |e| match e {
+                    CopyError::Source(e) => e,
+                    CopyError::Dest(e) => std::io::Error::other(e),
+                    _ => std::io::Error::other("the temporary changed while it was moved"),
+                },
+            )?;
             let _ = rustix::fs::fchown(
                 &dst,
                 Some(rustix::fs::Uid::from_raw(st.st_uid)),
