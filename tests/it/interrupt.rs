@@ -240,3 +240,42 @@ fn sigint_stops_large_files_at_once_over_nfs() {
     let url = server.url("/d");
     sigint_stops_large_files_at_once(url.as_ref(), &export.join("d"));
 }
+
+/// Without `--bwlimit` the mount path lets the kernel copy (`copy_file_range`): a
+/// large file there stops as promptly. The source is sparse and large enough (8 GiB)
+/// that no disk copies it before the signal.
+#[test]
+fn sigint_stops_a_kernel_copy_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::File::create(src.join("big"))
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let dst = tmp.path().join("dst");
+    let child = Command::new(bin())
+        .arg(slash(&src))
+        .arg(&dst)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while fs::metadata(dst.join("big")).map_or(0, |m| m.len()) < 16 << 20 {
+        assert!(start.elapsed() < Duration::from_secs(20), "never under way");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let stopped = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = stopped.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took < PROMPT,
+        "ended {took:?} after SIGINT; stderr: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(20), "stderr: {stderr}");
+    assert!(!dst.join("big").exists(), "the partial copy was left");
+}
