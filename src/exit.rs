@@ -55,7 +55,7 @@ exit_codes! {
     /// rsync uses 20 too. The second signal, or work still in flight 5 s after the
     /// first, leaves the files in flight partial, which the next run finds (README,
     /// "The resume guarantee").
-    Interrupted = 20, "interrupted (SIGINT/SIGTERM): in-flight files finished (5 s at most), summary printed; 2nd signal: at once";
+    Interrupted = 20, "interrupted (SIGINT/SIGTERM): copies in flight stop between pieces, their partial files removed (5 s at most), summary printed; 2nd signal: at once";
     /// rsync: "partial transfer due to error".
     Partial = 23, "partial transfer: some files failed (each printed with its path and cause), the rest copied";
     /// rsync: "some files vanished".

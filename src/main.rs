@@ -171,7 +171,8 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<Summary, 
     result
 }
 
-/// How long the first SIGINT/SIGTERM lets the work in flight finish.
+/// How long the first SIGINT/SIGTERM waits for the work in flight to end (copies
+/// stop between pieces, so only a worker stuck in a system call takes this long).
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A worker stuck in a system call (a server that stopped answering, a file that

@@ -22,6 +22,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use crate::meta::{Kind, Meta, Time};
 use crate::options::bwlimit::RateLimit;
@@ -95,6 +96,9 @@ pub enum CopyError {
     Source(io::Error),
     /// Writing the destination failed.
     Dest(Error),
+    /// The run is stopping (SIGINT/SIGTERM): a large file is given up between two
+    /// pieces rather than finished, and its partial copy removed like a failed one's.
+    Interrupted,
 }
 
 impl CopyError {
@@ -127,6 +131,8 @@ pub struct SourceFile<'a> {
     pub sparse: bool,
     /// `--bwlimit`: the run's shared rate, taken before each piece is written.
     pub limit: Option<&'a RateLimit>,
+    /// Raised when the run is to stop; looked at before each piece is written.
+    pub stop: Option<&'a AtomicBool>,
 }
 
 impl SourceFile<'_> {
@@ -140,11 +146,20 @@ impl SourceFile<'_> {
         }
     }
 
-    /// Waits until `bytes` more may be written under `--bwlimit`.
-    pub fn throttle(&self, bytes: u64) {
-        if let Some(l) = self.limit {
-            l.take(bytes);
+    /// Waits until `bytes` more may be written under `--bwlimit`. Every backend calls
+    /// it before each piece, so it is also where a copy learns that the run is
+    /// stopping: then [`CopyError::Interrupted`], and nothing more is written.
+    pub fn throttle(&self, bytes: u64) -> std::result::Result<(), CopyError> {
+        if self.stopping() || self.limit.is_some_and(|l| !l.take(bytes, self.stop)) {
+            return Err(CopyError::Interrupted);
         }
+        Ok(())
+    }
+
+    /// Whether the run is stopping.
+    pub fn stopping(&self) -> bool {
+        self.stop
+            .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Re-checks size and mtime against the listing.

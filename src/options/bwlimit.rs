@@ -7,11 +7,15 @@
 //! beyond one chunk, so the run's elapsed time is at least `bytes / rate`.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The largest piece a limited writer should ask for at once: small enough that the
 /// rate is smooth over a second even at a few KiB/s.
 pub const CHUNK: u64 = 64 << 10;
+
+/// How often a paced writer looks at the stop flag while it waits for its slot.
+const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// A shared byte rate.
 #[derive(Debug)]
@@ -31,8 +35,10 @@ impl RateLimit {
         })
     }
 
-    /// Waits until `bytes` more may be written.
-    pub fn take(&self, bytes: u64) {
+    /// Waits until `bytes` more may be written; `false`, at once, when `stop` is raised
+    /// meanwhile: at a low rate a slot can be minutes away, and Ctrl-C must not wait
+    /// for it.
+    pub fn take(&self, bytes: u64, stop: Option<&AtomicBool>) -> bool {
         let now = Instant::now();
         let until = {
             let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
@@ -42,7 +48,17 @@ impl RateLimit {
             *next = Some(until);
             until
         };
-        std::thread::sleep(until.saturating_duration_since(now));
+        let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if stopped() {
+                return false;
+            }
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(STOP_POLL));
+        }
     }
 }
 
@@ -91,7 +107,7 @@ mod tests {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..5 {
-                        l.take(10_000);
+                        assert!(l.take(10_000, None));
                     }
                 });
             }
@@ -99,6 +115,26 @@ mod tests {
         // 200 KB at 1 MB/s.
         assert!(
             start.elapsed() >= Duration::from_millis(190),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_stop_ends_the_wait_for_a_slot() {
+        // 1 MB at 512 B/s: a slot half an hour away.
+        let l = RateLimit::new(512).unwrap();
+        let stop = AtomicBool::new(false);
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(true, Ordering::Relaxed);
+            });
+            assert!(!l.take(1_000_000, Some(&stop)));
+        });
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
             "{:?}",
             start.elapsed()
         );

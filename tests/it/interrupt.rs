@@ -123,3 +123,159 @@ fn sigterm_ends_a_run_whose_worker_is_stuck() {
     sync_ok(&[], &src, &direct);
     assert_copied(&sync_ok(&["--json"], &src, &direct), 0);
 }
+
+/// How long a stopped run may take to end with large files in flight: a piece of a
+/// file (64 KiB under `--bwlimit`), the summary, the exit. Before, a large file was
+/// finished first, or the run was cut off 5 s later.
+const PROMPT: Duration = Duration::from_millis(1500);
+
+/// Two large files in flight (a new one, written at its name, and an update, written
+/// to a temporary) when SIGINT comes: the run ends within [`PROMPT`] with exit 20,
+/// leaves neither the partial new file nor the temporary, keeps the old copy whole,
+/// and the same command run again (at full speed) makes DEST exact.
+fn sigint_stops_large_files_at_once(dest_arg: &std::ffi::OsStr, dst: &std::path::Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::create_dir_all(dst).unwrap();
+    const BIG: u64 = 100 << 20;
+    for name in ["new.img", "old.img"] {
+        let f = fs::File::create(src.join(name)).unwrap();
+        // Sparse is enough: without -S the copy reads and writes every byte.
+        f.set_len(BIG).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, name.as_bytes(), BIG / 2).unwrap();
+    }
+    fs::write(src.join("small"), b"small").unwrap();
+    let old = vec![b'o'; 1 << 20];
+    fs::write(dst.join("old.img"), &old).unwrap();
+    let child = Command::new(bin())
+        .args(["--jobs", "2", "--bwlimit", "10M"])
+        .arg(slash(&src))
+        .arg(dest_arg)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both under way: the new file growing at its name, the update in its temporary.
+    let in_flight = || {
+        let (mut new, mut temp) = (false, false);
+        for e in fs::read_dir(dst).unwrap().flatten() {
+            let big = e.metadata().map(|m| m.len() >= 1 << 20).unwrap_or(false);
+            let name = e.file_name().to_string_lossy().into_owned();
+            new |= name == "new.img" && big;
+            temp |= name.starts_with(".old.img") && big;
+        }
+        new && temp
+    };
+    let start = Instant::now();
+    while !in_flight() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the copy never got under way"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let stopped = Instant::now();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    while !waiter.is_finished() && stopped.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let took = stopped.elapsed();
+    let out = waiter.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took < PROMPT,
+        "ended {took:?} after SIGINT; stderr: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(20), "stderr: {stderr}");
+    assert!(stderr.contains("run the same command again"), "{stderr}");
+    let mut left: Vec<_> = fs::read_dir(dst)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "small")
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["old.img"],
+        "a partial new file or a temporary was left"
+    );
+    assert_eq!(
+        fs::read(dst.join("old.img")).unwrap(),
+        old,
+        "the old copy was touched"
+    );
+
+    let rerun = Command::new(bin())
+        .arg("-q")
+        .arg(slash(&src))
+        .arg(dest_arg)
+        .output()
+        .unwrap();
+    assert_eq!(
+        rerun.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    assert_eq!(rsync_diff(&src, dst), "");
+}
+
+#[test]
+fn sigint_stops_large_files_at_once_on_a_mount() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("dst");
+    sigint_stops_large_files_at_once(dst.as_os_str(), &dst);
+}
+
+#[test]
+fn sigint_stops_large_files_at_once_over_nfs() {
+    use crate::support::dirfs::DirFs;
+    use crate::support::inproc::Server;
+    let tmp = tempfile::tempdir().unwrap();
+    let export = tmp.path().join("export");
+    let server = Server::start(None, DirFs::new(&export));
+    let url = server.url("/d");
+    sigint_stops_large_files_at_once(url.as_ref(), &export.join("d"));
+}
+
+/// Without `--bwlimit` the mount path lets the kernel copy (`copy_file_range`): a
+/// large file there stops as promptly. The source is sparse and large enough (8 GiB)
+/// that no disk copies it before the signal.
+#[test]
+fn sigint_stops_a_kernel_copy_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::File::create(src.join("big"))
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let dst = tmp.path().join("dst");
+    let child = Command::new(bin())
+        .arg(slash(&src))
+        .arg(&dst)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while fs::metadata(dst.join("big")).map_or(0, |m| m.len()) < 16 << 20 {
+        assert!(start.elapsed() < Duration::from_secs(20), "never under way");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let stopped = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = stopped.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took < PROMPT,
+        "ended {took:?} after SIGINT; stderr: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(20), "stderr: {stderr}");
+    assert!(!dst.join("big").exists(), "the partial copy was left");
+}

@@ -35,7 +35,7 @@ pub(super) fn write_ranges(
             let n = piece.min(off + len - at);
             buf.resize(n as usize, 0);
             read_full(&src.file, &mut buf, at)?;
-            src.throttle(n);
+            src.throttle(n)?;
             dst.write_all_at(&buf, at).map_err(CopyError::dest)?;
             at += n;
             done += n;
@@ -235,7 +235,7 @@ fn copy_entry(
         wr,
         Mode::from_raw_mode(0o600),
     )?);
-    super::sys::copy_data(&src, &mut dst, st.st_size as u64).map_err(|e| match e {
+    super::sys::copy_data(&src, &mut dst, st.st_size as u64, None).map_err(|e| match e {
         CopyError::Source(e) => e,
         CopyError::Dest(e) => std::io::Error::other(e),
         _ => std::io::Error::other("the temporary changed while it was moved"),

@@ -472,7 +472,7 @@ impl LocalDest {
         let bytes = if data::by_ranges(src) {
             data::fill_by_ranges(src, f)?
         } else {
-            copy_data(&src.file, f, meta.size)?
+            copy_data(&src.file, f, meta.size, src.stop)?
         };
         src.verify_unchanged()?;
         let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());

@@ -5,6 +5,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{AtFlags, Mode, OFlags, Timespec, Timestamps, UTIME_OMIT};
 
@@ -42,8 +43,19 @@ pub(super) fn close_checked(f: File) -> io::Result<()> {
     Ok(())
 }
 
+/// The most one `copy_file_range` moves: small enough that a stop raised meanwhile
+/// (looked at between calls) is seen within a fraction of a second.
+const KERNEL_PIECE: usize = 16 << 20;
+
 /// Copies all of `src` into `dst`, telling source failures from destination failures.
-pub(super) fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, CopyError> {
+/// A large copy gives up with [`CopyError::Interrupted`] once `stop` is raised.
+pub(super) fn copy_data(
+    src: &File,
+    dst: &mut File,
+    size: u64,
+    stop: Option<&AtomicBool>,
+) -> Result<u64, CopyError> {
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     if size <= SMALL_FILE {
         // One read of size + 1 bytes: a full answer of `size` bytes is the whole file
         // (a file that grew returns more and fails the later size check), so the usual
@@ -73,7 +85,10 @@ pub(super) fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, Co
     // filesystems), falling back to a bounded buffer where neither is offered.
     let mut done = 0u64;
     loop {
-        match rustix::fs::copy_file_range(src.as_fd(), None, dst.as_fd(), None, 1 << 30) {
+        if stopped() {
+            return Err(CopyError::Interrupted);
+        }
+        match rustix::fs::copy_file_range(src.as_fd(), None, dst.as_fd(), None, KERNEL_PIECE) {
             Ok(0) => return Ok(done),
             Ok(n) => done += n as u64,
             Err(e)
@@ -94,6 +109,9 @@ pub(super) fn copy_data(src: &File, dst: &mut File, size: u64) -> Result<u64, Co
     let mut buf = vec![0u8; 1 << 20];
     let mut src = src;
     loop {
+        if stopped() {
+            return Err(CopyError::Interrupted);
+        }
         let n = match src.read(&mut buf) {
             Ok(0) => return Ok(done),
             Ok(n) => n,

@@ -21,6 +21,7 @@ fn write_listed(src_path: &Path, listed: &Meta, name: &str) -> (Result<u64, Copy
         path: src_path,
         sparse: false,
         limit: None,
+        stop: None,
     };
     let d = dest(&out);
     (
@@ -82,4 +83,30 @@ fn mkdir_mode_defers_what_mkdir_cannot_do() {
     assert_eq!(mkdir_mode(&m(0o755)), 0o755);
     assert_eq!(mkdir_mode(&m(0o555)), 0o700);
     assert_eq!(mkdir_mode(&m(0o2775)), 0o700);
+}
+
+#[test]
+fn a_large_copy_stopped_leaves_no_partial_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src_path = tmp.path().join("big");
+    fs::write(&src_path, vec![7u8; 3 * SMALL_FILE as usize]).unwrap();
+    let listed = Meta::from_std(&fs::metadata(&src_path).unwrap());
+    let out = tmp.path().join("out");
+    fs::create_dir(&out).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    for limit in [None, crate::options::bwlimit::RateLimit::new(1 << 20)] {
+        let src = SourceFile {
+            file: File::open(&src_path).unwrap(),
+            meta: &listed,
+            listed: &listed,
+            path: &src_path,
+            sparse: false,
+            limit: limit.as_ref(),
+            stop: Some(&stop),
+        };
+        let d = dest(&out);
+        let r = d.write_file(&d.root_dir().unwrap(), OsStr::new("big"), &src);
+        assert!(matches!(r, Err(CopyError::Interrupted)), "{r:?}");
+        assert!(!out.join("big").exists(), "the partial copy must go");
+    }
 }

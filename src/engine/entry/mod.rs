@@ -347,6 +347,7 @@ impl<D: Destination> Engine<'_, D> {
             path: &job.entry.path,
             sparse: self.cfg.data.sparse,
             limit: self.writing.limit(),
+            stop: Some(&self.interrupted),
         };
         let written = match self.put_file(job, &source, put, last) {
             Ok(w) => w,
@@ -384,6 +385,9 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest_error(rel, e);
                 false
             }
+            // Given up for the stop, its partial copy removed: the run's own note says
+            // to run it again.
+            Err(CopyError::Interrupted) => false,
         };
         Attempt::Done(ok)
     }

@@ -70,7 +70,10 @@ where
             break;
         };
         let len = len as usize;
-        src.throttle(len as u64);
+        if let Err(e) = src.throttle(len as u64) {
+            failed = Some(e);
+            break;
+        }
         let permit = rt
             .block_on(budget.clone().acquire_many_owned(held(len as u32)))
             .map_err(join_error)?;

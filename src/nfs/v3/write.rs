@@ -248,7 +248,7 @@ impl NfsDest {
         if let [(off, size)] = *ranges
             && size <= wsize
         {
-            src.throttle(size);
+            src.throttle(size)?;
             // The budget first: it is what bounds the bytes held in memory.
             let permit = self
                 .rt

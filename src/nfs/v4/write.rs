@@ -91,7 +91,7 @@ impl Nfs4Dest {
                     .acquire_many_owned(pipeline::held(size as u32)),
             )
             .map_err(budget_err)?;
-        src.throttle(size as u64);
+        src.throttle(size as u64)?;
         let mut data = vec![0u8; size];
         read_full(&src.file, &mut data, 0)?;
         src.verify_unchanged()?;
