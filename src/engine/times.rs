@@ -6,7 +6,7 @@
 //! the kernel (or the server's) moves a time past either end to that end. Nothing
 //! tells a client where the ends are, so they are learned from the destination
 //! itself: the first time outside signed 32-bit seconds (which every such filesystem
-//! holds) on either side is given to a scratch FIFO in DEST and read back. A time that
+//! holds) on either side is given to an empty scratch file in DEST and read back. A time that
 //! comes back moved towards the middle is where that filesystem clamps, and every
 //! time past it is stored as it.
 //!
@@ -16,9 +16,13 @@
 //! A run that writes nothing (`--dry-run`) or sets no times (no `-t`) does not probe.
 
 use std::ffi::OsStr;
+use std::fs::File;
+use std::path::Path;
 use std::sync::Mutex;
 
-use crate::dest::{AttrSet, Destination, RootState};
+use rustix::fs::MemfdFlags;
+
+use crate::dest::{AttrSet, Destination, RootState, SourceFile};
 use crate::meta::{Kind, Meta, Time};
 
 use super::Engine;
@@ -111,32 +115,39 @@ impl<D: Destination> Engine<'_, D> {
         self.time_bounds.stored(t, |t| self.probe_time(t))
     }
 
-    /// Gives a scratch FIFO in DEST (or in DEST's parent, where the run makes DEST or
-    /// a single file) the time `t` and reads back what it holds; `None` when that
-    /// cannot be done. The FIFO has a temporary's name, so a run killed meanwhile
-    /// leaves nothing a later run would not remove, and DEST gets its mtime back: a
-    /// run that finds everything up to date changes nothing.
+    /// Writes an empty scratch file with the time `t` in DEST (or in DEST's parent,
+    /// where the run makes DEST or a single file) and reads back what it holds; `None`
+    /// when that cannot be done. The file has a temporary's name, so runs that overlap
+    /// leave it alone (even with `--delete`) and a run killed meanwhile leaves nothing
+    /// a later run would not remove; DEST gets its mtime back, so a run that finds
+    /// everything up to date changes nothing.
     fn probe_time(&self, t: Time) -> Option<Time> {
         let (dir, before) = match self.dest.root_state().ok()? {
             RootState::Exists(m) if m.kind == Kind::Dir => (self.dest.root_dir().ok()?, Some(m)),
             _ => (self.dest.root_parent().ok()?.0, None),
         };
         let name = crate::options::temp::name(OsStr::new("time-probe"));
+        let empty =
+            File::from(rustix::fs::memfd_create("nfsync-time-probe", MemfdFlags::CLOEXEC).ok()?);
+        let listed = Meta::from_std(&empty.metadata().ok()?);
         let meta = Meta {
-            kind: Kind::Fifo,
-            size: 0,
             mode: 0o600,
-            uid: rustix::process::geteuid().as_raw(),
-            gid: rustix::process::getegid().as_raw(),
             mtime: t,
-            nlink: 1,
-            dev: 0,
-            ino: 0,
-            rdev: 0,
+            ..listed
         };
-        self.dest.mknod(&dir, &name, &meta).ok()?;
-        let got = self.dest.stat(&dir, &name);
-        let _ = self.dest.remove(&dir, &name, Kind::Fifo);
+        let src = SourceFile {
+            file: empty,
+            meta: &meta,
+            listed: &listed,
+            path: Path::new("(time probe)"),
+            sparse: false,
+            limit: None,
+        };
+        let written = self.dest.write_file(&dir, &name, &src);
+        let got = written.is_ok().then(|| self.dest.stat(&dir, &name));
+        if written.is_ok() {
+            let _ = self.dest.remove(&dir, &name, Kind::File);
+        }
         if let Some(m) = before {
             let mtime = AttrSet {
                 mtime: true,
@@ -144,7 +155,7 @@ impl<D: Destination> Engine<'_, D> {
             };
             let _ = self.dest.set_dir_attrs(&dir, &m, mtime);
         }
-        Some(got.ok()??.mtime)
+        Some(got?.ok()??.mtime)
     }
 }
 
