@@ -109,6 +109,12 @@ pub fn copy_out_of_range_times(dest: impl AsRef<OsStr>, stored: &Path) -> Option
         !stderr.contains("cannot be stored"),
         "re-run warned: {stderr}"
     );
+    let left: Vec<_> = fs::read_dir(stored)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("nfsync-"))
+        .collect();
+    assert!(left.is_empty(), "scratch files left in DEST: {left:?}");
     Some(s)
 }
 
