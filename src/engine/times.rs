@@ -149,11 +149,16 @@ impl<D: Destination> Engine<'_, D> {
             let _ = self.dest.remove(&dir, &name, Kind::File);
         }
         if let Some(m) = before {
+            // Through the parent where there is one: NFS sets a directory's mode and
+            // owners with its mtime, and only the mtime is to go back.
             let mtime = AttrSet {
                 mtime: true,
                 ..AttrSet::default()
             };
-            let _ = self.dest.set_dir_attrs(&dir, &m, mtime);
+            let _ = match self.dest.root_parent() {
+                Ok((parent, n)) => self.dest.set_attrs(&parent, &n, &m, mtime),
+                Err(_) => self.dest.set_dir_attrs(&dir, &m, mtime),
+            };
         }
         Some(got?.ok()??.mtime)
     }
