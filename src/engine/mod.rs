@@ -24,6 +24,7 @@ pub mod sched;
 mod shard;
 #[cfg(test)]
 mod tests;
+mod times;
 mod update;
 mod xattrs;
 
@@ -140,6 +141,8 @@ pub struct Engine<'a, D: Destination> {
     writing: update::Writing<D>,
     /// `--shard`.
     deal: shard::Deal,
+    /// Where the filesystem behind the destination clamps times.
+    time_bounds: times::Bounds,
 }
 
 /// Completed jobs and their summed latency in microseconds.
@@ -177,6 +180,7 @@ pub fn run<D: Destination>(
         xattrs: Default::default(),
         writing: update::Writing::new(cfg, dest)?,
         deal: Default::default(),
+        time_bounds: Default::default(),
     };
     engine.plan_roots()?;
     engine.check_basis_dirs();
@@ -322,11 +326,11 @@ impl<'a, D: Destination> Engine<'a, D> {
         self.dest_display.join(rel)
     }
 
-    /// `m` with the mtime the destination keeps (see [`Destination::storable_time`]):
-    /// what a destination entry is compared with.
+    /// `m` with the mtime the destination keeps (see [`Engine::stored_time`]): what a
+    /// destination entry is compared with.
     fn as_stored(&self, m: &Meta) -> Meta {
         Meta {
-            mtime: self.dest.storable_time(m.mtime),
+            mtime: self.stored_time(m.mtime),
             ..*m
         }
     }
@@ -355,7 +359,7 @@ impl<'a, D: Destination> Engine<'a, D> {
 
     /// Warns, and counts, when the mtime just set on `rel` is not the source's own.
     fn note_time(&self, rel: &Path, m: &Meta) {
-        let stored = self.dest.storable_time(m.mtime);
+        let stored = self.stored_time(m.mtime);
         if stored != m.mtime {
             Stats::bump(&self.stats.times_clamped);
             self.out.warn(format_args!(

@@ -78,6 +78,18 @@ fn times_before_1970_and_after_2106_stored_exactly() {
     }
 }
 
+/// NFSv4.1 carries 1600 and 2500, but ganesha's ext4 export keeps 1901-12-13 to
+/// 2446-05-10: each entry holds what ext4 kept, is warned about once, and a re-run
+/// copies nothing.
+#[test]
+fn times_the_servers_filesystem_cannot_hold_are_warned_once_and_not_recopied() {
+    let Some(export) = ganesha::shared(Proto::V41) else {
+        return;
+    };
+    let url = export.url("clamped", "");
+    crate::support::times::copy_out_of_range_times(&url, &export.path.join("clamped"));
+}
+
 /// A server that grants 8 session slots (`Slot_Table_Size = 8`) however many are asked
 /// for: a few thousand small files in few directories arrive exactly, with nfsync's
 /// default slots and with `?slots=64` and 64 jobs (it must keep to the 8 it got).

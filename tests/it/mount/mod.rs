@@ -3,6 +3,7 @@
 
 mod races;
 mod source_races;
+mod times;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -18,6 +18,7 @@ pub mod net;
 pub mod nfs4probe;
 pub mod nobody;
 pub mod sides;
+pub mod times;
 pub mod tls;
 mod tree;
 
