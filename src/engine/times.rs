@@ -142,6 +142,7 @@ impl<D: Destination> Engine<'_, D> {
             path: Path::new("(time probe)"),
             sparse: false,
             limit: None,
+            stop: None,
         };
         let written = self.dest.write_file(&dir, &name, &src);
         let got = written.is_ok().then(|| self.dest.stat(&dir, &name));
