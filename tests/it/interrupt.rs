@@ -99,18 +99,7 @@ fn sigterm_ends_a_run_whose_worker_is_stuck() {
     std::thread::sleep(Duration::from_millis(1500));
     stalled.store(true, Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(500));
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let stopped = Instant::now();
-    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
-    while !waiter.is_finished() && stopped.elapsed() < Duration::from_secs(40) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    if !waiter.is_finished() {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-    }
-    let took = stopped.elapsed();
-    let out = waiter.join().unwrap();
+    let (took, out) = signal_and_wait(child, rustix::process::Signal::TERM, 40);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         took < Duration::from_secs(10),
@@ -175,15 +164,7 @@ fn sigint_stops_large_files_at_once(dest_arg: &std::ffi::OsStr, dst: &std::path:
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let stopped = Instant::now();
-    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
-    while !waiter.is_finished() && stopped.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let took = stopped.elapsed();
-    let out = waiter.join().unwrap();
+    let (took, out) = signal_and_wait(child, rustix::process::Signal::INT, 30);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         took < PROMPT,
@@ -278,4 +259,25 @@ fn sigint_stops_a_kernel_copy_at_once() {
     );
     assert_eq!(out.status.code(), Some(20), "stderr: {stderr}");
     assert!(!dst.join("big").exists(), "the partial copy was left");
+}
+
+/// Sends `signal` to the run and waits for it to end, at most `bound_s` seconds (then
+/// it is killed, so a run that does not stop fails its test instead of hanging it).
+/// Returns how long it took after the signal, and what it printed.
+fn signal_and_wait(
+    child: std::process::Child,
+    signal: rustix::process::Signal,
+    bound_s: u64,
+) -> (Duration, std::process::Output) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+    let stopped = Instant::now();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    while !waiter.is_finished() && stopped.elapsed() < Duration::from_secs(bound_s) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if !waiter.is_finished() {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+    (stopped.elapsed(), waiter.join().unwrap())
 }

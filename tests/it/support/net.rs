@@ -50,15 +50,10 @@ impl Servers {
         let cuts = Arc::new(AtomicUsize::new(0));
         let counter = cuts.clone();
         let port = self.listen(move |client| {
-            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+            let Some((up, mut server)) = pipe_up(&client, target) else {
                 return;
             };
-            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            let up = std::thread::spawn(move || {
-                let _ = std::io::copy(&mut c_in, &mut s_out);
-                let _ = s_out.shutdown(Shutdown::Both);
-            });
-            let (mut client, mut server) = (client, server);
+            let mut client = client;
             let mut left = budget;
             let mut buf = [0u8; 4096];
             while let Ok(n) = server.read(&mut buf) {
@@ -130,15 +125,10 @@ impl Servers {
         let stalled = Arc::new(AtomicBool::new(false));
         let flag = stalled.clone();
         let port = self.listen(move |client| {
-            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+            let Some((up, mut server)) = pipe_up(&client, target) else {
                 return;
             };
-            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-            let up = std::thread::spawn(move || {
-                let _ = std::io::copy(&mut c_in, &mut s_out);
-                let _ = s_out.shutdown(Shutdown::Both);
-            });
-            let (mut client, mut server) = (client, server);
+            let mut client = client;
             let mut buf = [0u8; 16384];
             while let Ok(n) = server.read(&mut buf) {
                 if n == 0 {
@@ -154,6 +144,18 @@ impl Servers {
         });
         (port, stalled)
     }
+}
+
+/// Connects to 127.0.0.1:`target` and copies what the client sends to it on a thread
+/// of its own (joined by the caller); the replies are the caller's to pass or not.
+fn pipe_up(client: &TcpStream, target: u16) -> Option<(JoinHandle<()>, TcpStream)> {
+    let server = TcpStream::connect(("127.0.0.1", target)).ok()?;
+    let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut c_in, &mut s_out);
+        let _ = s_out.shutdown(Shutdown::Both);
+    });
+    Some((up, server))
 }
 
 impl Drop for Servers {

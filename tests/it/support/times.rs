@@ -96,14 +96,7 @@ pub fn copy_out_of_range_times(dest: impl AsRef<OsStr>, stored: &Path) -> Option
         before,
         "the re-run left DEST's own mtime alone"
     );
-    for key in [
-        "files_copied",
-        "bytes_copied",
-        "attrs_updated",
-        "times_clamped",
-    ] {
-        assert_eq!(stat(&stats, key), 0, "re-run {key}: {stats}");
-    }
+    assert_rerun_did_nothing(&stats);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("cannot be stored"),
@@ -120,6 +113,18 @@ pub fn copy_out_of_range_times(dest: impl AsRef<OsStr>, stored: &Path) -> Option
 
 /// `sec` as nfsync prints a time, computed by `date` so that the test does not share
 /// the code it checks.
+/// A re-run's `--json` totals: nothing copied, fixed or clamped again.
+pub fn assert_rerun_did_nothing(stats: &serde_json::Value) {
+    for key in [
+        "files_copied",
+        "bytes_copied",
+        "attrs_updated",
+        "times_clamped",
+    ] {
+        assert_eq!(stat(stats, key), 0, "re-run {key}: {stats}");
+    }
+}
+
 fn kept_display(sec: i64) -> String {
     let out = std::process::Command::new("date")
         .args(["-u", "-d", &format!("@{sec}"), "+%Y-%m-%d %H:%M:%S UTC"])
