@@ -18,14 +18,7 @@ fn sigint_stops_cleanly_and_a_rerun_finishes() {
         }
     }
     let dst = tmp.path().join("dst");
-    let child = Command::new(bin())
-        .args(["--jobs", "1", "--json"])
-        .arg(slash(&src))
-        .arg(&dst)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&["--jobs", "1", "--json"], &slash(&src), &dst);
     // Wait until the copy is under way, then interrupt it.
     let start = Instant::now();
     while fs::read_dir(&dst).map(|d| d.count()).unwrap_or(0) < 2
@@ -87,14 +80,11 @@ fn sigterm_ends_a_run_whose_worker_is_stuck() {
         "nfs://127.0.0.1/d?nfsport={proxy}&mountport={}",
         server.port
     );
-    let child = Command::new(bin())
-        .args(["--jobs", "2", "--timeout", "120", "--bwlimit", "500"])
-        .arg(slash(&src))
-        .arg(&url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(
+        &["--jobs", "2", "--timeout", "120", "--bwlimit", "500"],
+        &slash(&src),
+        &url,
+    );
     // Under way (about 6 s at 500 KB/s), then the server goes quiet.
     std::thread::sleep(Duration::from_millis(1500));
     stalled.store(true, Ordering::SeqCst);
@@ -137,14 +127,7 @@ fn sigint_stops_large_files_at_once(dest_arg: &std::ffi::OsStr, dst: &std::path:
     fs::write(src.join("small"), b"small").unwrap();
     let old = vec![b'o'; 1 << 20];
     fs::write(dst.join("old.img"), &old).unwrap();
-    let child = Command::new(bin())
-        .args(["--jobs", "2", "--bwlimit", "10M"])
-        .arg(slash(&src))
-        .arg(dest_arg)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&["--jobs", "2", "--bwlimit", "10M"], &slash(&src), dest_arg);
     // Both under way: the new file growing at its name, the update in its temporary.
     let in_flight = || {
         let (mut new, mut temp) = (false, false);
@@ -235,23 +218,13 @@ fn sigint_stops_a_kernel_copy_at_once() {
         .set_len(8 << 30)
         .unwrap();
     let dst = tmp.path().join("dst");
-    let child = Command::new(bin())
-        .arg(slash(&src))
-        .arg(&dst)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&[], &slash(&src), &dst);
     let start = Instant::now();
     while fs::metadata(dst.join("big")).map_or(0, |m| m.len()) < 16 << 20 {
         assert!(start.elapsed() < Duration::from_secs(20), "never under way");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let stopped = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    let took = stopped.elapsed();
+    let (took, out) = signal_and_wait(child, rustix::process::Signal::INT, 30);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         took < PROMPT,
@@ -259,6 +232,22 @@ fn sigint_stops_a_kernel_copy_at_once() {
     );
     assert_eq!(out.status.code(), Some(20), "stderr: {stderr}");
     assert!(!dst.join("big").exists(), "the partial copy was left");
+}
+
+/// Starts nfsync with `flags SRC DEST`, its output piped, to be signalled.
+fn spawn_run(
+    flags: &[&str],
+    src: &std::ffi::OsStr,
+    dest: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Child {
+    Command::new(bin())
+        .args(flags)
+        .arg(src)
+        .arg(dest)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Sends `signal` to the run and waits for it to end, at most `bound_s` seconds (then
