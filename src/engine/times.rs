@@ -41,14 +41,17 @@ const SAFE: (Time, Time) = (
 );
 
 /// What the probes have taught about each end of the destination's time range.
+///
+/// One lock for both ends, held while a probe runs: one probe per end serves every
+/// worker, and two probes never overlap. Each puts DEST's mtime back as it found it,
+/// so a probe that began while another's scratch file stood in DEST would put back
+/// the other's time.
 #[derive(Default)]
 pub(super) struct Bounds {
-    early: Mutex<End>,
-    late: Mutex<End>,
+    ends: Mutex<[End; 2]>,
 }
 
-/// One end of the range. Held locked while its probe runs, so one probe per end
-/// serves every worker.
+/// One end of the range.
 #[derive(Default)]
 struct End {
     /// Where the filesystem clamps, once a probe showed it.
@@ -88,14 +91,15 @@ impl Bounds {
     /// What `t` is stored as, asking `probe` (give a scratch entry `t`, read back
     /// what it holds) when nothing learned so far answers.
     fn stored(&self, t: Time, probe: impl FnOnce(Time) -> Option<Time>) -> Time {
-        let (end, late) = if t < SAFE.0 {
-            (&self.early, false)
+        let late = if t < SAFE.0 {
+            false
         } else if t > SAFE.1 {
-            (&self.late, true)
+            true
         } else {
             return t;
         };
-        let mut end = end.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ends = self.ends.lock().unwrap_or_else(|e| e.into_inner());
+        let end = &mut ends[usize::from(late)];
         if let Some(s) = end.known(t, late) {
             return s;
         }
@@ -219,6 +223,25 @@ mod tests {
         assert_eq!(probes.get(), 1);
         assert_eq!(b.stored(t(16_725_225_600, 0), probe), t(15_032_385_535, 0));
         assert_eq!(probes.get(), 2);
+    }
+
+    /// Probes for the two ends, asked by two workers at once, run one after the other.
+    #[test]
+    fn probes_for_the_two_ends_never_overlap() {
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        let b = Bounds::default();
+        let (inside, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let probe = |x| {
+            most.fetch_max(inside.fetch_add(1, SeqCst) + 1, SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            inside.fetch_sub(1, SeqCst);
+            ext4(x)
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| b.stored(t(-11_676_096_000, 0), probe));
+            s.spawn(|| b.stored(t(16_725_225_600, 0), probe));
+        });
+        assert_eq!(most.load(SeqCst), 1, "two probes ran at once");
     }
 
     #[test]
