@@ -36,6 +36,23 @@ pub enum Untrusted {
         /// Its owner.
         uid: u32,
     },
+    /// A symlink on an NFS server. nfsync resolves paths there with LOOKUP, which
+    /// never follows a link, and the link's text is a path in the server's own
+    /// namespace, which the client cannot map onto the export reliably (exports,
+    /// pseudo-filesystems and junctions differ): refused whoever owns it.
+    #[error(
+        "{link}: symlink on the NFS server is not followed over nfs:// (name the directory it leads to)"
+    )]
+    ServerLink {
+        /// The link, as a path on the server.
+        link: PathBuf,
+    },
+}
+
+/// The refusal of a symlink met on an NFS server at `link` (see
+/// [`Untrusted::ServerLink`]).
+pub fn server_link(link: PathBuf) -> io::Error {
+    io::Error::other(Untrusted::ServerLink { link })
 }
 
 /// Most links resolved in one path, as the kernel's `ELOOP` limit.
@@ -155,7 +172,8 @@ pub fn open_at(
     Ok(rustix::fs::openat(&at, ".", flags | OFlags::CLOEXEC, mode)?)
 }
 
-/// Whether `e` is a refusal of [`open_at`] (a symlink another user owns), which
+/// Whether `e` is a refusal of [`open_at`] (a symlink another user owns) or of a
+/// symlink on an NFS server, which
 /// callers that pass over a missing file pass over too, as rsync does.
 pub fn is_refusal(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|inner| inner.is::<Untrusted>())

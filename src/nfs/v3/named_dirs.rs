@@ -14,6 +14,7 @@ use super::error;
 use crate::dest;
 use crate::nfs::rpc::ops::PathOps;
 use crate::options::keep::normalize;
+use crate::options::trust;
 
 impl NfsDest {
     /// `path` as components below the export root: relative to DEST, or absolute as
@@ -39,16 +40,27 @@ impl NfsDest {
             .map(|c| c.as_os_str().as_bytes().to_vec())
             .collect())
     }
+
+    /// The refusal of the symlink at `comps` below the export, named by its path on
+    /// the server.
+    pub(super) fn link_refused(&self, comps: &[Vec<u8>]) -> dest::Error {
+        let mut at = PathBuf::from(&self.export);
+        at.extend(comps.iter().map(|c| OsStr::from_bytes(c)));
+        trust::server_link(at).into()
+    }
 }
 
 impl PathOps for NfsDest {
     fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<NfsDir>> {
         let comps = self.below_export(path)?;
         let mut dir = self.root_nfs_dir();
-        for name in &comps {
+        for (i, name) in comps.iter().enumerate() {
             let fh = self.rt.block_on(async {
                 match self.lookup(&dir, name).await? {
                     Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(Some(fh)),
+                    Some((_, a)) if a.type_ == ftype3::NF3LNK => {
+                        Err(self.link_refused(&comps[..=i]))
+                    }
                     Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
                     None if !create => Ok(None),
                     None => {

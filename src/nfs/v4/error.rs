@@ -3,12 +3,18 @@
 //! NFSv4 keeps NFSv3's numbering where the two overlap (1 to 70 are errno values), so
 //! those read as the errno a local filesystem would give (ENOSPC, EDQUOT, EROFS...);
 //! the NFSv4-only statuses (10000 and up) keep their names, with advice where the user
-//! can act on them.
+//! can act on them. NFS4ERR_SYMLINK, met walking a path the user named, becomes the
+//! refusal that names the link (LOOKUP never follows one).
 
+use std::ffi::OsStr;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 
 use super::proto::status as S;
+use super::reply::Reply;
 use crate::dest;
+use crate::options::trust;
 
 /// The errno for a status, when there is a close one.
 pub fn errno(st: u32) -> Option<i32> {
@@ -86,6 +92,28 @@ pub fn errno_err(e: i32) -> dest::Error {
 /// A reply we could not make sense of, for one entry.
 pub fn garbage(what: impl Into<String>) -> dest::Error {
     dest::Error::Entry(io::Error::new(io::ErrorKind::InvalidData, what.into()))
+}
+
+/// The refusal of the symlink at `comps` below the server's root.
+pub(super) fn link_refused(comps: &[Vec<u8>]) -> dest::Error {
+    let mut at = PathBuf::from("/");
+    at.extend(comps.iter().map(|c| OsStr::from_bytes(c)));
+    trust::server_link(at).into()
+}
+
+/// For a compound of PUTROOTFH and one LOOKUP per component of `comps` that failed
+/// with NFS4ERR_SYMLINK (a LOOKUP in a symlink: LOOKUP never follows one), the
+/// refusal naming that symlink: the last component found.
+pub(super) fn symlink_on_the_way(r: &Reply, comps: &[Vec<u8>]) -> Option<dest::Error> {
+    // results: SEQUENCE, PUTROOTFH, one LOOKUP per component found, the failed one.
+    let found = r.results.len().saturating_sub(3);
+    (r.status == S::SYMLINK && (1..=comps.len()).contains(&found))
+        .then(|| link_refused(&comps[..found]))
+}
+
+/// Whether a GETATTR of TYPE (its first word) says symlink (NF4LNK).
+pub(super) fn is_symlink_type(vals: &[u8]) -> bool {
+    vals.get(..4) == Some(&[0, 0, 0, 5])
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, put};
-use super::error::{self, errno_err};
+use super::error::{self, errno_err, is_symlink_type, link_refused, symlink_on_the_way};
 use super::proto::{Bitmap, Op, RenameArgs, attr, name, status};
 use super::reply::Res;
 use crate::dest;
@@ -56,7 +56,10 @@ impl PathOps for Nfs4Dest {
             match r.status {
                 status::OK => {}
                 status::NOENT => return Ok(None),
-                st => return Err(error::status(st)),
+                st => return Err(symlink_on_the_way(r, &comps).unwrap_or(error::status(st))),
+            }
+            if matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if is_symlink_type(&f.vals)) {
+                return Err(link_refused(&comps));
             }
             if !matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if f.vals.get(..4) == Some(&[0, 0, 0, 2]))
             {

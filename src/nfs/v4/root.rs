@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok};
-use super::error::{self, errno_err};
+use super::error::{self, errno_err, is_symlink_type, link_refused, symlink_on_the_way};
 use super::proto::{AttrsBuilder, Bitmap, CreateArgs, CreateType, Op, attr, name, status};
 use super::reply::Res;
 use crate::dest;
@@ -32,6 +32,9 @@ impl Nfs4Dest {
                 let r = &a.reply;
                 if r.status == status::OK {
                     let fh = got_fh(r)?;
+                    if matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if is_symlink_type(&f.vals)) {
+                        return Err(link_refused(path));
+                    }
                     if !matches!(nth(r, 9, 0), Some(Res::GetAttr(f)) if f.vals.get(..4) == Some(&[0, 0, 0, 2])) {
                         return Err(errno_err(libc::ENOTDIR));
                     }
@@ -41,7 +44,7 @@ impl Nfs4Dest {
                     });
                 }
                 if r.status != status::NOENT {
-                    return Err(error::status(r.status));
+                    return Err(symlink_on_the_way(r, path).unwrap_or(error::status(r.status)));
                 }
                 // results: SEQUENCE, PUTROOTFH, then one LOOKUP per component found.
                 let found = r.results.len().saturating_sub(3);
@@ -65,6 +68,11 @@ impl Nfs4Dest {
                     }
                     // Made meanwhile by someone else (or by our own lost attempt).
                     status::EXIST | status::NOENT => continue,
+                    status::SYMLINK => {
+                        let r = &a.reply;
+                        let e = symlink_on_the_way(r, &path[..found]);
+                        return Err(e.unwrap_or(error::status(r.status)));
+                    }
                     st => return Err(error::status(st)),
                 }
             }

@@ -12,6 +12,8 @@
 //! - [`v3`]: NFSv3 alone: refused and wrong exports, root squash, identities.
 //! - [`v41`]: NFSv4.1 alone (an NFSv4-only server): 64-bit times, session slots,
 //!   COMPOUNDs counted, NFSv4.0 refused.
+//! - [`operator_paths`]: the paths options name on the server, through symlinks
+//!   (both versions, in [`protocol_tests!`]).
 //! - [`servers`]: the servers themselves, as those tests rely on them (no nfsync).
 
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use crate::support::ganesha::{self, Export, Proto};
 use crate::support::{Target, rsync_diff_with};
 
 mod faults;
+mod operator_paths;
 mod servers;
 mod v3;
 mod v41;
@@ -81,6 +84,8 @@ macro_rules! protocol_tests {
         crate::scenarios::scenario_tests!(hard_links, super::GaneshaTarget::new($proto));
         crate::scenarios::scenario_tests!(specials, super::GaneshaTarget::new($proto));
         crate::scenarios::scenario_tests!(owners, super::GaneshaTarget::new($proto));
+
+        super::operator_paths::operator_path_tests!($proto);
 
         #[test]
         fn server_killed_mid_run_then_restarted() {

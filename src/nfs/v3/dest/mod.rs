@@ -215,8 +215,13 @@ impl NfsOps for NfsDest {
         self.rt.block_on(async {
             let mut fh = self.root.clone();
             let mut attrs = None;
-            for c in &self.subpath {
+            for (i, c) in self.subpath.iter().enumerate() {
                 match self.nfs.lookup(&fh, c).await?.res {
+                    // A link at the end is DEST itself, not a directory on the way to
+                    // it: the engine sees a non-directory there, as it would a file.
+                    Ok((_, a)) if a.type_ == ftype3::NF3LNK && i + 1 < self.subpath.len() => {
+                        return Err(self.link_refused(&self.subpath[..=i]));
+                    }
                     Ok((f, a)) => {
                         fh = f;
                         attrs = Some(a);
@@ -239,10 +244,13 @@ impl NfsOps for NfsDest {
 
     fn dir_at(&self, upto: usize) -> dest::Result<NfsDir> {
         let mut dir = self.root_nfs_dir();
-        for name in &self.subpath[..upto] {
+        for (i, name) in self.subpath[..upto].iter().enumerate() {
             let fh = self.rt.block_on(async {
                 match self.lookup(&dir, name).await? {
                     Some((fh, a)) if a.type_ == ftype3::NF3DIR => Ok(fh),
+                    Some((_, a)) if a.type_ == ftype3::NF3LNK => {
+                        Err(self.link_refused(&self.subpath[..=i]))
+                    }
                     Some(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
                     None => {
                         let attrs = sattr3 {

@@ -18,7 +18,7 @@ use tokio::task::AbortHandle;
 use super::attrs::{self, IdMap};
 use super::batch::Batcher;
 use super::client::{Answer, Client};
-use super::error;
+use super::error::{self, symlink_on_the_way};
 use super::proto::{AttrsBuilder, Bitmap, Op, attr, name, status};
 use super::reply::Res;
 use crate::dest::{self, AttrSet, OwnerPolicy, RootState};
@@ -233,7 +233,12 @@ impl NfsOps for Nfs4Dest {
             if a.reply.status == status::NOENT {
                 return Ok(RootState::Missing);
             }
+            if let Some(e) = symlink_on_the_way(&a.reply, &self.path) {
+                return Err(e);
+            }
             let r = ok(a)?;
+            // A link at the end is DEST itself, not a directory on the way to it: the
+            // engine sees a non-directory there, as it would a file.
             Ok(RootState::Exists(self.meta_in(&r, 0)?))
         })
     }
