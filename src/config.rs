@@ -119,6 +119,10 @@ pub struct Config {
     pub shard: Option<Shard>,
     /// `--mpi`: the share comes from the MPI rank (see `crate::mpi`, feature `mpi`).
     pub mpi: bool,
+    /// `--check`: look at DEST and measure it, copy nothing (see [`crate::check`]).
+    pub check: bool,
+    /// `--check-files`: the run size `--check` estimates for.
+    pub check_files: u64,
     /// A share decided while the run goes on (see [`crate::shard::claim`]): set by
     /// `--mpi`, never by the command line itself.
     pub claims: Option<Claims>,

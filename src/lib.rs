@@ -16,6 +16,7 @@
 //! entry's or the destination's, and [`exit::Error::exit_code`] is the one place a
 //! run-ending error becomes an exit code.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod dest;

@@ -89,7 +89,41 @@ fn real_main() -> Result<ExitCode, Error> {
         ));
     }
     prepare_process();
+    if cfg.check {
+        return Ok(check(&cfg, &out));
+    }
     sync(&cfg, &out)
+}
+
+/// `--check`: connects as a run would and prints what it found.
+fn check(cfg: &Config, out: &Arc<Output>) -> ExitCode {
+    let start = std::time::Instant::now();
+    let findings = if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
+        match nfs::connect(url, cfg, out.clone()) {
+            Ok(nfs::Dest::V3(d)) => nfsync::check::run(cfg, &d, describe(&d), start.elapsed()),
+            Ok(nfs::Dest::V41(d)) => nfsync::check::run(cfg, &d, describe(&d), start.elapsed()),
+            Err(e) => nfsync::check::not_connected(cfg, &e),
+        }
+    } else {
+        let d = local::LocalDest::new(&cfg.dest, cfg.owners);
+        nfsync::check::run(cfg, &d, describe(&d), start.elapsed())
+    };
+    if cfg.json {
+        let mut o = std::io::stdout().lock();
+        let _ = serde_json::to_writer(&mut o, &findings);
+        let _ = writeln!(o);
+    } else {
+        let mut o = std::io::stdout().lock();
+        for line in findings.lines() {
+            let _ = writeln!(o, "{line}");
+        }
+    }
+    findings.exit_code()
+}
+
+/// How an NFS destination was reached, for `--check`.
+fn describe<D: Destination>(d: &D) -> String {
+    d.connection()
 }
 
 /// Process-wide settings the copy relies on, made once here rather than by whichever

@@ -36,9 +36,12 @@ impl Cli {
         let mut paths = self.paths;
         // A lone SRC is listed, as rsync infers --list-only then; a DEST given with
         // --list-only is left alone.
-        let list_only = self.rsync.list_only || paths.len() == 1;
+        if self.check && paths.len() != 1 {
+            anyhow::bail!("--check takes DEST alone (nothing is copied)");
+        }
+        let list_only = !self.check && (self.rsync.list_only || paths.len() == 1);
         let dest = match paths.len() {
-            1 => PathBuf::new(),
+            1 if !self.check => PathBuf::new(),
             _ => paths.pop().expect("clap requires a path"),
         };
         let files_from = self.rsync.read_files_from()?;
@@ -236,6 +239,8 @@ impl Cli {
             },
             shard,
             mpi: self.mpi,
+            check: self.check,
+            check_files: self.check_files,
             claims: None,
         })
     }

@@ -190,6 +190,18 @@ pub struct Cli {
     #[command(flatten)]
     pub rsync: rsync::RsyncOpts,
 
+    /// Check DEST before a migration, copying nothing: connect as a run would, write,
+    /// date, read back and remove a probe file, time a round trip and the small-file
+    /// rate with the run's --jobs, and estimate a run of --check-files files (exit 0:
+    /// a run can write there; otherwise the code a run would end with).
+    #[arg(long, help_heading = "Before a migration")]
+    pub check: bool,
+
+    /// Files the --check estimate is for.
+    #[arg(long, value_name = "N", default_value_t = 100_000, requires = "check",
+          value_parser = clap::value_parser!(u64).range(1..), help_heading = "Before a migration")]
+    pub check_files: u64,
+
     /// Write a completion script or the man page to stdout.
     #[arg(long, value_name = "KIND", hide = true, exclusive = true)]
     pub generate: Option<Generate>,

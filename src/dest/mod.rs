@@ -238,6 +238,12 @@ pub trait Destination: Send + Sync {
         None
     }
 
+    /// How the destination was reached (protocol, connections, security), in words
+    /// for `--check`.
+    fn connection(&self) -> String {
+        "a mounted or local directory".into()
+    }
+
     /// Looks at DEST itself.
     fn root_state(&self) -> Result<RootState>;
 

@@ -36,6 +36,7 @@
 //! one line `skipping …: not root` when run by another user and pass; as root nothing
 //! is skipped: a missing server or tool fails the test.
 
+mod check;
 mod ganesha;
 mod generated;
 mod hostile;

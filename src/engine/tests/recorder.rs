@@ -394,6 +394,8 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         paths: Default::default(),
         shard: None,
         mpi: false,
+        check: false,
+        check_files: 0,
         claims: None,
     }
 }

@@ -85,6 +85,8 @@ pub trait NfsOps: Send + Sync {
     fn bounds(&self) -> Bounds;
     /// See [`dest::Destination::wire`].
     fn wire(&self) -> Wire;
+    /// See [`dest::Destination::connection`].
+    fn connection(&self) -> String;
     /// See [`dest::Destination::storable_time`].
     fn storable_time(&self, t: Time) -> Time {
         t

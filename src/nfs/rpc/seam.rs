@@ -31,6 +31,10 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         Some(NfsOps::wire(self))
     }
 
+    fn connection(&self) -> String {
+        NfsOps::connection(self)
+    }
+
     fn storable_time(&self, t: Time) -> Time {
         NfsOps::storable_time(self, t)
     }

@@ -143,6 +143,21 @@ impl RpcClient {
         self.ep.conns.max(1) * self.ep.window.max(1)
     }
 
+    /// The connections, where to and how, in words.
+    pub fn describe(&self) -> String {
+        let n = self.ep.conns.max(1);
+        format!(
+            "{n} connection{} to {}{}",
+            if n == 1 { "" } else { "s" },
+            self.ep.addr,
+            if self.ep.tls.is_some() {
+                " over TLS"
+            } else {
+                ""
+            }
+        )
+    }
+
     /// The server address.
     pub fn addr(&self) -> SocketAddr {
         self.ep.addr

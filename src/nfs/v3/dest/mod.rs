@@ -207,6 +207,10 @@ impl NfsOps for NfsDest {
         dest::Wire { version: "3", rpcs }
     }
 
+    fn connection(&self) -> String {
+        format!("NFSv3, {}", self.nfs.rpc().describe())
+    }
+
     fn storable_time(&self, t: Time) -> Time {
         t.clamp_to(NFS3_TIMES.0, NFS3_TIMES.1)
     }

@@ -224,6 +224,14 @@ impl NfsOps for Nfs4Dest {
         }
     }
 
+    fn connection(&self) -> String {
+        format!(
+            "NFSv4.1, {}, a session of {} slots",
+            self.client.rpc().describe(),
+            self.client.slots()
+        )
+    }
+
     fn root_state(&self) -> dest::Result<RootState> {
         self.rt.block_on(async {
             let mut ops = vec![Op::PutRootFh];
