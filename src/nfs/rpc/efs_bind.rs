@@ -5,7 +5,7 @@
 //! EFS keeps a client's NFS state in one partition of the file system's servers; the
 //! reply names the partition the connection landed on (READY) or asks the client to go
 //! elsewhere. A client that spreads one NFSv4.1 session over several connections must
-//! bind each of them and keep only those on the same partition (`partition`
+//! bind each of them and keep only those on the same partition ([`super::partition`]
 //! applies those rules). Encoded and decoded by hand (RFC 4506): the layouts are small,
 //! and every length from the server is checked against the record.
 

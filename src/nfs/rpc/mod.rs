@@ -15,6 +15,7 @@
 pub mod efs_bind;
 pub mod error;
 pub mod ops;
+pub mod partition;
 pub(crate) mod pipeline;
 pub mod policy;
 mod seam;

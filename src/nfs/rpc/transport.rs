@@ -24,6 +24,7 @@ use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error::RpcError;
+use super::partition::{Binder, MAX_PROBES, Verdict};
 use super::shape::Shape;
 use super::tls::{HandshakeError, Tls};
 use super::wire::{decode_reply, read_record};
@@ -122,6 +123,8 @@ pub struct RpcClient {
     sent: [AtomicU64; 32],
     /// Calls whose connection broke after they were sent (see [`RpcClient::lost`]).
     lost: AtomicU64,
+    /// EFS: binds every new connection to one partition before its first call.
+    binder: Option<Binder>,
 }
 
 impl RpcClient {
@@ -133,9 +136,29 @@ impl RpcClient {
             next_slot: AtomicUsize::new(0),
             sent: std::array::from_fn(|_| AtomicU64::new(0)),
             lost: AtomicU64::new(0),
+            binder: None,
             ep,
             cred,
         }
+    }
+
+    /// The same client, binding its connections to one EFS partition (see
+    /// [`super::partition`]): it opens one connection, then only as many as EFS binds
+    /// to the same partition.
+    pub fn bound(mut self, binder: Binder) -> RpcClient {
+        self.binder = Some(binder);
+        self
+    }
+
+    /// The EFS binder, if this client binds its connections.
+    pub fn binder(&self) -> Option<&Binder> {
+        self.binder.as_ref()
+    }
+
+    /// Connections in use: all slots, or those bound to the EFS partition.
+    fn in_use(&self) -> usize {
+        let n = self.slots.len();
+        self.binder.as_ref().map_or(n, |b| b.active(n))
     }
 
     /// How many calls can be in flight at once over all connections.
@@ -151,8 +174,21 @@ impl RpcClient {
     /// Opens every connection now, so a wrong port or refused source port is reported
     /// at connect time rather than by the first file.
     pub async fn connect_all(&self) -> Result<(), RpcError> {
-        for slot in &self.slots {
-            self.conn_in(slot).await?;
+        let Some(b) = &self.binder else {
+            for slot in &self.slots {
+                self.conn_in(slot).await?;
+            }
+            return Ok(());
+        };
+        // The first connection decides how many more EFS allows; those it refuses
+        // leave the run with fewer, not failed.
+        self.conn_in(&self.slots[0]).await?;
+        let want = b.target(self.slots.len());
+        for (i, slot) in self.slots.iter().enumerate().take(want).skip(1) {
+            if self.conn_in(slot).await.is_err() {
+                break;
+            }
+            b.set_active(i + 1);
         }
         Ok(())
     }
@@ -202,7 +238,7 @@ impl RpcClient {
     /// caller retries with a new xid and treats the answer accordingly.
     async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
-        let n = self.slots.len();
+        let n = self.in_use();
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
         // Strict round-robin would queue a call behind one connection's full window
         // while another has room; take the first live connection with room, and wait
@@ -215,6 +251,15 @@ impl RpcClient {
         let (conn, permit): (Arc<Conn>, OwnedSemaphorePermit) = match free {
             Some(found) => found,
             None => {
+                // A bound client waits on a live connection rather than open one EFS
+                // may refuse.
+                let first = match &self.binder {
+                    Some(_) => (0..n)
+                        .map(|k| (first + k) % n)
+                        .find(|&i| live_conn(&self.slots[i]).is_some())
+                        .unwrap_or(first),
+                    None => first,
+                };
                 let conn = self.conn_in(&self.slots[first]).await?;
                 // No timeout of its own: every call holding a permit ends within its
                 // own bound (or fails with the connection) and releases it.
@@ -295,6 +340,21 @@ impl RpcClient {
             return Ok(c.clone());
         }
         *guard = None;
+        let mut probes = 0;
+        let conn = loop {
+            probes += 1;
+            if let Some(conn) = self.open(probes).await? {
+                break conn;
+            }
+        };
+        let conn = Arc::new(conn);
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Opens a connection (TLS if asked) and binds it when EFS's rules say so; `None`
+    /// when EFS wants another connection tried instead (this was try `probes`).
+    async fn open(&self, probes: u32) -> Result<Option<Conn>, RpcError> {
         let stream =
             tokio::time::timeout(self.ep.timeout, connect_tcp(self.ep.addr, self.ep.resvport))
                 .await
@@ -306,14 +366,18 @@ impl RpcClient {
                     addr: self.ep.addr,
                     source,
                 })?;
-        let conn = match &self.ep.tls {
+        Ok(match &self.ep.tls {
             None => {
+                let mut stream = stream;
+                if !self.bind(&mut stream, probes).await? {
+                    return Ok(None);
+                }
                 let (rd, wr) = stream.into_split();
-                spawn_conn(rd, wr, self.ep.window)
+                Some(spawn_conn(rd, wr, self.ep.window))
             }
             Some(tls) => {
                 let addr = self.ep.addr;
-                let s = tls
+                let mut s = tls
                     .connect(stream, self.ep.timeout)
                     .await
                     .map_err(|e| match e {
@@ -323,13 +387,39 @@ impl RpcClient {
                         },
                         HandshakeError::Connection(source) => RpcError::Connect { addr, source },
                     })?;
+                if !self.bind(&mut s, probes).await? {
+                    return Ok(None);
+                }
                 let (rd, wr) = tokio::io::split(s);
-                spawn_conn(rd, wr, self.ep.window)
+                Some(spawn_conn(rd, wr, self.ep.window))
             }
+        })
+    }
+
+    /// Binds a fresh connection to EFS's partition (a client without a binder keeps
+    /// every connection): `false` when it is to be closed and another one opened.
+    async fn bind<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        s: &mut S,
+        probes: u32,
+    ) -> Result<bool, RpcError> {
+        let Some(b) = &self.binder else {
+            return Ok(true);
         };
-        let conn = Arc::new(conn);
-        *guard = Some(conn.clone());
-        Ok(conn)
+        let addr = self.ep.addr;
+        let refused = |why: String| RpcError::Connect {
+            addr,
+            source: io::Error::new(io::ErrorKind::ConnectionRefused, why),
+        };
+        match b.bind(s, next_xid(), addr, self.ep.timeout).await? {
+            Verdict::Use => Ok(true),
+            Verdict::Reopen => Ok(false),
+            Verdict::Again if probes < MAX_PROBES => Ok(false),
+            Verdict::Again => Err(refused(format!(
+                "EFS bound none of {probes} connections to this client's partition"
+            ))),
+            Verdict::Stop(why) => Err(refused(why)),
+        }
     }
 }
 
