@@ -12,6 +12,7 @@
 //! - [`v3`]: NFSv3 alone: refused and wrong exports, root squash, identities.
 //! - [`v41`]: NFSv4.1 alone (an NFSv4-only server): 64-bit times, session slots,
 //!   COMPOUNDs counted, NFSv4.0 refused.
+//! - [`efs`]: EFS's bound connections, through a partition shim in front of NFSv4.1.
 //! - [`servers`]: the servers themselves, as those tests rely on them (no nfsync).
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::support::ganesha::{self, Export, Proto};
 use crate::support::{Target, rsync_diff_with};
 
+mod efs;
 mod faults;
 mod servers;
 mod v3;
