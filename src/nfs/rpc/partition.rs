@@ -145,6 +145,16 @@ impl Binder {
         }
     }
 
+    /// Whether a connection may be opened now (EFS did not ask for a pause).
+    pub(crate) fn may_add(&self) -> bool {
+        self.state().quiet_until.is_none_or(|t| Instant::now() >= t)
+    }
+
+    /// No connection is added for a while ([`BACK_OFF`]).
+    pub(crate) fn back_off(&self) {
+        self.state().quiet_until = Some(Instant::now() + BACK_OFF);
+    }
+
     /// Connections in use, of `slots`.
     pub(crate) fn active(&self, slots: usize) -> usize {
         self.active.load(Ordering::Relaxed).clamp(1, slots.max(1))
@@ -195,7 +205,10 @@ impl Binder {
         let mut s = self.state();
         let reply = match (s.mode, answer) {
             (Mode::NotEfs, _) => return Verdict::Use,
-            (Mode::Partition(_), Err(e)) => return Verdict::Stop(e.to_string()),
+            (Mode::Partition(_), Err(e)) => {
+                s.quiet_until = Some(Instant::now() + BACK_OFF);
+                return Verdict::Stop(e.to_string());
+            }
             (_, Err(_)) => {
                 s.mode = Mode::NotEfs;
                 return Verdict::Reopen;
@@ -298,6 +311,7 @@ mod tests {
         assert_eq!(b.partition(), Some(A));
         assert_eq!(b.target(4), 4);
         assert_eq!(b.target(8), 5);
+        assert!(b.may_add());
         assert_eq!(b.judge(answer(BindResponse::Ready(A), 5)), Verdict::Use);
         for other in [
             BindResponse::Ready(B),
@@ -319,6 +333,7 @@ mod tests {
             b.judge(answer(BindResponse::Ready(A), 5));
             assert!(matches!(b.judge(answer(stop, 5)), Verdict::Stop(_)));
             assert_eq!(b.target(4), 1, "no connection added while backing off");
+            assert!(!b.may_add());
             assert_eq!(b.partition(), Some(A));
         }
     }

@@ -243,6 +243,14 @@ impl RpcClient {
         // Strict round-robin would queue a call behind one connection's full window
         // while another has room; take the first live connection with room, and wait
         // on the round-robin one only when every window is full.
+        // A lost bound connection is replaced, by the call whose turn it is, with one
+        // EFS binds to the same partition, unless EFS asked for no more for now.
+        if let Some(b) = &self.binder
+            && b.may_add()
+            && lost_conn(&self.slots[first])
+        {
+            let _ = self.conn_in(&self.slots[first]).await;
+        }
         let free = (0..n).find_map(|k| {
             let conn = live_conn(&self.slots[(first + k) % n])?;
             let permit = conn.window.clone().try_acquire_owned().ok()?;
@@ -415,9 +423,12 @@ impl RpcClient {
             Verdict::Use => Ok(true),
             Verdict::Reopen => Ok(false),
             Verdict::Again if probes < MAX_PROBES => Ok(false),
-            Verdict::Again => Err(refused(format!(
-                "EFS bound none of {probes} connections to this client's partition"
-            ))),
+            Verdict::Again => {
+                b.back_off();
+                Err(refused(format!(
+                    "EFS bound none of {probes} connections to this client's partition"
+                )))
+            }
             Verdict::Stop(why) => Err(refused(why)),
         }
     }
@@ -448,6 +459,14 @@ pub fn encode_call<A: Pack>(
     buf.extend_from_slice(&mark.to_be_bytes());
     let packed = msg.pack(&mut buf).and_then(|_| args.pack(&mut buf));
     (packed.is_ok() && buf.len() == len + 4).then_some(buf)
+}
+
+/// Whether the slot's connection was lost (or never opened), and nobody is opening it.
+fn lost_conn(slot: &tokio::sync::Mutex<Option<Arc<Conn>>>) -> bool {
+    slot.try_lock().is_ok_and(|g| {
+        g.as_ref()
+            .is_none_or(|c| c.shared.dead.load(Ordering::SeqCst))
+    })
 }
 
 /// The slot's connection if it is open and alive (never connects, never waits).
