@@ -67,6 +67,8 @@ pub(crate) enum Verdict {
 
 struct State {
     mode: Mode,
+    /// The current set of connections: 1, then one more for each set started afresh.
+    incarnation: i64,
     /// The most connections the server lets a client bind to one partition.
     max: usize,
     /// No connection is added before then (EFS said RETRY_LATER or ERROR).
@@ -75,6 +77,7 @@ struct State {
 
 /// Binds the connections of one client to one EFS partition.
 pub struct Binder {
+    /// The run's identifier (the incarnation is kept in the state).
     id: ProxyIdentifier,
     state: Mutex<State>,
     /// Connections in use (set once the first ones are bound).
@@ -103,6 +106,7 @@ impl Binder {
             id,
             state: Mutex::new(State {
                 mode: Mode::Unknown,
+                incarnation: id.incarnation,
                 max: 1,
                 quiet_until: None,
             }),
@@ -145,6 +149,27 @@ impl Binder {
         }
     }
 
+    /// The current set of connections (see [`Binder::restart`]).
+    pub fn incarnation(&self) -> u64 {
+        self.state().incarnation as u64
+    }
+
+    /// Starts a new set of connections, as efs-proxy does after losing its own: the
+    /// next connection is bound as the first one, wherever EFS puts it. Only once for
+    /// those that saw set `seen` end.
+    pub(crate) fn restart(&self, seen: u64) {
+        let mut s = self.state();
+        if s.incarnation as u64 != seen {
+            return;
+        }
+        s.incarnation = s.incarnation.wrapping_add(1);
+        if s.mode != Mode::NotEfs {
+            s.mode = Mode::Unknown;
+        }
+        s.quiet_until = None;
+        self.active.store(1, Ordering::Relaxed);
+    }
+
     /// Whether a connection may be opened now (EFS did not ask for a pause).
     pub(crate) fn may_add(&self) -> bool {
         self.state().quiet_until.is_none_or(|t| Instant::now() >= t)
@@ -179,8 +204,12 @@ impl Binder {
             return Ok(Verdict::Use);
         }
         self.calls.fetch_add(1, Ordering::Relaxed);
+        let id = ProxyIdentifier {
+            incarnation: self.state().incarnation,
+            ..self.id
+        };
         let exchange = async {
-            s.write_all(&efs_bind::encode_call(xid, &self.id)).await?;
+            s.write_all(&efs_bind::encode_call(xid, &id)).await?;
             s.flush().await?;
             read_record(s).await
         };
@@ -368,6 +397,24 @@ mod tests {
         let not = Err(BindReplyError::NotServed("program not available".into()));
         assert!(matches!(b.judge(not), Verdict::Stop(_)));
         assert!(!b.not_efs());
+    }
+
+    #[test]
+    fn a_restart_binds_the_next_connection_as_the_first_once() {
+        let b = binder();
+        b.judge(answer(BindResponse::Ready(A), 5));
+        b.set_active(4);
+        assert!(matches!(
+            b.judge(answer(BindResponse::RetryLater("busy".into()), 5)),
+            Verdict::Stop(_)
+        ));
+        b.restart(1);
+        b.restart(1); // a second slot that saw the same set end
+        assert_eq!(b.incarnation(), 2);
+        assert_eq!((b.partition(), b.active(4)), (None, 1));
+        assert!(b.may_add());
+        assert_eq!(b.judge(answer(BindResponse::Ready(B), 5)), Verdict::Use);
+        assert_eq!(b.partition(), Some(B));
     }
 
     #[test]

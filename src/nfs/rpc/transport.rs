@@ -102,6 +102,8 @@ struct Conn {
     tx: mpsc::UnboundedSender<Vec<u8>>,
     window: Arc<Semaphore>,
     tasks: [AbortHandle; 2],
+    /// The EFS connection set it belongs to ([`RpcClient::generation`]).
+    generation: u64,
 }
 
 impl Drop for Conn {
@@ -220,8 +222,33 @@ impl RpcClient {
         }
         let xid = next_xid();
         let record = self.encode(xid, proc, args)?;
-        let bytes = self.call_record(xid, record).await?;
+        let bytes = self.call_record(xid, record, None).await?;
         decode_reply(self.ep.addr, xid, &bytes)
+    }
+
+    /// [`RpcClient::call`] on a connection of set `generation` only: once EFS moved the
+    /// client to a new set, the call fails unsent (`Disconnected`, `sent: false`), so
+    /// that state of the old partition (an NFSv4.1 session) never reaches the new one.
+    pub async fn call_within<A: Pack, R: Unpack + Shape>(
+        &self,
+        generation: u64,
+        proc: u32,
+        args: &A,
+    ) -> Result<R, RpcError> {
+        if let Some(n) = self.sent.get(proc as usize) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        let xid = next_xid();
+        let record = self.encode(xid, proc, args)?;
+        let bytes = self.call_record(xid, record, Some(generation)).await?;
+        decode_reply(self.ep.addr, xid, &bytes)
+    }
+
+    /// Which set of connections is current: 0, or for EFS the binder's incarnation,
+    /// one more each time every connection was lost and none could be bound to the
+    /// partition again.
+    pub fn generation(&self) -> u64 {
+        self.binder.as_ref().map_or(0, Binder::incarnation)
     }
 
     fn encode<A: Pack>(&self, xid: u32, proc: u32, args: &A) -> Result<Vec<u8>, RpcError> {
@@ -236,7 +263,12 @@ impl RpcClient {
     /// Sends one encoded record and waits for the reply with the same xid. Failures
     /// say whether the record may have reached the server (`Disconnected::sent`); the
     /// caller retries with a new xid and treats the answer accordingly.
-    async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+    async fn call_record(
+        &self,
+        xid: u32,
+        record: Vec<u8>,
+        generation: Option<u64>,
+    ) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
         let n = self.in_use();
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
@@ -247,9 +279,8 @@ impl RpcClient {
         // EFS binds to the same partition, unless EFS asked for no more for now.
         if let Some(b) = &self.binder
             && b.may_add()
-            && lost_conn(&self.slots[first])
         {
-            let _ = self.conn_in(&self.slots[first]).await;
+            self.keep_bound(b, first).await;
         }
         let free = (0..n).find_map(|k| {
             let conn = live_conn(&self.slots[(first + k) % n])?;
@@ -280,6 +311,9 @@ impl RpcClient {
                 (conn, permit)
             }
         };
+        if generation.is_some_and(|g| g != conn.generation) {
+            return Err(RpcError::Disconnected { addr, sent: false });
+        }
         let mut wrx = start(&conn, addr, xid, record)?;
         // A call may legitimately take long (a COMMIT of a big file on a slow disk):
         // while the server still answers a NULL on the same connection, keep waiting,
@@ -317,6 +351,27 @@ impl RpcClient {
         }
     }
 
+    /// Whether no connection is open (one being opened counts as none).
+    fn none_live(&self) -> bool {
+        !self.slots.iter().any(|slot| live_conn(slot).is_some())
+    }
+
+    /// Reopens slot `first` if its connection was lost, else opens one more when the
+    /// set has fewer than EFS allows (after a restart it starts again from one).
+    async fn keep_bound(&self, b: &Binder, first: usize) {
+        if lost_conn(&self.slots[first]) {
+            let _ = self.conn_in(&self.slots[first]).await;
+            return;
+        }
+        let next = self.in_use();
+        if next < b.target(self.slots.len())
+            && lost_conn(&self.slots[next])
+            && self.conn_in(&self.slots[next]).await.is_ok()
+        {
+            b.set_active(next + 1);
+        }
+    }
+
     /// Whether the server answers a NULL call on `conn` within `wait`.
     async fn answers_null(&self, conn: &Conn, wait: Duration) -> bool {
         let xid = next_xid();
@@ -349,9 +404,17 @@ impl RpcClient {
         }
         *guard = None;
         let mut probes = 0;
+        let first = std::ptr::eq(slot, &self.slots[0]);
+        if self.binder.is_some() && !first && self.none_live() {
+            // The whole set was lost: the first slot alone searches EFS for a partition.
+            return Err(RpcError::Disconnected {
+                addr: self.ep.addr,
+                sent: false,
+            });
+        }
         let conn = loop {
             probes += 1;
-            if let Some(conn) = self.open(probes).await? {
+            if let Some(conn) = self.open(probes, first).await? {
                 break conn;
             }
         };
@@ -361,8 +424,9 @@ impl RpcClient {
     }
 
     /// Opens a connection (TLS if asked) and binds it when EFS's rules say so; `None`
-    /// when EFS wants another connection tried instead (this was try `probes`).
-    async fn open(&self, probes: u32) -> Result<Option<Conn>, RpcError> {
+    /// when EFS wants another connection tried instead (this was try `probes`, for the
+    /// `first` slot or another).
+    async fn open(&self, probes: u32, first: bool) -> Result<Option<Conn>, RpcError> {
         let stream =
             tokio::time::timeout(self.ep.timeout, connect_tcp(self.ep.addr, self.ep.resvport))
                 .await
@@ -377,11 +441,11 @@ impl RpcClient {
         Ok(match &self.ep.tls {
             None => {
                 let mut stream = stream;
-                if !self.bind(&mut stream, probes).await? {
+                if !self.bind(&mut stream, probes, first).await? {
                     return Ok(None);
                 }
                 let (rd, wr) = stream.into_split();
-                Some(spawn_conn(rd, wr, self.ep.window))
+                Some(self.stamped(spawn_conn(rd, wr, self.ep.window)))
             }
             Some(tls) => {
                 let addr = self.ep.addr;
@@ -395,13 +459,19 @@ impl RpcClient {
                         },
                         HandshakeError::Connection(source) => RpcError::Connect { addr, source },
                     })?;
-                if !self.bind(&mut s, probes).await? {
+                if !self.bind(&mut s, probes, first).await? {
                     return Ok(None);
                 }
                 let (rd, wr) = tokio::io::split(s);
-                Some(spawn_conn(rd, wr, self.ep.window))
+                Some(self.stamped(spawn_conn(rd, wr, self.ep.window)))
             }
         })
+    }
+
+    /// `conn`, marked as one of the current set.
+    fn stamped(&self, mut conn: Conn) -> Conn {
+        conn.generation = self.generation();
+        conn
     }
 
     /// Binds a fresh connection to EFS's partition (a client without a binder keeps
@@ -410,6 +480,7 @@ impl RpcClient {
         &self,
         s: &mut S,
         probes: u32,
+        first: bool,
     ) -> Result<bool, RpcError> {
         let Some(b) = &self.binder else {
             return Ok(true);
@@ -419,18 +490,31 @@ impl RpcClient {
             addr,
             source: io::Error::new(io::ErrorKind::ConnectionRefused, why),
         };
-        match b.bind(s, next_xid(), addr, self.ep.timeout).await? {
-            Verdict::Use => Ok(true),
-            Verdict::Reopen => Ok(false),
-            Verdict::Again if probes < MAX_PROBES => Ok(false),
+        let generation = b.incarnation();
+        let verdict = b.bind(s, next_xid(), addr, self.ep.timeout).await?;
+        let any_live = !self.none_live();
+        let why = match verdict {
+            Verdict::Use => return Ok(true),
+            Verdict::Reopen => return Ok(false),
+            // With none left, only the first slot searches (see below).
+            Verdict::Again if probes < MAX_PROBES && (first || any_live) => return Ok(false),
             Verdict::Again => {
-                b.back_off();
-                Err(refused(format!(
-                    "EFS bound none of {probes} connections to this client's partition"
-                )))
+                format!("EFS bound none of {probes} connections to this client's partition")
             }
-            Verdict::Stop(why) => Err(refused(why)),
+            Verdict::Stop(why) => why,
+        };
+        if any_live {
+            b.back_off();
+            return Err(refused(why));
         }
+        // No connection left on the partition: start again as after a server restart,
+        // with a new set whose first slot is bound wherever EFS puts it, and (the
+        // caller sees the new generation) a new session.
+        if first {
+            b.restart(generation);
+            return Ok(false);
+        }
+        Err(refused(why))
     }
 }
 
@@ -591,6 +675,7 @@ where
         tx,
         window: Arc::new(Semaphore::new(window.max(1))),
         tasks: [w.abort_handle(), r.abort_handle()],
+        generation: 0,
     }
 }
 

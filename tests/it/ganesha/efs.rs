@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use nfsync::nfs::rpc::partition::MAX_PROBES;
+
 use crate::support::efs_shim::{Answer, ConnLog, PartitionShim};
 use crate::support::ganesha::{self, Export, Proto};
 use crate::support::{Scratch, Tree, describe, rsync_diff_with, run_nfsync};
@@ -33,14 +35,25 @@ fn tree(src: &Path) {
 /// connections per partition), with `?efs` when `efs`; the run must succeed and end
 /// exact, and the shim's rules hold. Returns the shim for the test's own checks.
 fn copy_through(script: &[Answer], then: Answer, efs: bool) -> Option<PartitionShim> {
-    copy_through_shim(script, then, efs, None)
+    copy_through_shim(script, then, efs, Cut::No)
+}
+
+/// How the shim cuts connections mid-run.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// None cut.
+    No,
+    /// One, after this many NFS records.
+    One(usize),
+    /// All, after this many NFS records, and this answer to every bind from then on.
+    All(usize, Answer),
 }
 
 fn copy_through_shim(
     script: &[Answer],
     then: Answer,
     efs: bool,
-    cut_after: Option<usize>,
+    cut: Cut,
 ) -> Option<PartitionShim> {
     let export = ganesha::shared(Proto::V41)?;
     let s = Scratch::new();
@@ -50,8 +63,10 @@ fn copy_through_shim(
     if !efs {
         shim.not_efs();
     }
-    if let Some(n) = cut_after {
-        shim.cut_after(n);
+    match cut {
+        Cut::No => {}
+        Cut::One(n) => shim.cut_after(n),
+        Cut::All(n, then) => shim.cut_all_after(n, then),
     }
     let rel = format!("efs-{}", s.path().file_name().unwrap().to_string_lossy());
     let url = Export {
@@ -178,9 +193,41 @@ fn efs_no_bind_call_to_a_server_that_is_not_efs() {
 /// exact.
 #[test]
 fn efs_bound_connection_cut_mid_run_still_ends_exact() {
-    let Some(shim) = copy_through_shim(&[], Ready(1), true, Some(100)) else {
+    let Some(shim) = copy_through_shim(&[], Ready(1), true, Cut::One(100)) else {
         return;
     };
     assert_eq!(shim.cuts(), 1);
     assert_eq!(summary(&shim.conns()), vec![(Some(Ready(1)), true); 5]);
+}
+
+/// Every bound connection lost at once, and EFS now binds the client only to another
+/// partition: nfsync starts a new set there as after a server restart, with a new
+/// session (never the old one on the new partition), and the run still ends exact.
+#[test]
+fn efs_partition_lost_mid_run_moves_the_client_with_a_new_session() {
+    let Some(shim) = copy_through_shim(&[], Ready(1), true, Cut::All(100, Ready(2))) else {
+        return;
+    };
+    assert_eq!(shim.cuts(), 1);
+    let conns = shim.conns();
+    let on = |p| {
+        conns
+            .iter()
+            .filter(|c| c.bind == Some(Ready(p)) && c.nfs_records > 0)
+            .count()
+    };
+    assert_eq!(on(1), 4, "{conns:?}");
+    assert!(
+        on(2) >= 1,
+        "no connection on the new partition carried the run: {conns:?}"
+    );
+    // Each slot searched at most once (the first alone once none was left; another
+    // may have begun before the cut reached them all), each search within its bound.
+    let most = 4 + 4 * (MAX_PROBES as usize + 1);
+    assert!(
+        conns.len() <= most,
+        "{} connections, more than {most}",
+        conns.len()
+    );
+    assert_eq!(shim.identifiers(), 1);
 }

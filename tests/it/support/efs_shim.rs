@@ -56,8 +56,12 @@ struct Log {
     identifiers: BTreeSet<Vec<u8>>,
     not_efs: bool,
     cut_after: Option<usize>,
+    /// Cut every connection, and answer this from then on.
+    cut_all: Option<Answer>,
     relayed: usize,
     cuts: usize,
+    /// Every connection's client side, to cut them all.
+    sockets: Vec<TcpStream>,
 }
 
 /// The shim; its servers stop on drop.
@@ -97,6 +101,14 @@ impl PartitionShim {
     /// Cuts the connection that relays the `n`th NFS record (once).
     pub fn cut_after(&self, n: usize) {
         self.log.lock().unwrap().cut_after = Some(n);
+    }
+
+    /// Once `n` NFS records passed, cuts every connection and answers `then` to every
+    /// bind from then on: the partition is gone.
+    pub fn cut_all_after(&self, n: usize, then: Answer) {
+        let mut l = self.log.lock().unwrap();
+        l.cut_after = Some(n);
+        l.cut_all = Some(then);
     }
 
     /// The connections so far, in the order they were accepted.
@@ -228,6 +240,7 @@ fn serve(mut client: TcpStream, target: u16, log: &Mutex<Log>) {
     let idx = {
         let mut l = log.lock().unwrap();
         l.conns.push(ConnLog::default());
+        l.sockets.push(client.try_clone().unwrap());
         l.conns.len() - 1
     };
     let Some(first) = read_record(&mut client) else {
@@ -294,6 +307,13 @@ fn serve(mut client: TcpStream, target: u16, log: &Mutex<Log>) {
             let cut = l.cuts == 0 && l.cut_after.is_some_and(|n| l.relayed >= n);
             if cut {
                 l.cuts += 1;
+                if let Some(then) = l.cut_all {
+                    l.script.clear();
+                    l.then = Some(then);
+                    for s in &l.sockets {
+                        let _ = s.shutdown(Shutdown::Both);
+                    }
+                }
             }
             cut
         };
