@@ -4,7 +4,7 @@
 //! EFS keeps a client's NFS state in one partition; one NFSv4.1 session spread over
 //! connections that landed on different partitions is something efs-proxy never does,
 //! so nfsync does not either. Every connection to an EFS host starts with
-//! [`efs_bind`](super::efs_bind)'s call, before any NFS record:
+//! [`efs_bind`]'s call, before any NFS record:
 //!
 //! * The first answer decides. READY fixes the partition, and the server's
 //!   `max_multiplexed_connections` caps the connections. Any other EFS answer leaves
@@ -149,7 +149,8 @@ impl Binder {
         }
     }
 
-    /// The current set of connections (see [`Binder::restart`]).
+    /// The current set of connections: 1, then one more each time the client was
+    /// moved to a new set after losing every connection on its partition.
     pub fn incarnation(&self) -> u64 {
         self.state().incarnation as u64
     }

@@ -24,7 +24,7 @@ use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error::RpcError;
-use super::partition::{Binder, MAX_PROBES, Verdict};
+use super::partition::Binder;
 use super::shape::Shape;
 use super::tls::{HandshakeError, Tls};
 use super::wire::{decode_reply, read_record};
@@ -32,6 +32,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::AbortHandle;
+
+mod bound;
 
 /// How to reach one RPC program on one server.
 #[derive(Clone, Debug)]
@@ -144,25 +146,6 @@ impl RpcClient {
         }
     }
 
-    /// The same client, binding its connections to one EFS partition (see
-    /// [`super::partition`]): it opens one connection, then only as many as EFS binds
-    /// to the same partition.
-    pub fn bound(mut self, binder: Binder) -> RpcClient {
-        self.binder = Some(binder);
-        self
-    }
-
-    /// The EFS binder, if this client binds its connections.
-    pub fn binder(&self) -> Option<&Binder> {
-        self.binder.as_ref()
-    }
-
-    /// Connections in use: all slots, or those bound to the EFS partition.
-    fn in_use(&self) -> usize {
-        let n = self.slots.len();
-        self.binder.as_ref().map_or(n, |b| b.active(n))
-    }
-
     /// How many calls can be in flight at once over all connections.
     pub fn capacity(&self) -> usize {
         self.ep.conns.max(1) * self.ep.window.max(1)
@@ -176,21 +159,11 @@ impl RpcClient {
     /// Opens every connection now, so a wrong port or refused source port is reported
     /// at connect time rather than by the first file.
     pub async fn connect_all(&self) -> Result<(), RpcError> {
-        let Some(b) = &self.binder else {
-            for slot in &self.slots {
-                self.conn_in(slot).await?;
-            }
-            return Ok(());
-        };
-        // The first connection decides how many more EFS allows; those it refuses
-        // leave the run with fewer, not failed.
-        self.conn_in(&self.slots[0]).await?;
-        let want = b.target(self.slots.len());
-        for (i, slot) in self.slots.iter().enumerate().take(want).skip(1) {
-            if self.conn_in(slot).await.is_err() {
-                break;
-            }
-            b.set_active(i + 1);
+        if let Some(b) = &self.binder {
+            return self.connect_bound(b).await;
+        }
+        for slot in &self.slots {
+            self.conn_in(slot).await?;
         }
         Ok(())
     }
@@ -226,31 +199,6 @@ impl RpcClient {
         decode_reply(self.ep.addr, xid, &bytes)
     }
 
-    /// [`RpcClient::call`] on a connection of set `generation` only: once EFS moved the
-    /// client to a new set, the call fails unsent (`Disconnected`, `sent: false`), so
-    /// that state of the old partition (an NFSv4.1 session) never reaches the new one.
-    pub async fn call_within<A: Pack, R: Unpack + Shape>(
-        &self,
-        generation: u64,
-        proc: u32,
-        args: &A,
-    ) -> Result<R, RpcError> {
-        if let Some(n) = self.sent.get(proc as usize) {
-            n.fetch_add(1, Ordering::Relaxed);
-        }
-        let xid = next_xid();
-        let record = self.encode(xid, proc, args)?;
-        let bytes = self.call_record(xid, record, Some(generation)).await?;
-        decode_reply(self.ep.addr, xid, &bytes)
-    }
-
-    /// Which set of connections is current: 0, or for EFS the binder's incarnation,
-    /// one more each time every connection was lost and none could be bound to the
-    /// partition again.
-    pub fn generation(&self) -> u64 {
-        self.binder.as_ref().map_or(0, Binder::incarnation)
-    }
-
     fn encode<A: Pack>(&self, xid: u32, proc: u32, args: &A) -> Result<Vec<u8>, RpcError> {
         encode_call(xid, (self.ep.prog, self.ep.vers, proc), &self.cred, args).ok_or(
             RpcError::Garbage {
@@ -272,9 +220,6 @@ impl RpcClient {
         let addr = self.ep.addr;
         let n = self.in_use();
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
-        // Strict round-robin would queue a call behind one connection's full window
-        // while another has room; take the first live connection with room, and wait
-        // on the round-robin one only when every window is full.
         // A lost bound connection is replaced, by the call whose turn it is, with one
         // EFS binds to the same partition, unless EFS asked for no more for now.
         if let Some(b) = &self.binder
@@ -282,6 +227,9 @@ impl RpcClient {
         {
             self.keep_bound(b, first).await;
         }
+        // Strict round-robin would queue a call behind one connection's full window
+        // while another has room; take the first live connection with room, and wait
+        // on the round-robin one only when every window is full.
         let free = (0..n).find_map(|k| {
             let conn = live_conn(&self.slots[(first + k) % n])?;
             let permit = conn.window.clone().try_acquire_owned().ok()?;
@@ -348,27 +296,6 @@ impl RpcClient {
                     secs: self.ep.timeout.as_secs(),
                 })
             }
-        }
-    }
-
-    /// Whether no connection is open (one being opened counts as none).
-    fn none_live(&self) -> bool {
-        !self.slots.iter().any(|slot| live_conn(slot).is_some())
-    }
-
-    /// Reopens slot `first` if its connection was lost, else opens one more when the
-    /// set has fewer than EFS allows (after a restart it starts again from one).
-    async fn keep_bound(&self, b: &Binder, first: usize) {
-        if lost_conn(&self.slots[first]) {
-            let _ = self.conn_in(&self.slots[first]).await;
-            return;
-        }
-        let next = self.in_use();
-        if next < b.target(self.slots.len())
-            && lost_conn(&self.slots[next])
-            && self.conn_in(&self.slots[next]).await.is_ok()
-        {
-            b.set_active(next + 1);
         }
     }
 
@@ -467,55 +394,6 @@ impl RpcClient {
             }
         })
     }
-
-    /// `conn`, marked as one of the current set.
-    fn stamped(&self, mut conn: Conn) -> Conn {
-        conn.generation = self.generation();
-        conn
-    }
-
-    /// Binds a fresh connection to EFS's partition (a client without a binder keeps
-    /// every connection): `false` when it is to be closed and another one opened.
-    async fn bind<S: AsyncRead + AsyncWrite + Unpin>(
-        &self,
-        s: &mut S,
-        probes: u32,
-        first: bool,
-    ) -> Result<bool, RpcError> {
-        let Some(b) = &self.binder else {
-            return Ok(true);
-        };
-        let addr = self.ep.addr;
-        let refused = |why: String| RpcError::Connect {
-            addr,
-            source: io::Error::new(io::ErrorKind::ConnectionRefused, why),
-        };
-        let generation = b.incarnation();
-        let verdict = b.bind(s, next_xid(), addr, self.ep.timeout).await?;
-        let any_live = !self.none_live();
-        let why = match verdict {
-            Verdict::Use => return Ok(true),
-            Verdict::Reopen => return Ok(false),
-            // With none left, only the first slot searches (see below).
-            Verdict::Again if probes < MAX_PROBES && (first || any_live) => return Ok(false),
-            Verdict::Again => {
-                format!("EFS bound none of {probes} connections to this client's partition")
-            }
-            Verdict::Stop(why) => why,
-        };
-        if any_live {
-            b.back_off();
-            return Err(refused(why));
-        }
-        // No connection left on the partition: start again as after a server restart,
-        // with a new set whose first slot is bound wherever EFS puts it, and (the
-        // caller sees the new generation) a new session.
-        if first {
-            b.restart(generation);
-            return Ok(false);
-        }
-        Err(refused(why))
-    }
 }
 
 /// One call record, record mark included: `(prog, vers, proc)` with `cred` and `args`.
@@ -543,14 +421,6 @@ pub fn encode_call<A: Pack>(
     buf.extend_from_slice(&mark.to_be_bytes());
     let packed = msg.pack(&mut buf).and_then(|_| args.pack(&mut buf));
     (packed.is_ok() && buf.len() == len + 4).then_some(buf)
-}
-
-/// Whether the slot's connection was lost (or never opened), and nobody is opening it.
-fn lost_conn(slot: &tokio::sync::Mutex<Option<Arc<Conn>>>) -> bool {
-    slot.try_lock().is_ok_and(|g| {
-        g.as_ref()
-            .is_none_or(|c| c.shared.dead.load(Ordering::SeqCst))
-    })
 }
 
 /// The slot's connection if it is open and alive (never connects, never waits).
