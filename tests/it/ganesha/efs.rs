@@ -1,7 +1,8 @@
 //! EFS's bound connections, against nfs-ganesha NFSv4.1 behind a partition shim
 //! ([`PartitionShim`]) that answers the bind call from a script: how many connections
 //! nfsync keeps for each answer, that no NFS record precedes the bind and no session
-//! spans two partitions, and that the run ends exact (`rsync -anciH --delete`).
+//! spans two partitions, that the bind goes inside TLS, and that the run ends exact
+//! (`rsync -anciH --delete`).
 
 use std::path::Path;
 
@@ -9,6 +10,7 @@ use nfsync::nfs::rpc::partition::MAX_PROBES;
 
 use crate::support::efs_shim::{Answer, ConnLog, PartitionShim};
 use crate::support::ganesha::{self, Export, Proto};
+use crate::support::tls::{self, Ca, Stunnel};
 use crate::support::{Scratch, Tree, describe, rsync_diff_with, run_nfsync};
 
 use Answer::*;
@@ -230,4 +232,37 @@ fn efs_partition_lost_mid_run_moves_the_client_with_a_new_session() {
         conns.len()
     );
     assert_eq!(shim.identifiers(), 1);
+}
+
+/// `?tls`: the bind goes inside TLS, as the first record after the handshake (the shim
+/// sits behind stunnel and sees plaintext), and the run ends exact.
+#[test]
+fn efs_binds_inside_tls() {
+    let Some(export) = ganesha::shared(Proto::V41) else {
+        return;
+    };
+    if !tls::available() {
+        return;
+    }
+    let s = Scratch::new();
+    let src = s.join("src");
+    tree(&src);
+    let shim = PartitionShim::start(export.nfs_port, &[], Ready(1), 5);
+    let ca = Ca::new(&s.join("pki"), "test-ca");
+    let (cert, key) = ca.server_cert(&s.join("pki"));
+    let st = Stunnel::start(&s.join("pki"), &cert, &key, shim.port);
+    let url = Export {
+        nfs_port: st.port,
+        ..export.clone()
+    }
+    .url("efs-tls", &format!("efs&tls-ca={}", ca.cert.display()));
+    let out = run_nfsync(&["-aH", "--timeout", "20"], &src, &url);
+    assert!(out.status.success(), "{}", describe(&out));
+    let diff = rsync_diff_with(&src, &export.path.join("efs-tls"), &["--omit-link-times"]);
+    assert!(
+        diff.is_empty(),
+        "the run through TLS and the shim is not exact:\n{diff}"
+    );
+    shim.assert_rules_kept();
+    assert_eq!(summary(&shim.conns()), vec![(Some(Ready(1)), true); 4]);
 }
