@@ -106,6 +106,7 @@ fn efs_binding_every_connection_to_one_partition_gives_four() {
     };
     assert_eq!(summary(&shim.conns()), vec![(Some(Ready(1)), true); 4]);
     assert_eq!(shim.identifiers(), 1);
+    assert_eq!(shim.incarnations(), vec![1]);
 }
 
 /// RETRY, PREFERRED and another partition's READY are closed unused, and others tried
@@ -231,7 +232,9 @@ fn efs_partition_lost_mid_run_moves_the_client_with_a_new_session() {
         "{} connections, more than {most}",
         conns.len()
     );
+    // One identifier for the run; the new set is the next incarnation.
     assert_eq!(shim.identifiers(), 1);
+    assert_eq!(shim.incarnations(), vec![1, 2]);
 }
 
 /// `?tls`: the bind goes inside TLS, as the first record after the handshake (the shim

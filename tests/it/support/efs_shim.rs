@@ -54,6 +54,7 @@ struct Log {
     /// Session id → the partition of the connection it was first seen on.
     sessions: HashMap<[u8; 16], Option<u8>>,
     identifiers: BTreeSet<Vec<u8>>,
+    incarnations: BTreeSet<i64>,
     not_efs: bool,
     cut_after: Option<usize>,
     /// Cut every connection, and answer this from then on.
@@ -126,6 +127,17 @@ impl PartitionShim {
         self.log.lock().unwrap().identifiers.len()
     }
 
+    /// Incarnations the bind calls carried.
+    pub fn incarnations(&self) -> Vec<i64> {
+        self.log
+            .lock()
+            .unwrap()
+            .incarnations
+            .iter()
+            .copied()
+            .collect()
+    }
+
     /// Fails the test on any broken rule.
     pub fn assert_rules_kept(&self) {
         let log = self.log.lock().unwrap();
@@ -191,15 +203,16 @@ fn session_of(rec: &[u8]) -> Option<[u8; 16]> {
     rec.get(at + 4..at + 20)?.try_into().ok()
 }
 
-/// The identifier of a bind call, `None` for any other record.
-fn bind_identifier(rec: &[u8]) -> Option<Vec<u8>> {
+/// The identifier and incarnation of a bind call, `None` for any other record.
+fn bind_identifier(rec: &[u8]) -> Option<(Vec<u8>, i64)> {
     let (prog, proc, at) = call_args(rec)?;
     if (prog, proc) != (400_123, 2) || word(rec, 16)? != 1 {
         return None;
     }
     let len = word(rec, at)? as usize;
+    let incarnation = i64::from_be_bytes(rec.get(at + 24..at + 32)?.try_into().ok()?);
     (len == 16 && word(rec, at + 20)? == 8 && rec.len() == at + 32)
-        .then(|| rec[at + 4..at + 20].to_vec())
+        .then(|| (rec[at + 4..at + 20].to_vec(), incarnation))
 }
 
 fn reply_to(xid: u32, answer: Answer, max: i32) -> Vec<u8> {
@@ -248,11 +261,12 @@ fn serve(mut client: TcpStream, target: u16, log: &Mutex<Log>) {
     };
     let mut partition = None;
     let mut pending = Some(first);
-    if let Some(identifier) = pending.as_deref().and_then(bind_identifier) {
+    if let Some((identifier, incarnation)) = pending.as_deref().and_then(bind_identifier) {
         let rec = pending.take().unwrap();
         let answer = {
             let mut l = log.lock().unwrap();
             l.identifiers.insert(identifier);
+            l.incarnations.insert(incarnation);
             let a = l.script.pop_front().or(l.then).unwrap();
             l.conns[idx].bind = Some(a);
             if a == Answer::ProgUnavail {
