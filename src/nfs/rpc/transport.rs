@@ -24,6 +24,7 @@ use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error::RpcError;
+use super::partition::Binder;
 use super::shape::Shape;
 use super::tls::{HandshakeError, Tls};
 use super::wire::{decode_reply, read_record};
@@ -31,6 +32,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::AbortHandle;
+
+mod bound;
 
 /// How to reach one RPC program on one server.
 #[derive(Clone, Debug)]
@@ -101,6 +104,8 @@ struct Conn {
     tx: mpsc::UnboundedSender<Vec<u8>>,
     window: Arc<Semaphore>,
     tasks: [AbortHandle; 2],
+    /// The EFS connection set it belongs to ([`RpcClient::generation`]).
+    generation: u64,
 }
 
 impl Drop for Conn {
@@ -122,6 +127,8 @@ pub struct RpcClient {
     sent: [AtomicU64; 32],
     /// Calls whose connection broke after they were sent (see [`RpcClient::lost`]).
     lost: AtomicU64,
+    /// EFS: binds every new connection to one partition before its first call.
+    binder: Option<Binder>,
 }
 
 impl RpcClient {
@@ -133,6 +140,7 @@ impl RpcClient {
             next_slot: AtomicUsize::new(0),
             sent: std::array::from_fn(|_| AtomicU64::new(0)),
             lost: AtomicU64::new(0),
+            binder: None,
             ep,
             cred,
         }
@@ -166,6 +174,9 @@ impl RpcClient {
     /// Opens every connection now, so a wrong port or refused source port is reported
     /// at connect time rather than by the first file.
     pub async fn connect_all(&self) -> Result<(), RpcError> {
+        if let Some(b) = &self.binder {
+            return self.connect_bound(b).await;
+        }
         for slot in &self.slots {
             self.conn_in(slot).await?;
         }
@@ -199,7 +210,7 @@ impl RpcClient {
         }
         let xid = next_xid();
         let record = self.encode(xid, proc, args)?;
-        let bytes = self.call_record(xid, record).await?;
+        let bytes = self.call_record(xid, record, None).await?;
         decode_reply(self.ep.addr, xid, &bytes)
     }
 
@@ -215,10 +226,22 @@ impl RpcClient {
     /// Sends one encoded record and waits for the reply with the same xid. Failures
     /// say whether the record may have reached the server (`Disconnected::sent`); the
     /// caller retries with a new xid and treats the answer accordingly.
-    async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+    async fn call_record(
+        &self,
+        xid: u32,
+        record: Vec<u8>,
+        generation: Option<u64>,
+    ) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
-        let n = self.slots.len();
+        let n = self.in_use();
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
+        // A lost bound connection is replaced, by the call whose turn it is, with one
+        // EFS binds to the same partition, unless EFS asked for no more for now.
+        if let Some(b) = &self.binder
+            && b.may_add()
+        {
+            self.keep_bound(b, first).await;
+        }
         // Strict round-robin would queue a call behind one connection's full window
         // while another has room; take the first live connection with room, and wait
         // on the round-robin one only when every window is full.
@@ -230,6 +253,15 @@ impl RpcClient {
         let (conn, permit): (Arc<Conn>, OwnedSemaphorePermit) = match free {
             Some(found) => found,
             None => {
+                // A bound client waits on a live connection rather than open one EFS
+                // may refuse.
+                let first = match &self.binder {
+                    Some(_) => (0..n)
+                        .map(|k| (first + k) % n)
+                        .find(|&i| live_conn(&self.slots[i]).is_some())
+                        .unwrap_or(first),
+                    None => first,
+                };
                 let conn = self.conn_in(&self.slots[first]).await?;
                 // No timeout of its own: every call holding a permit ends within its
                 // own bound (or fails with the connection) and releases it.
@@ -242,6 +274,9 @@ impl RpcClient {
                 (conn, permit)
             }
         };
+        if generation.is_some_and(|g| g != conn.generation) {
+            return Err(RpcError::Disconnected { addr, sent: false });
+        }
         let mut wrx = start(&conn, addr, xid, record)?;
         // A call may legitimately take long (a COMMIT of a big file on a slow disk):
         // while the server still answers a NULL on the same connection, keep waiting,
@@ -310,6 +345,30 @@ impl RpcClient {
             return Ok(c.clone());
         }
         *guard = None;
+        let mut probes = 0;
+        let first = std::ptr::eq(slot, &self.slots[0]);
+        if self.binder.is_some() && !first && self.none_live() {
+            // The whole set was lost: the first slot alone searches EFS for a partition.
+            return Err(RpcError::Disconnected {
+                addr: self.ep.addr,
+                sent: false,
+            });
+        }
+        let conn = loop {
+            probes += 1;
+            if let Some(conn) = self.open(probes, first).await? {
+                break conn;
+            }
+        };
+        let conn = Arc::new(conn);
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Opens a connection (TLS if asked) and binds it when EFS's rules say so; `None`
+    /// when EFS wants another connection tried instead (this was try `probes`, for the
+    /// `first` slot or another).
+    async fn open(&self, probes: u32, first: bool) -> Result<Option<Conn>, RpcError> {
         let stream =
             tokio::time::timeout(self.ep.timeout, connect_tcp(self.ep.addr, self.ep.resvport))
                 .await
@@ -321,14 +380,18 @@ impl RpcClient {
                     addr: self.ep.addr,
                     source,
                 })?;
-        let conn = match &self.ep.tls {
+        Ok(match &self.ep.tls {
             None => {
+                let mut stream = stream;
+                if !self.bind(&mut stream, probes, first).await? {
+                    return Ok(None);
+                }
                 let (rd, wr) = stream.into_split();
-                spawn_conn(rd, wr, self.ep.window)
+                Some(self.stamped(spawn_conn(rd, wr, self.ep.window)))
             }
             Some(tls) => {
                 let addr = self.ep.addr;
-                let s = tls
+                let mut s = tls
                     .connect(stream, self.ep.timeout)
                     .await
                     .map_err(|e| match e {
@@ -338,13 +401,13 @@ impl RpcClient {
                         },
                         HandshakeError::Connection(source) => RpcError::Connect { addr, source },
                     })?;
+                if !self.bind(&mut s, probes, first).await? {
+                    return Ok(None);
+                }
                 let (rd, wr) = tokio::io::split(s);
-                spawn_conn(rd, wr, self.ep.window)
+                Some(self.stamped(spawn_conn(rd, wr, self.ep.window)))
             }
-        };
-        let conn = Arc::new(conn);
-        *guard = Some(conn.clone());
-        Ok(conn)
+        })
     }
 }
 
@@ -497,6 +560,7 @@ where
         tx,
         window: Arc::new(Semaphore::new(window.max(1))),
         tasks: [w.abort_handle(), r.abort_handle()],
+        generation: 0,
     }
 }
 

@@ -50,6 +50,9 @@ pub struct NfsUrl {
     /// NFSv4.1: combine small files' compounds when the slots are busy (`?batch=0`
     /// turns it off, to compare).
     pub batch: Option<bool>,
+    /// The server is an EFS mount target (`?efs`, for an IP address; `?efs=0` says it
+    /// is not); `None` judges by the host name.
+    pub efs: Option<bool>,
 }
 
 /// Whether DEST names an NFS server rather than a local path.
@@ -140,6 +143,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
         tls: false,
         tls_ca: None,
         batch: None,
+        efs: None,
     };
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
@@ -173,6 +177,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             }
             "tls" if v.is_empty() || v == "1" => u.tls = true,
             "batch" => u.batch = Some(v != "0"),
+            "efs" => u.efs = Some(v != "0"),
             "tls-ca" if !v.is_empty() => {
                 u.tls = true;
                 u.tls_ca = Some(PathBuf::from(decode(v)?));
@@ -200,7 +205,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             _ => {
                 return Err(format!(
                     "unknown URL option {k:?} (known: version, nfsport, mountport, uid, gid, \
-                     conns, window, resvport, noresvport, slots, tls, tls-ca, batch)"
+                     conns, window, resvport, noresvport, slots, tls, tls-ca, batch, efs)"
                 ));
             }
         }
@@ -243,6 +248,9 @@ mod tests {
             parse("nfs://fs-1.efs.eu-west-1.amazonaws.com/dir?version=4.1&slots=16&tls").unwrap();
         assert_eq!(u.version, Some(Version::V41));
         assert_eq!((u.slots, u.tls, u.tls_ca), (Some(16), true, None));
+        assert_eq!(u.efs, None);
+        assert_eq!(parse("nfs://10.0.0.5/d?efs").unwrap().efs, Some(true));
+        assert_eq!(parse("nfs://h/d?efs=0").unwrap().efs, Some(false));
         let u = parse("nfs://h/d?version=4&tls-ca=/etc/my%20ca.pem").unwrap();
         assert_eq!(u.version, Some(Version::V41));
         assert!(u.tls);

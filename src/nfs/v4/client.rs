@@ -6,6 +6,9 @@
 //!   replaced by a new one and the call sent again on it. A call that may have run
 //!   before is then *ambiguous*, as after an NFSv3 reconnect: a GUARDED create answered
 //!   EXIST may be our own, a REMOVE answered NOENT did remove.
+//! * On EFS, a session whose connections were all lost, none of which EFS binds to its
+//!   partition again, is replaced the same way once the transport has moved to a new
+//!   set of connections: it is never sent on the new partition.
 //! * DELAY and GRACE (the server is busy, or recovering) are waited out with back-off.
 //!
 //! All of it is bounded: a server that stays away longer than `--timeout` ends the
@@ -139,13 +142,16 @@ impl Client {
                 self.last_sent
                     .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
                 match session.send_on(&mut slot, ops, cache).await {
-                    Ok(r) => break r,
+                    Ok(r) => break Some(r),
                     Err(SessionError::Rpc(e)) if retryable(&e) => {
                         sent_here |= !matches!(
                             e,
                             RpcError::Connect { .. } | RpcError::Disconnected { sent: false, .. }
                         );
                         self.give_up_after(started, &e, self.timeout)?;
+                        if session.moved() {
+                            break None;
+                        }
                         tokio::time::sleep(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
@@ -154,6 +160,14 @@ impl Client {
                     }
                     Err(e) => return Err(protocol(e)),
                 }
+            };
+            let Some(reply) = reply else {
+                // EFS moved us to a new set of connections (all of ours were lost):
+                // as after a server restart, a new session and the call again.
+                ambiguous |= sent_here;
+                drop(slot);
+                self.renew(&session, started).await?;
+                continue;
             };
             let seq_status = reply.results.first().map_or(status::OK, |r| r.1);
             match seq_status {

@@ -118,7 +118,15 @@ pub fn connect(
             timeout,
             tls,
         };
-        let rpc = Arc::new(rpc::RpcClient::new(ep, cred));
+        let rpc = rpc::RpcClient::new(ep, cred);
+        // One NFSv4.1 session must not span EFS partitions: bind its connections.
+        let efs = parsed
+            .efs
+            .unwrap_or_else(|| rpc::partition::is_efs_host(&parsed.host));
+        let rpc = Arc::new(match efs {
+            true => rpc.bound(rpc::partition::Binder::new()),
+            false => rpc,
+        });
         let unspoken = |e: &rpc::RpcError| match e {
             rpc::RpcError::Unavailable { .. } => true,
             // Nothing on 2049: the server's NFSv3 may be elsewhere (portmapper).

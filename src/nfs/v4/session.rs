@@ -52,6 +52,9 @@ struct Slot {
 /// An established session.
 pub struct Session {
     rpc: Arc<RpcClient>,
+    /// The set of connections it lives on ([`RpcClient::generation`]): EFS keeps a
+    /// session in one partition, so it is never sent on another set.
+    generation: u64,
     client_id: u64,
     id: SessionId,
     /// What the server granted for the fore channel.
@@ -89,6 +92,7 @@ impl SlotGuard<'_> {
 impl Session {
     /// EXCHANGE_ID, CREATE_SESSION asking for `want_slots` slots, RECLAIM_COMPLETE.
     pub async fn establish(rpc: Arc<RpcClient>, want_slots: u32) -> Result<Session, SessionError> {
+        let generation = rpc.generation();
         let (client_id, sequence) = exchange_id(&rpc).await?;
         let fore = ChannelAttrs {
             header_pad_size: 0,
@@ -126,6 +130,7 @@ impl Session {
         let n = fore.max_requests.clamp(1, 1024) as usize;
         let session = Session {
             rpc,
+            generation,
             client_id,
             id,
             fore,
@@ -158,6 +163,12 @@ impl Session {
             ok_all(&r, "RECLAIM_COMPLETE")?;
         }
         Ok(session)
+    }
+
+    /// Whether the connections it lived on are gone for a new set (a new session is
+    /// needed: see [`Session::establish`]).
+    pub fn moved(&self) -> bool {
+        self.rpc.generation() != self.generation
     }
 
     /// Our client id, which open owners name.
@@ -211,7 +222,7 @@ impl Session {
         };
         let reply = self
             .rpc
-            .call::<Compound, Reply>(PROC_COMPOUND, &call)
+            .call_within::<Compound, Reply>(self.generation, PROC_COMPOUND, &call)
             .await?;
         match reply.results.first() {
             Some((53, _, _)) => Ok(reply),

@@ -14,6 +14,7 @@
 //!   COMPOUNDs counted, NFSv4.0 refused.
 //! - [`operator_paths`]: the paths options name on the server, through symlinks
 //!   (both versions, in [`protocol_tests!`]).
+//! - [`efs`]: EFS's bound connections, through a partition shim in front of NFSv4.1.
 //! - [`servers`]: the servers themselves, as those tests rely on them (no nfsync).
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::support::ganesha::{self, Export, Proto};
 use crate::support::{Target, rsync_diff_with};
 
+mod efs;
 mod faults;
 mod operator_paths;
 mod servers;

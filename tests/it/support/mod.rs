@@ -3,7 +3,8 @@
 //! the [`Target`] abstraction that lets one scenario run against several kinds of
 //! destination (a local directory, the in-process NFSv3 server, nfs-ganesha).
 //!
-//! Submodules: [`ganesha`] (a private nfs-ganesha), [`inproc`] (the in-process NFSv3
+//! Submodules: [`ganesha`] (a private nfs-ganesha), [`efs_shim`] (EFS's partitions in
+//! front of it), [`inproc`] (the in-process NFSv3
 //! server and [`dirfs`], the file system it serves a local directory with), [`net`]
 //! (test TCP servers and proxies), [`nfs4probe`] (a minimal NFSv4.1 client that checks
 //! the test servers), [`nobody`] (runs as uid 65534 when root), [`sides`] (rsync and
@@ -12,6 +13,7 @@
 
 mod compare;
 pub mod dirfs;
+pub mod efs_shim;
 pub mod ganesha;
 pub mod inproc;
 pub mod net;
