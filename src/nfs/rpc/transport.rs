@@ -78,6 +78,12 @@ pub(crate) fn next_xid() -> u32 {
 
 type Waiter = oneshot::Sender<Result<Vec<u8>, ()>>;
 
+/// The start of an EFS partition id in hex, enough to tell two apart in a report.
+fn hex(bytes: &[u8]) -> String {
+    let start: String = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{start}…")
+}
+
 /// State shared by a connection's tasks and its callers.
 struct Shared {
     pending: Mutex<HashMap<u32, Waiter>>,
@@ -153,9 +159,21 @@ impl RpcClient {
 
     /// The connections, where to and how, in words.
     pub fn describe(&self) -> String {
-        let n = self.ep.conns.max(1);
+        let slots = self.ep.conns.max(1);
+        let (n, bound) = match &self.binder {
+            Some(b) if b.not_efs() => (1, ", not EFS (it does not know EFS's bind call)".into()),
+            Some(b) => {
+                let n = b.active(slots);
+                let on = match b.partition() {
+                    Some(p) => format!(", bound to EFS partition {}", hex(&p)),
+                    None => ", EFS bound no partition (one connection)".into(),
+                };
+                (n, on)
+            }
+            None => (slots, String::new()),
+        };
         format!(
-            "{n} connection{} to {}{}",
+            "{n} connection{} to {}{}{bound}",
             if n == 1 { "" } else { "s" },
             self.ep.addr,
             if self.ep.tls.is_some() {

@@ -269,3 +269,39 @@ fn efs_binds_inside_tls() {
     shim.assert_rules_kept();
     assert_eq!(summary(&shim.conns()), vec![(Some(Ready(1)), true); 4]);
 }
+
+/// `--check` to an EFS host says how its connections were bound: the partition and
+/// how many; to a server that does not know the bind call, that it is not EFS.
+#[test]
+fn check_names_the_partition_and_the_connections_bound() {
+    let Some(export) = ganesha::shared(Proto::V41) else {
+        return;
+    };
+    let s = Scratch::new();
+    let rel = format!("check-{}", s.path().file_name().unwrap().to_string_lossy());
+    std::fs::create_dir(export.path.join(&rel)).unwrap();
+    for (first, want) in [
+        (Ready(7), "4 connections to 127.0.0.1"),
+        (ProgUnavail, "1 connection to 127.0.0.1"),
+    ] {
+        let shim = PartitionShim::start(export.nfs_port, &[first], Ready(7), 5);
+        let url = Export {
+            nfs_port: shim.port,
+            ..export.clone()
+        }
+        .url(&rel, "efs");
+        let out = crate::support::nfsync()
+            .args(["--check", "--json", "--jobs", "4", &url])
+            .output()
+            .expect("run nfsync");
+        assert!(out.status.success(), "{}", describe(&out));
+        let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let conn = f["connection"].as_str().unwrap();
+        assert!(conn.contains(want), "{conn}");
+        let bound = "bound to EFS partition 0707070707070707…";
+        match first {
+            Ready(_) => assert!(conn.contains(bound), "{conn}"),
+            _ => assert!(conn.contains("not EFS"), "{conn}"),
+        }
+    }
+}
