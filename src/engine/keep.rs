@@ -20,8 +20,8 @@ use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::walk;
 
-/// What a basis directory offers for one entry.
-pub(super) enum FromBasis {
+/// What a basis directory offers for one entry (`Dir` a directory of the destination).
+pub(super) enum FromBasis<Dir> {
     /// Nothing: copy from the source as usual.
     Nothing,
     /// Done by the basis copy (linked, or left out with `--compare-dest`).
@@ -29,6 +29,10 @@ pub(super) enum FromBasis {
     /// Copy from the source, itemized with this code (`None`: not itemized, as rsync
     /// says nothing of an entry `--copy-dest` had whole).
     Copy(Option<Itemize>),
+    /// Copy the basis copy (in this directory, with these attributes), which the quick
+    /// check found to be the source's content, as rsync copies it locally; itemized
+    /// as [`FromBasis::Copy`]. Where it cannot be read, copy from the source.
+    CopyBasis(Option<Itemize>, Dir, Meta),
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -222,7 +226,7 @@ impl<D: Destination> Engine<'_, D> {
         job: &EntryJob<D>,
         src: &Meta,
         same: impl Fn(&D::Dir) -> bool,
-    ) -> (Option<(D::Dir, Match)>, Option<Meta>) {
+    ) -> (Option<(D::Dir, Match, Meta)>, Option<Meta>) {
         let Some(basis) = self.cfg.basis.as_ref() else {
             return (None, None);
         };
@@ -248,12 +252,12 @@ impl<D: Destination> Engine<'_, D> {
                     if m.kind == src.kind {
                         first.get_or_insert(m);
                     }
-                    keep::compare(src, &m, &self.rules, || same(dir))
+                    keep::compare(src, &m, &self.rules, || same(dir)).map(|c| (c, m))
                 }
                 _ => None,
             };
-            let exact = m == Some(Match::Exact);
-            found.push(m.map(|m| (dir.clone(), m)));
+            let exact = matches!(m, Some((Match::Exact, _)));
+            found.push(m.map(|(c, m)| (dir.clone(), c, m)));
             if exact {
                 break;
             }
@@ -272,7 +276,7 @@ impl<D: Destination> Engine<'_, D> {
         rel: &Path,
         src: &Meta,
         last: bool,
-    ) -> FromBasis {
+    ) -> FromBasis<D::Dir> {
         let Some(basis) = &self.cfg.basis else {
             return FromBasis::Nothing;
         };
@@ -280,7 +284,7 @@ impl<D: Destination> Engine<'_, D> {
         let (found, first) = self.basis_match(job, src, |dir| {
             self.same_content(dir, name, &job.entry).unwrap_or(false)
         });
-        let Some((bdir, m)) = found else {
+        let Some((bdir, m, bmeta)) = found else {
             return match first {
                 Some(b) => FromBasis::Copy(Some(self.file_code(src, Some(&b), job, rel))),
                 None => FromBasis::Nothing,
@@ -296,13 +300,10 @@ impl<D: Destination> Engine<'_, D> {
                 Some(a) => FromBasis::Done(a),
                 None => FromBasis::Copy(None),
             },
-            (Match::Exact, BasisUse::Copy) => FromBasis::Copy(None),
+            (Match::Exact, BasisUse::Copy) => FromBasis::CopyBasis(None, bdir, bmeta),
             (Match::Content, _) => {
-                let d = self.stat_quiet(&bdir, name);
-                FromBasis::Copy(Some(match d {
-                    Some(d) => local_change_code(src, &d, self),
-                    None => Itemize::New(Update::Received, Kind::File),
-                }))
+                let code = local_change_code(src, &bmeta, self);
+                FromBasis::CopyBasis(Some(code), bdir, bmeta)
             }
         }
     }
@@ -326,7 +327,7 @@ impl<D: Destination> Engine<'_, D> {
                 .is_ok_and(|t| t == target),
             None => true,
         });
-        let (bdir, m) = found?;
+        let (bdir, m, _) = found?;
         match (m, basis.used) {
             (Match::Exact, BasisUse::Compare) => {
                 Stats::bump(&self.stats.files_skipped);
@@ -371,10 +372,6 @@ impl<D: Destination> Engine<'_, D> {
             });
         }
         first.or(new)
-    }
-
-    fn stat_quiet(&self, dir: &D::Dir, name: &OsStr) -> Option<Meta> {
-        self.dest.stat(dir, name).ok().flatten()
     }
 
     /// `--link-dest`: `job`'s name becomes a hard link to the basis copy. `None` when

@@ -298,6 +298,41 @@ fn compare_dest_and_copy_dest() {
     assert_eq!(m.nlink(), 1);
 }
 
+/// `--copy-dest`: a basis copy that passes the quick check is what DEST gets, copied
+/// from the basis (rsync copies it locally), not from the source: `same` (also its
+/// attributes) and `world` (another mode) have the source's size and time there but
+/// other bytes, and both sides end with the basis's bytes.
+#[test]
+fn copy_dest_copies_the_basis_copy() {
+    let setup = |w: &Path| {
+        previous_snapshot(w);
+        for (f, other) in [("same", "SAME\n"), ("world", "RW FOR ALL\n")] {
+            let t = fs::metadata(w.join("src").join(f))
+                .unwrap()
+                .modified()
+                .unwrap();
+            let p = w.join("prev").join(f);
+            fs::write(&p, other).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+    };
+    let (sides, d) = side_by_side(false, &["-a", "--copy-dest=../prev"], setup);
+    assert!(d.is_empty(), "--copy-dest differs from rsync:\n{d}");
+    for f in ["dst/same", "dst/world"] {
+        assert_eq!(
+            read(sides.rsync(f)),
+            read(sides.rsync(&f.replace("dst", "prev")))
+        );
+        assert_eq!(read(sides.nfsync(f)), read(sides.rsync(f)), "{f}");
+    }
+    assert_eq!(fs::metadata(sides.nfsync("dst/same")).unwrap().nlink(), 1);
+}
+
 /// `--remove-source-files`: every source non-directory that DEST now holds (copied or
 /// already up to date) is gone from the source; directories stay.
 #[test]

@@ -198,6 +198,18 @@ fn basis_dirs_through_a_link() {
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
         !c.p("dest/f").exists()
     });
+    // --copy-dest copies a basis copy that passes the quick check: outside/f, its
+    // bytes other than the source's, is read only through a followed link.
+    matrix("--copy-dest=plant/osl (-> outside)", |c| {
+        let arg = format!("--copy-dest={}", basis(c).display());
+        let t = fs::metadata(c.p("src/f")).unwrap().modified().unwrap();
+        fs::write(c.p("outside/f"), "OUT\n").unwrap();
+        let f = fs::File::options().write(true).open(c.p("outside/f"));
+        f.unwrap().set_modified(t).unwrap();
+        let out = c.run(&[os("-a"), os(&arg)]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        fs::read(c.p("dest/f")).unwrap() == b"OUT\n"
+    });
 }
 
 #[test]

@@ -429,6 +429,17 @@ impl Destination for LocalDest {
         Ok(())
     }
 
+    fn open_file(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<File>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Ok(None);
+        }
+        rustix::fs::fcntl_setfl(&fd, OFlags::RDONLY)?;
+        Ok(Some(File::from(fd)))
+    }
+
     fn same_content(&self, dir: &LocalDir, name: &OsStr, mut src: File) -> dest::Result<bool> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
