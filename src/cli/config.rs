@@ -142,7 +142,10 @@ impl Cli {
             last(&[("archive", true), ("perms", true), ("no_perms", false)]).unwrap_or(default);
         let times =
             last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
-        let data = data_config(r)?;
+        let data = data_config(
+            r,
+            dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://"),
+        )?;
         let (backup, basis) = safety(r)?;
         let progress = match r.info_progress() {
             Some(p) => p,
@@ -382,7 +385,7 @@ fn current_umask() -> u32 {
 }
 
 /// The data options, refused together where rsync refuses them.
-fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
+fn data_config(r: &RsyncOpts, nfs: bool) -> anyhow::Result<DataConfig> {
     let append = if r.append_verify {
         Append::Verify
     } else if r.append {
@@ -390,10 +393,12 @@ fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
     } else {
         Append::Off
     };
-    if (r.backup || r.backup_dir.is_some()) && (r.inplace || append != Append::Off) {
+    // The old copy is kept by copying it before it is written over, which needs its
+    // bytes: on the mount path they are read there; from an NFS server they are not.
+    if nfs && (r.backup || r.backup_dir.is_some()) && (r.inplace || append != Append::Off) {
         anyhow::bail!(
-            "--backup with --inplace or --append is not supported (the old copy is written \
-             over in place, so there is no old file to keep)"
+            "--backup with --inplace or --append is not supported on nfs:// (the old copy \
+             is written over in place, and keeping it would read it back from the server)"
         );
     }
     if r.delay_updates {

@@ -12,10 +12,10 @@ use std::sync::atomic::Ordering;
 
 use super::race::{Attempt, is_race};
 use super::{DirNode, Engine, EntryJob};
-use crate::dest::{self, Destination, Removal};
+use crate::dest::{self, CopyError, Destination, Removal, SourceFile};
 use crate::meta::{Kind, Meta};
-use crate::options::follow;
 use crate::options::keep::{self, BasisUse, Match};
+use crate::options::{follow, temp};
 use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::walk;
@@ -58,6 +58,59 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest.rename_into(dir, name, &to, &backup)
             }
         }
+    }
+
+    /// `--backup` with `--inplace`/`--append`: the old copy `name` (attributes `old`)
+    /// is about to be written over where it is, so it cannot be moved away: it is
+    /// copied to its backup (beside it, or below `--backup-dir`), as rsync copies it,
+    /// under a temporary name renamed over any older backup once whole.
+    pub(super) fn back_up_copy(
+        &self,
+        dir: &D::Dir,
+        (node, parent): (&DirNode<D>, &Path),
+        name: &OsStr,
+        old: &Meta,
+    ) -> Result<(), CopyError> {
+        let b = self.cfg.backup.as_ref().expect("--backup is on");
+        let backup = b.name(name);
+        let to = match &b.dir {
+            None => dir.clone(),
+            Some(root) => self
+                .backup_dir(root, node, parent)
+                .map_err(CopyError::Dest)?,
+        };
+        let rel = parent.join(name);
+        let Some(file) = self.dest.open_file(dir, name).map_err(CopyError::Dest)? else {
+            return Err(CopyError::Dest(dest::unsupported(
+                "the old copy cannot be read to keep it as a backup",
+            )));
+        };
+        let path = self.dest_path(&rel);
+        let copy = SourceFile {
+            file,
+            meta: old,
+            listed: old,
+            path: &path,
+            sparse: self.cfg.data.sparse,
+            limit: None,
+            stop: Some(&self.interrupted),
+        };
+        let temp = temp::name(&backup);
+        match self.dest.write_file(&to, &temp, &copy) {
+            Ok(_) => {}
+            Err(CopyError::Source(e)) => return Err(CopyError::Dest(e.into())),
+            Err(CopyError::SourceChanged | CopyError::Vanished) => {
+                let _ = self.dest.remove(&to, &temp, Kind::File);
+                return Err(CopyError::Dest(
+                    io::Error::other("changed while its backup was made").into(),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        self.dest.rename(&to, &temp, &backup).map_err(|e| {
+            let _ = self.dest.remove(&to, &temp, Kind::File);
+            CopyError::Dest(e)
+        })
     }
 
     /// With `--safe-links`, whether DEST's `rel` is a symlink that must not be kept

@@ -148,6 +148,9 @@ impl<D: Destination> Engine<'_, D> {
     ) -> Result<u64, CopyError> {
         let dir = job.parent.dir.as_ref().expect("existing entries have one");
         let name = &job.entry.name;
+        if self.cfg.backup.is_some() {
+            self.back_up_copy(dir, (&job.parent, &job.parent.rel), name, &d)?;
+        }
         let append = self.cfg.data.append;
         // `append_leaves` let through only files shorter here than at the source.
         let from = if append == Append::Off { 0 } else { d.size };

@@ -176,6 +176,45 @@ fn backup_beside_with_and_without_suffix() {
     }
 }
 
+/// `-b` with `--inplace` or `--append`: the old copy is written over where it is, so
+/// its backup is a copy of it (beside it, or below `--backup-dir`), with its bytes
+/// and attributes, as rsync makes it. On `nfs://` this is refused (the old copy would
+/// have to be read back from the server).
+#[test]
+fn backup_with_inplace_and_append() {
+    for (flags, backup) in [
+        (&["-a", "--inplace", "-b"][..], "dst/older~"),
+        (
+            &["-a", "--inplace", "-b", "--backup-dir=bk"],
+            "dst/bk/older",
+        ),
+        (&["-a", "--append", "-b", "--suffix=.old"], "dst/older.old"),
+    ] {
+        let (sides, d) = side_by_side(false, flags, |w| {
+            Tree::new(w.join("dst")).file("older~", "an older backup\n");
+        });
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        assert_eq!(read(sides.nfsync(backup)), "old\n", "{flags:?}");
+        let m = |side: PathBuf| fs::metadata(side).unwrap();
+        let (n, r) = (m(sides.nfsync(backup)), m(sides.rsync(backup)));
+        assert_eq!((n.mode(), n.mtime()), (r.mode(), r.mtime()), "{flags:?}");
+    }
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("f", "f\n");
+    let out = nfsync()
+        .args(["-a", "--inplace", "-b", "--no-D"])
+        .arg(slash(&s.join("src")))
+        .arg("nfs://127.0.0.1:9/x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not supported on nfs://"),
+        "{}",
+        describe(&out)
+    );
+}
+
 /// A second `-b --delete` run keeps the first run's backups (rsync's `P *~` rule) and
 /// replaces a backup of the same name.
 #[test]

@@ -142,6 +142,26 @@ fn backup_dir_absolute_through_a_parent_link() {
 }
 
 #[test]
+fn inplace_backup_dir_through_a_link() {
+    if !root_or_skip("rsync_trust::inplace_backup_dir_through_a_link") {
+        return;
+    }
+    // With --inplace the backup is a copy of the old file, made in the backup dir.
+    matrix("--inplace --backup-dir=plant/osl (-> outside)", |c| {
+        let arg = format!(
+            "--backup-dir={}",
+            c.plant("plant/osl", &c.p("outside")).display()
+        );
+        let out = c.run(&[os("-a"), os("--inplace"), os(&arg)]);
+        if !c.cell.follows() {
+            assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+            assert_eq!(fs::read(c.p("dest/f")).unwrap(), b"OLD COPY\n");
+        }
+        !c.outside().is_empty()
+    });
+}
+
+#[test]
 fn log_file_through_a_parent_link_and_a_leaf_link() {
     if !root_or_skip("rsync_trust::log_file_through_a_parent_link_and_a_leaf_link") {
         return;
