@@ -35,6 +35,9 @@ pub(super) enum FromBasis<Dir> {
     CopyBasis(Option<Itemize>, Dir, Meta),
 }
 
+/// A basis copy that matches: its directory, how well, its attributes.
+type BasisCopy<Dir> = (Dir, Match, Meta);
+
 impl<D: Destination> Engine<'_, D> {
     /// `--backup`: moves `name` (in `dir`, at `parent` below DEST, `node` the nearest
     /// directory this run brings over) to its backup: beside it with the suffix, or to
@@ -279,7 +282,7 @@ impl<D: Destination> Engine<'_, D> {
         job: &EntryJob<D>,
         src: &Meta,
         same: impl Fn(&D::Dir) -> bool,
-    ) -> (Option<(D::Dir, Match, Meta)>, Option<Meta>) {
+    ) -> (Option<BasisCopy<D::Dir>>, Option<Meta>) {
         let Some(basis) = self.cfg.basis.as_ref() else {
             return (None, None);
         };
