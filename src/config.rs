@@ -142,6 +142,9 @@ pub struct DataConfig {
     pub temp_dir: Option<PathBuf>,
     /// `--delay-updates`: every transferred file is put in place at the end.
     pub delay_updates: bool,
+    /// `--partial-dir`: where `--delay-updates` holds files back (relative: below each
+    /// file's directory; absolute: one for the run).
+    pub partial_dir: Option<PathBuf>,
     /// `--bwlimit` in bytes per second (0: no limit).
     pub bwlimit: u64,
 }

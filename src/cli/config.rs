@@ -339,6 +339,17 @@ impl Cli {
                 .add_cvs_exclude()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
         }
+        // A relative --partial-dir is neither sent nor deleted: rsync adds this rule
+        // after all the others.
+        if let Some(p) = partial_dir(r).filter(|p| p.is_relative()) {
+            let p = p.as_os_str().as_encoded_bytes();
+            let mut rule = b"-p ".to_vec();
+            rule.extend_from_slice(p.strip_suffix(b"/").unwrap_or(p));
+            rule.push(b'/');
+            filter
+                .add_arg(Arg::Filter, &rule)
+                .map_err(|e| anyhow::anyhow!("--partial-dir: {e}"))?;
+        }
         Ok(filter)
     }
 }
@@ -384,6 +395,16 @@ fn current_umask() -> u32 {
     old.bits()
 }
 
+/// `--partial-dir` (`.` or empty: none), or rsync's `.~tmp~` for `--delay-updates`.
+fn partial_dir(r: &RsyncOpts) -> Option<PathBuf> {
+    let given = r.partial_dir.clone();
+    let given = given.filter(|p| !p.as_os_str().is_empty() && p != Path::new("."));
+    match given {
+        None if r.delay_updates => Some(PathBuf::from(".~tmp~")),
+        given => given,
+    }
+}
+
 /// The data options, refused together where rsync refuses them.
 fn data_config(r: &RsyncOpts, nfs: bool) -> anyhow::Result<DataConfig> {
     let append = if r.append_verify {
@@ -415,6 +436,7 @@ fn data_config(r: &RsyncOpts, nfs: bool) -> anyhow::Result<DataConfig> {
         append,
         temp_dir: r.temp_dir.clone(),
         delay_updates: r.delay_updates,
+        partial_dir: partial_dir(r),
         bwlimit: r.bwlimit.unwrap_or(0),
     })
 }

@@ -331,8 +331,8 @@ fn delay_updates() {
 /// while another is still being transferred — the small file's update, done long
 /// before the big one's, appears only once the big one's temporary is whole.
 ///
-/// "Still being transferred" is read off the big file's temporary (`.big.nfsync-…`,
-/// shorter than the source), not off `big` itself: the renames at the end come one
+/// "Still being transferred" is read off the big file's temporary (`.big.nfsync-…` in
+/// rsync's staging directory `.~tmp~`, shorter than the source), not off `big` itself: the renames at the end come one
 /// after another, so a look between them sees `small` new and `big` old, rightly.
 #[test]
 fn delay_updates_replace_nothing_before_the_end() {
@@ -355,7 +355,10 @@ fn delay_updates_replace_nothing_before_the_end() {
     let is_new = |f: &str| fs::metadata(dst.path(f)).unwrap().len() > 4;
     // The big file's temporary, while it is shorter than the source.
     let big_in_transfer = || {
-        fs::read_dir(dst.root()).unwrap().flatten().any(|e| {
+        let Ok(staged) = fs::read_dir(dst.path(".~tmp~")) else {
+            return false;
+        };
+        staged.flatten().any(|e| {
             e.file_name()
                 .as_encoded_bytes()
                 .starts_with(b".big.nfsync-")
@@ -382,6 +385,10 @@ fn delay_updates_replace_nothing_before_the_end() {
     assert_eq!(
         fs::read(dst.path("small")).unwrap(),
         fs::read(src.path("small")).unwrap()
+    );
+    assert!(
+        !dst.path(".~tmp~").exists(),
+        "the staging directory was left"
     );
 }
 

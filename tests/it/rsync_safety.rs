@@ -482,16 +482,51 @@ fn ganesha_same_as_rsync() {
     }
 }
 
-/// `--partial` and `--partial-dir` are accepted: an update is written beside the old
-/// copy and renamed over it, so there is never a partial file to keep.
+/// `--partial` and `--partial-dir` alone change nothing: nfsync keeps no partial file
+/// (an update is written beside the old copy and renamed over it), and a relative
+/// partial dir is left out of the transfer, as rsync leaves it out.
 #[test]
 fn partial_dir_is_accepted() {
     for flags in [
         &["-a", "--partial-dir=.rsync-partial"][..],
         &["-a", "--partial", "--partial-dir", "/tmp/p"],
     ] {
-        let (sides, d) = side_by_side(false, flags, nothing_more);
+        let (sides, d) = side_by_side(false, flags, |w| {
+            Tree::new(w.join("src")).file(".rsync-partial/f", "not sent\n");
+        });
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        assert_eq!(read(sides.nfsync("dst/older")), "new content\n");
+    }
+}
+
+/// `--delay-updates` holds files back in the partial dir of their directory (rsync's
+/// `.~tmp~`, or `--partial-dir`'s), which is removed once empty; a stale partial file
+/// there is replaced and gone afterwards, as with rsync. Over nfs:// too.
+#[test]
+fn delay_updates_stage_in_the_partial_dir() {
+    let stale = |dir: &'static str| {
+        move |w: &Path| {
+            Tree::new(w.join("dst"))
+                .file(format!("{dir}/older"), "stale partial\n")
+                .file(format!("sub/{dir}/big2"), "stale partial\n")
+                .mtime(format!("{dir}/older"), 1_000_000_000, 0);
+        }
+    };
+    for (nfs, flags, dir) in [
+        (false, &["-a", "--delay-updates"][..], ".~tmp~"),
+        (
+            false,
+            &["-a", "--delay-updates", "--partial-dir=.part"],
+            ".part",
+        ),
+        (true, &["-a", "--no-D", "--delay-updates"], ".~tmp~"),
+    ] {
+        let (sides, d) = side_by_side(nfs, flags, stale(dir));
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        for side in [sides.nfsync(""), sides.rsync("")] {
+            assert!(!side.join("dst").join(dir).exists(), "{flags:?}: {side:?}");
+            assert!(!side.join("dst/sub").join(dir).exists(), "{flags:?}");
+        }
         assert_eq!(read(sides.nfsync("dst/older")), "new content\n");
     }
 }

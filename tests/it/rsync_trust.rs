@@ -162,6 +162,55 @@ fn inplace_backup_dir_through_a_link() {
 }
 
 #[test]
+fn partial_dir_through_a_link() {
+    if !root_or_skip("rsync_trust::partial_dir_through_a_link") {
+        return;
+    }
+    // --delay-updates holds files back in the partial dir: made there (create), or
+    // staged in it, which moves its mtime (reuse); relative DIRs are per directory.
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+    for reuse in [false, true] {
+        matrix(
+            &format!("--partial-dir=plant/opd/sub (opd -> outside), reuse={reuse}"),
+            |c| {
+                c.plant("plant/opd", &c.p("outside"));
+                if reuse {
+                    fs::create_dir(c.p("outside/sub")).unwrap();
+                    fs::File::open(c.p("outside/sub"))
+                        .unwrap()
+                        .set_modified(old)
+                        .unwrap();
+                }
+                let arg = format!("--partial-dir={}", c.p("plant/opd/sub").display());
+                let out = c.run(&[os("-a"), os("--delay-updates"), os(&arg)]);
+                assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+                assert_eq!(fs::read(c.p("dest/f")).unwrap(), b"NEW\n");
+                match reuse {
+                    false => c.p("outside/sub").exists(),
+                    true => {
+                        fs::metadata(c.p("outside/sub"))
+                            .unwrap()
+                            .modified()
+                            .unwrap()
+                            != old
+                    }
+                }
+            },
+        );
+    }
+    matrix("--partial-dir=osl (dest/osl -> outside)", |c| {
+        c.plant("dest/osl", &c.p("outside"));
+        let outside = fs::File::open(c.p("outside")).unwrap();
+        outside.set_modified(old).unwrap();
+        let arg = "--partial-dir=osl";
+        let out = c.run(&[os("-a"), os("--delay-updates"), os(arg)]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert_eq!(fs::read(c.p("dest/g")).unwrap(), b"NEW\n");
+        fs::metadata(c.p("outside")).unwrap().modified().unwrap() != old
+    });
+}
+
+#[test]
 fn log_file_through_a_parent_link_and_a_leaf_link() {
     if !root_or_skip("rsync_trust::log_file_through_a_parent_link_and_a_leaf_link") {
         return;
