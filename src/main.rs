@@ -56,7 +56,7 @@ fn real_main() -> Result<ExitCode, Error> {
     for note in cli.notes() {
         eprintln!("nfsync: {note}");
     }
-    let cfg = cli.into_config(&matches).map_err(|e| {
+    let mut cfg = cli.into_config(&matches).map_err(|e| {
         match e.downcast::<nfsync::options::filter::Error>() {
             Ok(e) => Error::Local {
                 what: "filter rules".into(),
@@ -65,6 +65,12 @@ fn real_main() -> Result<ExitCode, Error> {
             Err(e) => Error::Usage(Why::of(e)),
         }
     })?;
+    for note in cfg.filter.take_notes() {
+        match note {
+            nfsync::options::filter::Note::Warn(w) => eprintln!("nfsync: {w}"),
+            nfsync::options::filter::Note::Debug(d) => println!("{d}"),
+        }
+    }
     let log = cfg.log_file.as_ref().and_then(|p| {
         LogFile::open(p, cfg.log_file_format.clone())
             .map_err(|e| {

@@ -307,6 +307,7 @@ impl Cli {
         );
         items.sort_by_key(|i| i.0);
         let mut filter = Filter::new(r.delete_excluded);
+        filter.set_debug(filter_debug(&r.debug, self.verbose));
         for (_, item) in items {
             let res = match item {
                 Item::Arg(arg, text) => filter.add_arg(arg, text),
@@ -393,6 +394,26 @@ fn current_umask() -> u32 {
     let old = rustix::process::umask(Mode::from_raw_mode(0o022));
     rustix::process::umask(old);
     old.bits()
+}
+
+/// rsync's `--debug=FILTER` level: what `-vv` (1) and `-vvv` (2) give, or what
+/// `--debug` says (`FILTER`, `FILTER2`, `ALL`, ...; the last naming it wins).
+fn filter_debug(debug: &[String], verbose: u8) -> u8 {
+    let mut level = match verbose {
+        0 | 1 => 0,
+        2 => 1,
+        _ => 2,
+    };
+    for flag in debug.iter().flat_map(|d| d.split(',')) {
+        let upper = flag.trim().to_ascii_uppercase();
+        let name = upper.trim_end_matches(|c: char| c.is_ascii_digit());
+        if name == "FILTER" || name == "ALL" {
+            level = upper[name.len()..].parse().unwrap_or(1);
+        } else if name == "NONE" {
+            level = 0;
+        }
+    }
+    level
 }
 
 /// `--partial-dir` (`.` or empty: none), or rsync's `.~tmp~` for `--delay-updates`.

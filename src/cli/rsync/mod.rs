@@ -114,7 +114,7 @@ pub struct RsyncOpts {
     #[arg(long, value_name = "FLAGS")]
     pub info: Vec<String>,
 
-    /// Accepted, no effect (rsync's debug output).
+    /// rsync's debug output: `FILTER`/`FILTER1`/`FILTER2` (and `ALL`) trace the filter rules; other flags are accepted, no effect.
     #[arg(long, value_name = "FLAGS", hide = true)]
     pub debug: Vec<String>,
 

@@ -60,9 +60,19 @@ pub enum Error {
         /// Named by a rule (not a per-directory file that may be absent): ends the run.
         required: bool,
     },
-    /// A `dir-merge` rule inside a per-directory merge file.
+    /// A `dir-merge` rule inside a merge file read above the transfer.
     #[error("dir-merge {name} inside a per-directory merge file is not supported (rule ignored)")]
     NestedDirMerge { name: String },
+    /// A rule longer than a path can be: left out, as rsync leaves it out.
+    #[error("discarding over-long filter: {shown}")]
+    OverLong { shown: String },
+    /// A problem noted while reading a per-directory merge file, the run going on.
+    #[error("{0}")]
+    Noted(String),
+    /// A per-directory merge file whose path, once its directory is put in front,
+    /// is longer than a path can be.
+    #[error("merge-file name overflows: {shown}")]
+    NameOverflows { shown: String },
     /// Merge files that include each other more than rsync's limit deep: ends the
     /// run, as in rsync (exit 11).
     #[error(
@@ -106,6 +116,9 @@ pub enum Arg {
 #[derive(Clone, Debug)]
 struct MatchRule {
     pattern: Pattern,
+    /// The rule as traces show it: its pattern when it is an argument, where it was
+    /// read when it is a file's text.
+    shown: Arc<str>,
     include: bool,
     sender: bool,
     receiver: bool,
@@ -126,6 +139,9 @@ enum Rule {
 /// A per-directory merge file.
 #[derive(Clone, Debug)]
 struct DirMerge {
+    /// Named by a file's text (a `dir-merge` rule inside a merge file): neither its
+    /// name nor where it was named is shown, as rsync shows neither.
+    from_file: bool,
     /// The file's name in each directory.
     name: OsString,
     /// Modifiers its rules take.
@@ -149,8 +165,22 @@ pub struct Scope {
     /// The transfer directory, absolute, without its leading `/`, with a trailing
     /// one (for rules that match the absolute path).
     base: Arc<[u8]>,
-    /// One chain per [`Filter::merges`] entry.
+    /// The per-directory merge files in force here: the command line's
+    /// ([`Filter::merges`]), then those `dir-merge` rules inside merge files named in
+    /// this directory or above it (rsync reads them from there down).
+    merges: Arc<[DirMerge]>,
+    /// One chain per `merges` entry.
     lists: Vec<Option<Arc<Chain>>>,
+}
+
+/// What parsing the command line's rules has to say besides failing: warnings and,
+/// with `--debug=FILTER`, traces.
+#[derive(Clone, Debug)]
+pub enum Note {
+    /// A rule left out (`discarding over-long filter`), for stderr.
+    Warn(String),
+    /// A `--debug=FILTER` line, for stdout.
+    Debug(String),
 }
 
 /// The filter rules of a run.
@@ -159,6 +189,10 @@ pub struct Filter {
     rules: Vec<Rule>,
     merges: Vec<DirMerge>,
     delete_excluded: bool,
+    /// rsync's `--debug=FILTER` level (`-vv` gives 1, `-vvv` 2).
+    debug: u8,
+    /// What parsing the command line's rules had to say.
+    notes: Vec<Note>,
 }
 
 impl Filter {
@@ -171,20 +205,50 @@ impl Filter {
         }
     }
 
-    fn loader(&mut self, old_prefixes: bool) -> (Loader<'_>, &mut Vec<Rule>) {
-        let loader = Loader {
+    /// Sets rsync's `--debug=FILTER` level for the rules added after.
+    pub fn set_debug(&mut self, level: u8) {
+        self.debug = level;
+    }
+
+    /// The `--debug=FILTER` level.
+    pub fn debug(&self) -> u8 {
+        self.debug
+    }
+
+    /// What parsing the command line's rules had to say, in order; taken once.
+    pub fn take_notes(&mut self) -> Vec<Note> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Parses with a loader for the command line's list, keeping what it notes.
+    fn with_loader(
+        &mut self,
+        old_prefixes: bool,
+        parse: impl FnOnce(&mut Loader<'_>, &mut Vec<Rule>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut loader = Loader {
             syntax: Syntax {
                 old_prefixes,
                 delete_excluded: self.delete_excluded,
             },
             anchor: Anchor::Root,
             dir: None,
-            merges: Some(&mut self.merges),
+            merges: Some(merge::NewMerges {
+                added: &mut self.merges,
+                base: 0,
+                known: &[],
+            }),
             cleared: false,
             depth: 0,
             source: None,
+            hidden_name: false,
+            debug: self.debug,
+            notes: Vec::new(),
         };
-        (loader, &mut self.rules)
+        let res = parse(&mut loader, &mut self.rules);
+        let notes = std::mem::take(&mut loader.notes);
+        self.notes.extend(notes);
+        res
     }
 
     /// Adds one command-line rule.
@@ -193,8 +257,9 @@ impl Filter {
             include: arg == Arg::Include,
             ..Mods::default()
         };
-        let (mut loader, list) = self.loader(arg != Arg::Filter);
-        loader.parse_str(list, text, &template)
+        self.with_loader(arg != Arg::Filter, |l, list| {
+            l.parse_str(list, text, &template)
+        })
     }
 
     /// Adds a bare pattern: `--exclude PATTERN` or `--include PATTERN`.
@@ -209,8 +274,7 @@ impl Filter {
             include,
             ..Mods::default()
         };
-        let (mut loader, list) = self.loader(true);
-        loader.parse_file(list, path, &template, true)
+        self.with_loader(true, |l, list| l.parse_file(list, path, &template, true))
     }
 
     /// Adds the text of a rules file read elsewhere (tests, stdin already read).
@@ -219,8 +283,7 @@ impl Filter {
             include,
             ..Mods::default()
         };
-        let (mut loader, list) = self.loader(true);
-        loader.parse_text(list, text, &template)
+        self.with_loader(true, |l, list| l.parse_text(list, text, &template))
     }
 
     /// `-C`: rsync appends `:C` (each directory's `.cvsignore`) and `-C` (its built-in
@@ -239,6 +302,19 @@ impl Filter {
     /// force in its directory (`scope`).
     pub fn excluded(&self, scope: &Scope, rel: &Path, is_dir: bool, side: Side) -> bool {
         self.check(scope, rel.as_os_str().as_bytes(), is_dir, side, false) == Some(false)
+    }
+
+    /// The rule that decides `rel` on `side`, if one does: whether it excludes, and
+    /// the rule as a trace may show it (rsync's `because of pattern ...`).
+    pub fn decided_by<'a>(
+        &'a self,
+        scope: &'a Scope,
+        rel: &Path,
+        is_dir: bool,
+        side: Side,
+    ) -> Option<(bool, &'a str)> {
+        let m = self.first_match(scope, rel.as_os_str().as_bytes(), is_dir, side, false)?;
+        Some((!m.include, &m.shown))
     }
 
     /// Whether an entry inside a directory being deleted stays (the receiver's side,
@@ -281,47 +357,62 @@ impl Filter {
         side: Side,
         skip_perishable: bool,
     ) -> Option<bool> {
-        let test = |m: &MatchRule| -> Option<bool> {
+        self.first_match(scope, rel, is_dir, side, skip_perishable)
+            .map(|m| m.include)
+    }
+
+    fn first_match<'a>(
+        &'a self,
+        scope: &'a Scope,
+        rel: &[u8],
+        is_dir: bool,
+        side: Side,
+        skip_perishable: bool,
+    ) -> Option<&'a MatchRule> {
+        let test = |m: &MatchRule| -> bool {
             let applies = match side {
                 Side::Sender => m.sender,
                 Side::Receiver => m.receiver,
             };
             if !applies || m.xattr || (skip_perishable && m.perishable) {
-                return None;
+                return false;
             }
-            let hit = if m.abs {
+            if m.abs {
                 let mut p = scope.base.to_vec();
                 p.extend_from_slice(rel);
                 m.pattern.matches(&p, is_dir)
             } else {
                 m.pattern.matches(rel, is_dir)
-            };
-            hit.then_some(m.include)
+            }
         };
-        for rule in &self.rules {
-            match rule {
-                Rule::Match(m) => {
-                    if let Some(v) = test(m) {
-                        return Some(v);
+        first_in(&self.rules, scope, &test)
+    }
+}
+
+/// The first rule of `rules` that `test` accepts, a `dir-merge` rule standing for the
+/// rules its files gave in `scope` (which may hold `dir-merge` rules of their own: each
+/// names a file added after its own, so the descent ends).
+fn first_in<'a>(
+    rules: &'a [Rule],
+    scope: &'a Scope,
+    test: &dyn Fn(&MatchRule) -> bool,
+) -> Option<&'a MatchRule> {
+    for rule in rules {
+        match rule {
+            Rule::Match(m) if test(m) => return Some(m),
+            Rule::Match(_) => {}
+            Rule::DirMerge(i) => {
+                let mut chain = scope.lists.get(*i).and_then(|c| c.as_deref());
+                while let Some(c) = chain {
+                    if let Some(m) = first_in(&c.rules, scope, test) {
+                        return Some(m);
                     }
-                }
-                Rule::DirMerge(i) => {
-                    let mut chain = scope.lists.get(*i).and_then(|c| c.as_deref());
-                    while let Some(c) = chain {
-                        for r in &c.rules {
-                            if let Rule::Match(m) = r
-                                && let Some(v) = test(m)
-                            {
-                                return Some(v);
-                            }
-                        }
-                        chain = c.next.as_deref();
-                    }
+                    chain = c.next.as_deref();
                 }
             }
         }
-        None
     }
+    None
 }
 
 #[cfg(test)]
@@ -477,6 +568,67 @@ mod tests {
         assert!(!f.excluded(&a, Path::new("a/one.x"), false, Side::Sender));
         // The built-in names are perishable.
         assert!(!f.protected_in_deletion(&top, Path::new("d"), Path::new("d/x.o"), false));
+    }
+
+    #[test]
+    fn a_merge_file_named_in_a_merge_file_is_neither_shown_nor_located() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("src");
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(tmp.path().join("secret"), "SECRET-LINE\n").unwrap();
+        std::fs::write(root.join(".f"), ": ../secret\n").unwrap();
+        std::fs::write(root.join("a/.g"), "- sec[r]et-x\n").unwrap();
+        std::fs::write(root.join("a/.f"), ": .g\n").unwrap();
+        let f = filter(&[": .f"]);
+        let (top, errs) = f.root_scope(&root, Some(&root), true);
+        let said: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert!(
+            said.len() == 1
+                && said[0].ends_with(": <rule from a file read earlier>")
+                && !said[0].contains("SECRET"),
+            "{said:?}"
+        );
+        // `.g`, named in a/.f, works in a and below, not beside it; what decided is
+        // said by place.
+        let (a, _) = f.enter(&top, &root.join("a"), Path::new("a"));
+        let (b, _) = f.enter(&a, &root.join("a/b"), Path::new("a/b"));
+        let side = Side::Sender;
+        let by = |s: &Scope, rel: &str| {
+            f.decided_by(s, Path::new(rel), false, side)
+                .map(|(x, why)| (x, why.to_string()))
+        };
+        assert_eq!(
+            by(&a, "a/secret-x"),
+            Some((true, "<rule from a file read earlier>".to_string()))
+        );
+        assert!(by(&b, "a/b/secret-x").is_some() && by(&top, "secret-x").is_none());
+        let f = filter(&["- own[r]ule"]);
+        let s = Scope::default();
+        assert_eq!(
+            f.decided_by(&s, Path::new("ownrule"), false, side),
+            Some((true, "own[r]ule"))
+        );
+    }
+
+    #[test]
+    fn over_long_rules_are_left_out_and_trailing_blanks_noted() {
+        let mut f = Filter::default();
+        f.set_debug(1);
+        let long = format!("- {}", "Q".repeat(5000));
+        f.add_arg(Arg::Filter, long.as_bytes()).unwrap();
+        f.add_arg(Arg::Filter, b"- mine ").unwrap();
+        assert!(f.rules.len() == 1);
+        let notes = f.take_notes();
+        assert!(matches!(&notes[0], Note::Warn(w)
+            if w.starts_with("discarding over-long filter: QQQ") && w.len() > 5000));
+        assert!(matches!(&notes[1], Note::Debug(d)
+            if d == "[sender] add_rule(- mine ) -- CAUTION: trailing whitespace!"));
+        // A file's rule is not mentioned, however it ends.
+        let tmp = tempfile::tempdir().unwrap();
+        let rules = tmp.path().join("rules");
+        std::fs::write(&rules, "- theirs \n").unwrap();
+        f.add_file(&rules, false).unwrap();
+        assert!(f.take_notes().is_empty());
     }
 
     #[test]
