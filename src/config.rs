@@ -62,6 +62,9 @@ pub struct Config {
     pub hard_links: bool,
     /// Which ownership to keep.
     pub owners: OwnerPolicy,
+    /// Which symlinks the paths the command line names, and merge files, may lead
+    /// through (`--insecure-links`: all).
+    pub trust: crate::options::trust::Trust,
     /// `--numeric-ids` (ids are always numeric on both of our paths; accepted for rsync parity).
     pub numeric_ids: bool,
     /// `--specials`: copy fifos and sockets.

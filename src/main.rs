@@ -72,7 +72,7 @@ fn real_main() -> Result<ExitCode, Error> {
         }
     }
     let log = cfg.log_file.as_ref().and_then(|p| {
-        LogFile::open(p, cfg.log_file_format.clone())
+        LogFile::open(p, cfg.log_file_format.clone(), cfg.trust)
             .map_err(|e| {
                 // rsync goes on without its log, and says so.
                 eprintln!("nfsync: failed to open log-file {}: {e}", p.display());
@@ -146,7 +146,11 @@ fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
             nfs::Dest::V41(d) => run(cfg, &d, out),
         })
     } else {
-        run(cfg, &local::LocalDest::new(&cfg.dest, cfg.owners), out)
+        run(
+            cfg,
+            &local::LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust),
+            out,
+        )
     }
 }
 

@@ -13,6 +13,7 @@ use crate::options::chmod::Chmod;
 use crate::options::filter::{Arg, Filter};
 use crate::options::follow::Follow;
 use crate::options::keep::{Backup, Basis, BasisUse};
+use crate::options::trust::Trust;
 use crate::options::xattrs::XattrSet;
 use crate::plan::{Compare, Skip};
 use crate::report::format::LogFormat;
@@ -31,7 +32,7 @@ impl Cli {
     /// Builds the engine's configuration; `matches` gives the options' positions so
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
-        crate::options::trust::set_insecure(self.rsync.insecure_links);
+        let trust = Trust::new(self.rsync.insecure_links);
         let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
         // A lone SRC is listed, as rsync infers --list-only then; a DEST given with
@@ -62,7 +63,8 @@ impl Cli {
         }
         let euid = rustix::process::geteuid().as_raw();
         if !list_only && !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
-            crate::options::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
+            crate::options::trust::check(trust, &dest, euid)
+                .map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
         }
         let shard = self
             .shard
@@ -189,6 +191,7 @@ impl Cli {
             jobs: self.jobs,
             hard_links: self.hard_links,
             owners,
+            trust,
             numeric_ids: self.numeric_ids,
             specials,
             devices,
@@ -308,6 +311,8 @@ impl Cli {
         items.sort_by_key(|i| i.0);
         let mut filter = Filter::new(r.delete_excluded);
         filter.set_debug(filter_debug(&r.debug, self.verbose));
+        let trust = Trust::new(r.insecure_links);
+        filter.set_trust(trust);
         for (_, item) in items {
             let res = match item {
                 Item::Arg(arg, text) => filter.add_arg(arg, text),
@@ -321,7 +326,7 @@ impl Cli {
                         } else {
                             "--exclude-from"
                         };
-                        crate::options::trust::check(path, euid)
+                        crate::options::trust::check(trust, path, euid)
                             .map_err(|e| anyhow::anyhow!("{opt}: {e}"))?;
                     }
                     filter.add_file(path, include)

@@ -416,7 +416,7 @@ impl RsyncOpts {
             std::io::stdin().lock().read_to_end(&mut data).map(|_| data)
         } else {
             // A symlink another user owns is not followed (see `trust`).
-            crate::options::trust::read(f)
+            crate::options::trust::read(crate::options::trust::Trust::new(self.insecure_links), f)
         };
         let data = data.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
         Ok(Some(crate::options::relative::parse_list(

@@ -87,6 +87,8 @@ pub(super) struct Loader<'a> {
     /// The file about to be read was named by another file's text, which is not
     /// known any more (a per-directory merge file named in a merge file).
     pub hidden_name: bool,
+    /// Which symlinks a merge file's path may lead through.
+    pub trust: crate::options::trust::Trust,
     /// rsync's `--debug=FILTER` level.
     pub debug: u8,
     /// Warnings and traces for the caller.
@@ -331,7 +333,8 @@ impl Loader<'_> {
         } else {
             // A directory deeper than PATH_MAX is listed; its merge file is read too.
             // A symlink another user owns is not followed (see `trust`).
-            crate::walk::short_path(path, crate::options::trust::read)
+            let trust = self.trust;
+            crate::walk::short_path(path, |p| crate::options::trust::read(trust, p))
         };
         let text = match text {
             Ok(t) => t,

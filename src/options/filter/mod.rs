@@ -33,6 +33,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::options::trust::Trust;
 use merge::{Anchor, Loader};
 use pattern::Pattern;
 use rules::{Mods, Syntax};
@@ -193,6 +194,8 @@ pub struct Filter {
     debug: u8,
     /// What parsing the command line's rules had to say.
     notes: Vec<Note>,
+    /// Which symlinks a merge file's path may lead through.
+    trust: Trust,
 }
 
 impl Filter {
@@ -203,6 +206,12 @@ impl Filter {
             delete_excluded,
             ..Filter::default()
         }
+    }
+
+    /// Sets which symlinks the paths of merge files read after may lead through
+    /// (rsync's rule by default; `--insecure-links`: all).
+    pub fn set_trust(&mut self, trust: Trust) {
+        self.trust = trust;
     }
 
     /// Sets rsync's `--debug=FILTER` level for the rules added after.
@@ -242,6 +251,7 @@ impl Filter {
             depth: 0,
             source: None,
             hidden_name: false,
+            trust: self.trust,
             debug: self.debug,
             notes: Vec::new(),
         };

@@ -164,6 +164,7 @@ impl Filter {
             depth: 0,
             source: None,
             hidden_name: m.from_file,
+            trust: self.trust,
             // Traces are the command line's; a merge file's own text never is one.
             debug: 0,
             notes: Vec::new(),
