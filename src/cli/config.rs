@@ -144,10 +144,7 @@ impl Cli {
             last(&[("archive", true), ("perms", true), ("no_perms", false)]).unwrap_or(default);
         let times =
             last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
-        let data = data_config(
-            r,
-            dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://"),
-        )?;
+        let data = data_config(r)?;
         let (backup, basis) = safety(r)?;
         let progress = match r.info_progress() {
             Some(p) => p,
@@ -432,7 +429,7 @@ fn partial_dir(r: &RsyncOpts) -> Option<PathBuf> {
 }
 
 /// The data options, refused together where rsync refuses them.
-fn data_config(r: &RsyncOpts, nfs: bool) -> anyhow::Result<DataConfig> {
+fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
     let append = if r.append_verify {
         Append::Verify
     } else if r.append {
@@ -440,14 +437,6 @@ fn data_config(r: &RsyncOpts, nfs: bool) -> anyhow::Result<DataConfig> {
     } else {
         Append::Off
     };
-    // The old copy is kept by copying it before it is written over, which needs its
-    // bytes: on the mount path they are read there; from an NFS server they are not.
-    if nfs && (r.backup || r.backup_dir.is_some()) && (r.inplace || append != Append::Off) {
-        anyhow::bail!(
-            "--backup with --inplace or --append is not supported on nfs:// (the old copy \
-             is written over in place, and keeping it would read it back from the server)"
-        );
-    }
     if r.delay_updates {
         if append != Append::Off {
             anyhow::bail!("--append cannot be used with --delay-updates");

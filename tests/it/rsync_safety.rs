@@ -178,19 +178,30 @@ fn backup_beside_with_and_without_suffix() {
 
 /// `-b` with `--inplace` or `--append`: the old copy is written over where it is, so
 /// its backup is a copy of it (beside it, or below `--backup-dir`), with its bytes
-/// and attributes, as rsync makes it. On `nfs://` this is refused (the old copy would
-/// have to be read back from the server).
+/// and attributes, as rsync makes it; over nfs:// the old copy is read back from the
+/// server for that.
 #[test]
 fn backup_with_inplace_and_append() {
-    for (flags, backup) in [
-        (&["-a", "--inplace", "-b"][..], "dst/older~"),
+    for (nfs, flags, backup) in [
+        (false, &["-a", "--inplace", "-b"][..], "dst/older~"),
         (
+            false,
             &["-a", "--inplace", "-b", "--backup-dir=bk"],
             "dst/bk/older",
         ),
-        (&["-a", "--append", "-b", "--suffix=.old"], "dst/older.old"),
+        (
+            false,
+            &["-a", "--append", "-b", "--suffix=.old"],
+            "dst/older.old",
+        ),
+        (true, &["-a", "--no-D", "--inplace", "-b"], "dst/older~"),
+        (
+            true,
+            &["-a", "--no-D", "--inplace", "--backup-dir=bk"],
+            "dst/bk/older",
+        ),
     ] {
-        let (sides, d) = side_by_side(false, flags, |w| {
+        let (sides, d) = side_by_side(nfs, flags, |w| {
             Tree::new(w.join("dst")).file("older~", "an older backup\n");
         });
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
@@ -199,20 +210,6 @@ fn backup_with_inplace_and_append() {
         let (n, r) = (m(sides.nfsync(backup)), m(sides.rsync(backup)));
         assert_eq!((n.mode(), n.mtime()), (r.mode(), r.mtime()), "{flags:?}");
     }
-    let s = Scratch::new();
-    Tree::new(s.join("src")).file("f", "f\n");
-    let out = nfsync()
-        .args(["-a", "--inplace", "-b", "--no-D"])
-        .arg(slash(&s.join("src")))
-        .arg("nfs://127.0.0.1:9/x")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("not supported on nfs://"),
-        "{}",
-        describe(&out)
-    );
 }
 
 /// A second `-b --delete` run keeps the first run's backups (rsync's `P *~` rule) and
@@ -340,36 +337,44 @@ fn compare_dest_and_copy_dest() {
 /// `--copy-dest`: a basis copy that passes the quick check is what DEST gets, copied
 /// from the basis (rsync copies it locally), not from the source: `same` (also its
 /// attributes) and `world` (another mode) have the source's size and time there but
-/// other bytes, and both sides end with the basis's bytes.
+/// other bytes, and both sides end with the basis's bytes; over nfs:// too (the basis
+/// copy read back from the server).
 #[test]
 fn copy_dest_copies_the_basis_copy() {
-    let setup = |w: &Path| {
-        previous_snapshot(w);
-        for (f, other) in [("same", "SAME\n"), ("world", "RW FOR ALL\n")] {
-            let t = fs::metadata(w.join("src").join(f))
-                .unwrap()
-                .modified()
-                .unwrap();
-            let p = w.join("prev").join(f);
-            fs::write(&p, other).unwrap();
-            fs::File::options()
-                .write(true)
-                .open(&p)
-                .unwrap()
-                .set_modified(t)
-                .unwrap();
+    let setup = basis_with_other_bytes;
+    for (nfs, flags) in [
+        (false, &["-a", "--copy-dest=../prev"][..]),
+        (true, &["-a", "--no-D", "--copy-dest=../prev"]),
+    ] {
+        let (sides, d) = side_by_side(nfs, flags, setup);
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        for f in ["dst/same", "dst/world"] {
+            let basis = read(sides.rsync(&f.replace("dst", "prev")));
+            assert_eq!(read(sides.rsync(f)), basis);
+            assert_eq!(read(sides.nfsync(f)), read(sides.rsync(f)), "{flags:?} {f}");
         }
-    };
-    let (sides, d) = side_by_side(false, &["-a", "--copy-dest=../prev"], setup);
-    assert!(d.is_empty(), "--copy-dest differs from rsync:\n{d}");
-    for f in ["dst/same", "dst/world"] {
-        assert_eq!(
-            read(sides.rsync(f)),
-            read(sides.rsync(&f.replace("dst", "prev")))
-        );
-        assert_eq!(read(sides.nfsync(f)), read(sides.rsync(f)), "{f}");
+        assert_eq!(fs::metadata(sides.nfsync("dst/same")).unwrap().nlink(), 1);
     }
-    assert_eq!(fs::metadata(sides.nfsync("dst/same")).unwrap().nlink(), 1);
+}
+
+/// [`previous_snapshot`], `same` and `world` there holding other bytes of the source's
+/// size, with its time: the quick check passes, the content is the basis's own.
+fn basis_with_other_bytes(w: &Path) {
+    previous_snapshot(w);
+    for (f, other) in [("same", "SAME\n"), ("world", "RW FOR ALL\n")] {
+        let t = fs::metadata(w.join("src").join(f))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let p = w.join("prev").join(f);
+        fs::write(&p, other).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
 }
 
 /// `--remove-source-files`: every source non-directory that DEST now holds (copied or
@@ -479,6 +484,16 @@ fn ganesha_same_as_rsync() {
                 assert_eq!(read(sides.nfsync("bk/gone/deeper/g")), "g\n");
             }
         }
+        // The old copy (--inplace -b) and the basis copy (--copy-dest) are read back
+        // from the server.
+        let flags = ["-a", "--inplace", "-b"];
+        let (sides, d) = side_by_side_via(via, &flags, nothing_more);
+        assert!(d.is_empty(), "{proto:?}: {flags:?} differs:\n{d}");
+        assert_eq!(read(sides.nfsync("dst/older~")), "old\n", "{proto:?}");
+        let flags = ["-a", "--copy-dest=../prev"];
+        let (sides, d) = side_by_side_via(via, &flags, basis_with_other_bytes);
+        assert!(d.is_empty(), "{proto:?}: {flags:?} differs:\n{d}");
+        assert_eq!(read(sides.nfsync("dst/same")), "SAME\n", "{proto:?}");
     }
 }
 
