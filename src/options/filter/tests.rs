@@ -230,3 +230,20 @@ fn merge_reads_a_file_now_and_e_excludes_it() {
             .starts_with("failed to open exclude file")
     );
 }
+
+#[test]
+fn a_merge_file_name_too_long_once_its_directory_is_in_front_is_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let pad = 4096 - root.as_os_str().len() - 10;
+    let rule = format!(": sub/HIDDEN-{}\n", "Q".repeat(pad));
+    std::fs::write(root.join(".f"), &rule).unwrap();
+    let f = filter(&[": .f"]);
+    let (_, errs) = f.root_scope(root, Some(root), true);
+    let said: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    let place = format!("{}/.f line 1", root.display());
+    assert_eq!(
+        said,
+        [format!("merge-file name overflows: <rule from {place}>")]
+    );
+}
