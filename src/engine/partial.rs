@@ -45,10 +45,11 @@ impl<D: Destination> Engine<'_, D> {
         } else {
             parent.rel.join(p)
         };
-        let mut opened = self.staging.opened.lock().unwrap();
-        if let Some(d) = opened.get(&path) {
+        if let Some(d) = self.staging.opened.lock().unwrap().get(&path) {
             return d.clone();
         }
+        // Opened without the lock (a round trip on nfs://): two workers may both open
+        // it, which costs an open and keeps the first.
         let dir = match self.dest.open_path(&path, true) {
             Ok(Some(d)) => {
                 self.clear_abandoned(&d);
@@ -68,8 +69,8 @@ impl<D: Destination> Engine<'_, D> {
                 None
             }
         };
-        opened.insert(path, dir.clone());
-        dir
+        let mut opened = self.staging.opened.lock().unwrap();
+        opened.entry(path).or_insert(dir).clone()
     }
 
     /// Removes the temporaries of runs that are gone from a partial dir.
