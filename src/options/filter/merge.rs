@@ -118,6 +118,9 @@ impl Loader<'_> {
     /// rule; level 1 only for an argument's rule that ends in whitespace (a file's
     /// is not mentioned: that would tell how its hidden text ends).
     fn trace_rule(&mut self, p: &rules::Parsed<'_>) {
+        if self.debug == 0 {
+            return;
+        }
         let ws = p.pattern.last().is_some_and(|c| *c == b' ' || *c == b'\t');
         let own = self.place().is_none();
         let caution = own && ws && self.debug >= 1;
