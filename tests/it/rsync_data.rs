@@ -327,6 +327,35 @@ fn delay_updates() {
     b.assert_same("--delay-updates");
 }
 
+/// `--delay-updates` holds files back in the partial dir of their directory (rsync's
+/// `.~tmp~`, or `--partial-dir`'s), which is removed once empty; a stale partial file
+/// there is replaced and gone afterwards, as with rsync. Over nfs:// too.
+#[test]
+fn delay_updates_stage_in_the_partial_dir() {
+    for (via, flags, dir) in [
+        (Via::Mount, &["-a", "--delay-updates"][..], ".~tmp~"),
+        (
+            Via::Mount,
+            &["-a", "--delay-updates", "--partial-dir=.part"],
+            ".part",
+        ),
+        (Via::InProc, &["-a", "--delay-updates"], ".~tmp~"),
+    ] {
+        let b = both(via, flags, |_, start| {
+            start
+                .file(format!("{dir}/older"), "stale partial\n")
+                .file(format!("sub/{dir}/big2"), "stale partial\n")
+                .mtime(format!("{dir}/older"), 1_000_000_000, 0);
+        });
+        b.assert_same(&format!("{flags:?}"));
+        for side in [b.nfsync(""), b.rsync("")] {
+            assert!(!side.join(dir).exists(), "{flags:?}: {side:?}");
+            assert!(!side.join("sub").join(dir).exists(), "{flags:?}");
+        }
+        assert_eq!(fs::read(b.nfsync("older")).unwrap(), b"new content\n");
+    }
+}
+
 /// `--delay-updates`: watched while it runs (paced by --bwlimit), no file is replaced
 /// while another is still being transferred — the small file's update, done long
 /// before the big one's, appears only once the big one's temporary is whole.

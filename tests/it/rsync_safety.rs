@@ -514,38 +514,6 @@ fn partial_dir_is_accepted() {
     }
 }
 
-/// `--delay-updates` holds files back in the partial dir of their directory (rsync's
-/// `.~tmp~`, or `--partial-dir`'s), which is removed once empty; a stale partial file
-/// there is replaced and gone afterwards, as with rsync. Over nfs:// too.
-#[test]
-fn delay_updates_stage_in_the_partial_dir() {
-    let stale = |dir: &'static str| {
-        move |w: &Path| {
-            Tree::new(w.join("dst"))
-                .file(format!("{dir}/older"), "stale partial\n")
-                .file(format!("sub/{dir}/big2"), "stale partial\n")
-                .mtime(format!("{dir}/older"), 1_000_000_000, 0);
-        }
-    };
-    for (nfs, flags, dir) in [
-        (false, &["-a", "--delay-updates"][..], ".~tmp~"),
-        (
-            false,
-            &["-a", "--delay-updates", "--partial-dir=.part"],
-            ".part",
-        ),
-        (true, &["-a", "--no-D", "--delay-updates"], ".~tmp~"),
-    ] {
-        let (sides, d) = side_by_side(nfs, flags, stale(dir));
-        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
-        for side in [sides.nfsync(""), sides.rsync("")] {
-            assert!(!side.join("dst").join(dir).exists(), "{flags:?}: {side:?}");
-            assert!(!side.join("dst/sub").join(dir).exists(), "{flags:?}");
-        }
-        assert_eq!(read(sides.nfsync("dst/older")), "new content\n");
-    }
-}
-
 /// What rsync refuses, nfsync refuses in rsync's words: an empty suffix without a
 /// backup directory, and basis directories of two kinds.
 #[test]
