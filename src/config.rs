@@ -62,6 +62,9 @@ pub struct Config {
     pub hard_links: bool,
     /// Which ownership to keep.
     pub owners: OwnerPolicy,
+    /// Which symlinks the paths the command line names, and merge files, may lead
+    /// through (`--insecure-links`: all).
+    pub trust: crate::options::trust::Trust,
     /// `--numeric-ids` (ids are always numeric on both of our paths; accepted for rsync parity).
     pub numeric_ids: bool,
     /// `--specials`: copy fifos and sockets.
@@ -146,6 +149,9 @@ pub struct DataConfig {
     pub temp_dir: Option<PathBuf>,
     /// `--delay-updates`: every transferred file is put in place at the end.
     pub delay_updates: bool,
+    /// `--partial-dir`: where `--delay-updates` holds files back (relative: below each
+    /// file's directory; absolute: one for the run).
+    pub partial_dir: Option<PathBuf>,
     /// `--bwlimit` in bytes per second (0: no limit).
     pub bwlimit: u64,
 }

@@ -56,7 +56,7 @@ fn real_main() -> Result<ExitCode, Error> {
     for note in cli.notes() {
         eprintln!("nfsync: {note}");
     }
-    let cfg = cli.into_config(&matches).map_err(|e| {
+    let mut cfg = cli.into_config(&matches).map_err(|e| {
         match e.downcast::<nfsync::options::filter::Error>() {
             Ok(e) => Error::Local {
                 what: "filter rules".into(),
@@ -65,8 +65,14 @@ fn real_main() -> Result<ExitCode, Error> {
             Err(e) => Error::Usage(Why::of(e)),
         }
     })?;
+    for note in cfg.filter.take_notes() {
+        match note {
+            nfsync::options::filter::Note::Warn(w) => eprintln!("nfsync: {w}"),
+            nfsync::options::filter::Note::Debug(d) => println!("{d}"),
+        }
+    }
     let log = cfg.log_file.as_ref().and_then(|p| {
-        LogFile::open(p, cfg.log_file_format.clone())
+        LogFile::open(p, cfg.log_file_format.clone(), cfg.trust)
             .map_err(|e| {
                 // rsync goes on without its log, and says so.
                 eprintln!("nfsync: failed to open log-file {}: {e}", p.display());
@@ -174,7 +180,11 @@ fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
             nfs::Dest::V41(d) => run(cfg, &d, out),
         })
     } else {
-        run(cfg, &local::LocalDest::new(&cfg.dest, cfg.owners), out)
+        run(
+            cfg,
+            &local::LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust),
+            out,
+        )
     }
 }
 

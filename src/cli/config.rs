@@ -13,6 +13,7 @@ use crate::options::chmod::Chmod;
 use crate::options::filter::{Arg, Filter};
 use crate::options::follow::Follow;
 use crate::options::keep::{Backup, Basis, BasisUse};
+use crate::options::trust::Trust;
 use crate::options::xattrs::XattrSet;
 use crate::plan::{Compare, Skip};
 use crate::report::format::LogFormat;
@@ -31,7 +32,7 @@ impl Cli {
     /// Builds the engine's configuration; `matches` gives the options' positions so
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
-        crate::options::trust::set_insecure(self.rsync.insecure_links);
+        let trust = Trust::new(self.rsync.insecure_links);
         let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
         // A lone SRC is listed, as rsync infers --list-only then; a DEST given with
@@ -65,7 +66,8 @@ impl Cli {
         }
         let euid = rustix::process::geteuid().as_raw();
         if !list_only && !dest.as_os_str().as_encoded_bytes().starts_with(b"nfs://") {
-            crate::options::trust::check(&dest, euid).map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
+            crate::options::trust::check(trust, &dest, euid)
+                .map_err(|e| anyhow::anyhow!("DEST: {e}"))?;
         }
         let shard = self
             .shard
@@ -189,6 +191,7 @@ impl Cli {
             jobs: self.jobs,
             hard_links: self.hard_links,
             owners,
+            trust,
             numeric_ids: self.numeric_ids,
             specials,
             devices,
@@ -309,6 +312,9 @@ impl Cli {
         );
         items.sort_by_key(|i| i.0);
         let mut filter = Filter::new(r.delete_excluded);
+        filter.set_debug(filter_debug(&r.debug, self.verbose));
+        let trust = Trust::new(r.insecure_links);
+        filter.set_trust(trust);
         for (_, item) in items {
             let res = match item {
                 Item::Arg(arg, text) => filter.add_arg(arg, text),
@@ -322,7 +328,7 @@ impl Cli {
                         } else {
                             "--exclude-from"
                         };
-                        crate::options::trust::check(path, euid)
+                        crate::options::trust::check(trust, path, euid)
                             .map_err(|e| anyhow::anyhow!("{opt}: {e}"))?;
                     }
                     filter.add_file(path, include)
@@ -340,6 +346,17 @@ impl Cli {
             filter
                 .add_cvs_exclude()
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        // A relative --partial-dir is neither sent nor deleted: rsync adds this rule
+        // after all the others.
+        if let Some(p) = partial_dir(r).filter(|p| p.is_relative()) {
+            let p = p.as_os_str().as_encoded_bytes();
+            let mut rule = b"-p ".to_vec();
+            rule.extend_from_slice(p.strip_suffix(b"/").unwrap_or(p));
+            rule.push(b'/');
+            filter
+                .add_arg(Arg::Filter, &rule)
+                .map_err(|e| anyhow::anyhow!("--partial-dir: {e}"))?;
         }
         Ok(filter)
     }
@@ -386,6 +403,36 @@ fn current_umask() -> u32 {
     old.bits()
 }
 
+/// rsync's `--debug=FILTER` level: what `-vv` (1) and `-vvv` (2) give, or what
+/// `--debug` says (`FILTER`, `FILTER2`, `ALL`, ...; the last naming it wins).
+fn filter_debug(debug: &[String], verbose: u8) -> u8 {
+    let mut level = match verbose {
+        0 | 1 => 0,
+        2 => 1,
+        _ => 2,
+    };
+    for flag in debug.iter().flat_map(|d| d.split(',')) {
+        let upper = flag.trim().to_ascii_uppercase();
+        let name = upper.trim_end_matches(|c: char| c.is_ascii_digit());
+        if name == "FILTER" || name == "ALL" {
+            level = upper[name.len()..].parse().unwrap_or(1);
+        } else if name == "NONE" {
+            level = 0;
+        }
+    }
+    level
+}
+
+/// `--partial-dir` (`.` or empty: none), or rsync's `.~tmp~` for `--delay-updates`.
+fn partial_dir(r: &RsyncOpts) -> Option<PathBuf> {
+    let given = r.partial_dir.clone();
+    let given = given.filter(|p| !p.as_os_str().is_empty() && p != Path::new("."));
+    match given {
+        None if r.delay_updates => Some(PathBuf::from(".~tmp~")),
+        given => given,
+    }
+}
+
 /// The data options, refused together where rsync refuses them.
 fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
     let append = if r.append_verify {
@@ -395,12 +442,6 @@ fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
     } else {
         Append::Off
     };
-    if (r.backup || r.backup_dir.is_some()) && (r.inplace || append != Append::Off) {
-        anyhow::bail!(
-            "--backup with --inplace or --append is not supported (the old copy is written \
-             over in place, so there is no old file to keep)"
-        );
-    }
     if r.delay_updates {
         if append != Append::Off {
             anyhow::bail!("--append cannot be used with --delay-updates");
@@ -415,6 +456,7 @@ fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
         append,
         temp_dir: r.temp_dir.clone(),
         delay_updates: r.delay_updates,
+        partial_dir: partial_dir(r),
         bwlimit: r.bwlimit.unwrap_or(0),
     })
 }

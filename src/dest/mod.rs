@@ -351,6 +351,16 @@ pub trait Destination: Send + Sync {
     /// source file just opened (see [`crate::walk::open_file`]).
     fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: File) -> Result<bool>;
 
+    /// A regular file of this destination opened for reading, to be copied within it
+    /// (a `--copy-dest` basis copy, the old copy `--inplace --backup` keeps): opened
+    /// without following a symlink and without blocking on a FIFO. `Ok(None)` when
+    /// `name` is not a regular file, or where the backend cannot hand out a local file
+    /// (then the caller takes the bytes from elsewhere or declines).
+    fn open_file(&self, dir: &Self::Dir, name: &OsStr) -> Result<Option<File>> {
+        let _ = (dir, name);
+        Ok(None)
+    }
+
     /// Opens the directory at `path`: relative to DEST (`..` allowed), or absolute (on
     /// the mount path the filesystem's; on `nfs://` a path on the server as the URL
     /// writes it, within the export for NFSv3). With `create` missing directories are

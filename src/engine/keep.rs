@@ -12,16 +12,16 @@ use std::sync::atomic::Ordering;
 
 use super::race::{Attempt, is_race};
 use super::{DirNode, Engine, EntryJob};
-use crate::dest::{self, Destination, Removal};
+use crate::dest::{self, CopyError, Destination, Removal, SourceFile};
 use crate::meta::{Kind, Meta};
-use crate::options::follow;
 use crate::options::keep::{self, BasisUse, Match};
+use crate::options::{follow, temp};
 use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::walk;
 
-/// What a basis directory offers for one entry.
-pub(super) enum FromBasis {
+/// What a basis directory offers for one entry (`Dir` a directory of the destination).
+pub(super) enum FromBasis<Dir> {
     /// Nothing: copy from the source as usual.
     Nothing,
     /// Done by the basis copy (linked, or left out with `--compare-dest`).
@@ -29,7 +29,14 @@ pub(super) enum FromBasis {
     /// Copy from the source, itemized with this code (`None`: not itemized, as rsync
     /// says nothing of an entry `--copy-dest` had whole).
     Copy(Option<Itemize>),
+    /// Copy the basis copy (in this directory, with these attributes), which the quick
+    /// check found to be the source's content, as rsync copies it locally; itemized
+    /// as [`FromBasis::Copy`]. Where it cannot be read, copy from the source.
+    CopyBasis(Option<Itemize>, Dir, Meta),
 }
+
+/// A basis copy that matches: its directory, how well, its attributes.
+type BasisCopy<Dir> = (Dir, Match, Meta);
 
 impl<D: Destination> Engine<'_, D> {
     /// `--backup`: moves `name` (in `dir`, at `parent` below DEST, `node` the nearest
@@ -54,6 +61,59 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest.rename_into(dir, name, &to, &backup)
             }
         }
+    }
+
+    /// `--backup` with `--inplace`/`--append`: the old copy `name` (attributes `old`)
+    /// is about to be written over where it is, so it cannot be moved away: it is
+    /// copied to its backup (beside it, or below `--backup-dir`), as rsync copies it,
+    /// under a temporary name renamed over any older backup once whole.
+    pub(super) fn back_up_copy(
+        &self,
+        dir: &D::Dir,
+        (node, parent): (&DirNode<D>, &Path),
+        name: &OsStr,
+        old: &Meta,
+    ) -> Result<(), CopyError> {
+        let b = self.cfg.backup.as_ref().expect("--backup is on");
+        let backup = b.name(name);
+        let to = match &b.dir {
+            None => dir.clone(),
+            Some(root) => self
+                .backup_dir(root, node, parent)
+                .map_err(CopyError::Dest)?,
+        };
+        let rel = parent.join(name);
+        let Some(file) = self.dest.open_file(dir, name).map_err(CopyError::Dest)? else {
+            return Err(CopyError::Dest(dest::unsupported(
+                "the old copy cannot be read to keep it as a backup",
+            )));
+        };
+        let path = self.dest_path(&rel);
+        let copy = SourceFile {
+            file,
+            meta: old,
+            listed: old,
+            path: &path,
+            sparse: self.cfg.data.sparse,
+            limit: None,
+            stop: Some(&self.interrupted),
+        };
+        let temp = temp::name(&backup);
+        match self.dest.write_file(&to, &temp, &copy) {
+            Ok(_) => {}
+            Err(CopyError::Source(e)) => return Err(CopyError::Dest(e.into())),
+            Err(CopyError::SourceChanged | CopyError::Vanished) => {
+                let _ = self.dest.remove(&to, &temp, Kind::File);
+                return Err(CopyError::Dest(
+                    io::Error::other("changed while its backup was made").into(),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        self.dest.rename(&to, &temp, &backup).map_err(|e| {
+            let _ = self.dest.remove(&to, &temp, Kind::File);
+            CopyError::Dest(e)
+        })
     }
 
     /// With `--safe-links`, whether DEST's `rel` is a symlink that must not be kept
@@ -222,7 +282,7 @@ impl<D: Destination> Engine<'_, D> {
         job: &EntryJob<D>,
         src: &Meta,
         same: impl Fn(&D::Dir) -> bool,
-    ) -> (Option<(D::Dir, Match)>, Option<Meta>) {
+    ) -> (Option<BasisCopy<D::Dir>>, Option<Meta>) {
         let Some(basis) = self.cfg.basis.as_ref() else {
             return (None, None);
         };
@@ -248,12 +308,12 @@ impl<D: Destination> Engine<'_, D> {
                     if m.kind == src.kind {
                         first.get_or_insert(m);
                     }
-                    keep::compare(src, &m, &self.rules, || same(dir))
+                    keep::compare(src, &m, &self.rules, || same(dir)).map(|c| (c, m))
                 }
                 _ => None,
             };
-            let exact = m == Some(Match::Exact);
-            found.push(m.map(|m| (dir.clone(), m)));
+            let exact = matches!(m, Some((Match::Exact, _)));
+            found.push(m.map(|(c, m)| (dir.clone(), c, m)));
             if exact {
                 break;
             }
@@ -272,7 +332,7 @@ impl<D: Destination> Engine<'_, D> {
         rel: &Path,
         src: &Meta,
         last: bool,
-    ) -> FromBasis {
+    ) -> FromBasis<D::Dir> {
         let Some(basis) = &self.cfg.basis else {
             return FromBasis::Nothing;
         };
@@ -280,7 +340,7 @@ impl<D: Destination> Engine<'_, D> {
         let (found, first) = self.basis_match(job, src, |dir| {
             self.same_content(dir, name, &job.entry).unwrap_or(false)
         });
-        let Some((bdir, m)) = found else {
+        let Some((bdir, m, bmeta)) = found else {
             return match first {
                 Some(b) => FromBasis::Copy(Some(self.file_code(src, Some(&b), job, rel))),
                 None => FromBasis::Nothing,
@@ -296,13 +356,10 @@ impl<D: Destination> Engine<'_, D> {
                 Some(a) => FromBasis::Done(a),
                 None => FromBasis::Copy(None),
             },
-            (Match::Exact, BasisUse::Copy) => FromBasis::Copy(None),
+            (Match::Exact, BasisUse::Copy) => FromBasis::CopyBasis(None, bdir, bmeta),
             (Match::Content, _) => {
-                let d = self.stat_quiet(&bdir, name);
-                FromBasis::Copy(Some(match d {
-                    Some(d) => local_change_code(src, &d, self),
-                    None => Itemize::New(Update::Received, Kind::File),
-                }))
+                let code = local_change_code(src, &bmeta, self);
+                FromBasis::CopyBasis(Some(code), bdir, bmeta)
             }
         }
     }
@@ -326,7 +383,7 @@ impl<D: Destination> Engine<'_, D> {
                 .is_ok_and(|t| t == target),
             None => true,
         });
-        let (bdir, m) = found?;
+        let (bdir, m, _) = found?;
         match (m, basis.used) {
             (Match::Exact, BasisUse::Compare) => {
                 Stats::bump(&self.stats.files_skipped);
@@ -371,10 +428,6 @@ impl<D: Destination> Engine<'_, D> {
             });
         }
         first.or(new)
-    }
-
-    fn stat_quiet(&self, dir: &D::Dir, name: &OsStr) -> Option<Meta> {
-        self.dest.stat(dir, name).ok().flatten()
     }
 
     /// `--link-dest`: `job`'s name becomes a hard link to the basis copy. `None` when

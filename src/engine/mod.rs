@@ -18,6 +18,7 @@ mod entry;
 mod follow;
 mod keep;
 mod links;
+mod partial;
 mod race;
 mod relative;
 pub mod sched;
@@ -139,6 +140,8 @@ pub struct Engine<'a, D: Destination> {
     xattrs: xattrs::Support,
     /// How file data is written (`--bwlimit`, `--temp-dir`, `--delay-updates`).
     writing: update::Writing<D>,
+    /// `--partial-dir`: where held-back files wait.
+    staging: partial::Staging<D>,
     /// `--shard`.
     deal: shard::Deal,
     /// Where the filesystem behind the destination clamps times.
@@ -179,6 +182,7 @@ pub fn run<D: Destination>(
         delete_budget: delete::MaxDelete::new(cfg.max_delete),
         xattrs: Default::default(),
         writing: update::Writing::new(cfg, dest)?,
+        staging: partial::Staging::new(),
         deal: Default::default(),
         time_bounds: Default::default(),
     };

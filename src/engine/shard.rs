@@ -155,7 +155,7 @@ mod tests {
         let mut cfg = crate::engine::tests::recorder::config(src, false);
         cfg.dest = dst.to_path_buf();
         cfg.claims = Some(Claims(ledger.clone()));
-        let dest = LocalDest::new(&cfg.dest, cfg.owners);
+        let dest = LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust);
         let out = Output::new(true, 0, false, false);
         super::super::run(
             &cfg,

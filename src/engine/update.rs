@@ -53,8 +53,11 @@ impl<D: Destination> Writing<D> {
 /// A transferred file waiting under its temporary name for the end of the run.
 struct Delayed<D: Destination> {
     parent: Arc<DirNode<D>>,
-    /// Whether the temporary is in `--temp-dir` rather than beside its final name.
-    in_temp_dir: bool,
+    /// The directory of the temporary (`--partial-dir`, `--temp-dir`), when it is
+    /// not beside its final name.
+    at: Option<D::Dir>,
+    /// Whether `at` is a partial dir (which may hold rsync's partial file of `name`).
+    staged: bool,
     temp: OsString,
     name: OsString,
     /// Whether it replaces an old copy (which `--backup` then keeps).
@@ -98,7 +101,14 @@ impl<D: Destination> Engine<'_, D> {
             return Ok(self.dest.write_file(dir, name, src));
         }
         let temp = temp::name(name);
-        let tdir = self.writing.temp_dir.as_ref().unwrap_or(dir);
+        // A held-back file waits in the partial dir when there is one (rsync).
+        let staged = if delay {
+            self.staging_dir(&job.parent)
+        } else {
+            None
+        };
+        let at = staged.as_ref().or(self.writing.temp_dir.as_ref());
+        let tdir = at.unwrap_or(dir);
         // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self.dest.write_file(tdir, &temp, src);
         // A copy that changed under us is put in place too, without the source's
@@ -109,7 +119,8 @@ impl<D: Destination> Engine<'_, D> {
         if delay {
             self.writing.delayed.lock().unwrap().push(Delayed {
                 parent: job.parent.clone(),
-                in_temp_dir: self.writing.temp_dir.is_some(),
+                at: at.cloned(),
+                staged: staged.is_some(),
                 temp,
                 name: name.clone(),
                 replaces: matches!(put, Put::Replace(_)),
@@ -122,9 +133,7 @@ impl<D: Destination> Engine<'_, D> {
             (Some(_), Put::Replace(_)) => self.back_up(dir, (&job.parent, &job.parent.rel), name),
             _ => Ok(()),
         };
-        match kept
-            .and_then(|()| self.move_into_place(dir, &temp, name, self.writing.temp_dir.is_some()))
-        {
+        match kept.and_then(|()| self.move_into_place(dir, &temp, name, at)) {
             Ok(()) => Ok(written),
             Err(e) => {
                 // The temporary's name is ours alone: removing it by name is safe.
@@ -148,6 +157,9 @@ impl<D: Destination> Engine<'_, D> {
     ) -> Result<u64, CopyError> {
         let dir = job.parent.dir.as_ref().expect("existing entries have one");
         let name = &job.entry.name;
+        if self.cfg.backup.is_some() {
+            self.back_up_copy(dir, (&job.parent, &job.parent.rel), name, &d)?;
+        }
         let append = self.cfg.data.append;
         // `append_leaves` let through only files shorter here than at the source.
         let from = if append == Append::Off { 0 } else { d.size };
@@ -169,17 +181,17 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
-    /// Renames a temporary (beside `name`, or in `--temp-dir`) over `name`.
+    /// Renames a temporary (beside `name`, or in the directory `at`) over `name`.
     fn move_into_place(
         &self,
         dir: &D::Dir,
         temp: &OsString,
         name: &OsString,
-        in_temp_dir: bool,
+        at: Option<&D::Dir>,
     ) -> dest::Result<()> {
-        match (&self.writing.temp_dir, in_temp_dir) {
-            (Some(tdir), true) => self.dest.rename_into(tdir, temp, dir, name),
-            _ => self.dest.rename(dir, temp, name),
+        match at {
+            Some(tdir) => self.dest.rename_into(tdir, temp, dir, name),
+            None => self.dest.rename(dir, temp, name),
         }
     }
 
@@ -198,14 +210,8 @@ impl<D: Destination> Engine<'_, D> {
             let rel: PathBuf = d.parent.rel.join(&d.name);
             if self.sched.stopped() {
                 if self.fatal.lock().unwrap().is_none() {
-                    let tdir = if d.in_temp_dir {
-                        self.writing.temp_dir.as_ref()
-                    } else {
-                        Some(dir)
-                    };
-                    if let Some(tdir) = tdir {
-                        let _ = self.dest.remove(tdir, &d.temp, Kind::File);
-                    }
+                    let tdir = d.at.as_ref().unwrap_or(dir);
+                    let _ = self.dest.remove(tdir, &d.temp, Kind::File);
                 }
                 continue;
             }
@@ -217,7 +223,7 @@ impl<D: Destination> Engine<'_, D> {
                 _ => Ok(()),
             };
             let mut r =
-                kept.and_then(|()| self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir));
+                kept.and_then(|()| self.move_into_place(dir, &d.temp, &d.name, d.at.as_ref()));
             // The directory got its final mode when its transfers were done; a
             // read-only one is opened up for the renames (and closed again below).
             if let Err(e) = &r
@@ -236,13 +242,21 @@ impl<D: Destination> Engine<'_, D> {
                     if let Some(t) = touched.iter_mut().find(|t| Arc::ptr_eq(&t.0, &d.parent)) {
                         t.1 = true;
                     }
-                    r = self.move_into_place(dir, &d.temp, &d.name, d.in_temp_dir);
+                    r = self.move_into_place(dir, &d.temp, &d.name, d.at.as_ref());
                 }
             }
-            if let Err(e) = r {
-                self.dest_error(&rel, e);
+            match (r, &d.at) {
+                (Err(e), _) => self.dest_error(&rel, e),
+                // The partial file rsync would have resumed from is done with, as
+                // rsync removes it.
+                (Ok(()), Some(at)) if d.staged => {
+                    let _ = self.dest.remove(at, &d.name, Kind::File);
+                }
+                _ => {}
             }
         }
+        // Before the directories get their times again: removing one changes them.
+        self.remove_staging_dirs();
         let times = self.cfg.times && !self.cfg.omit_dir_times;
         for (node, opened) in touched {
             let what = AttrSet {

@@ -7,7 +7,8 @@
 //! theirs to give: root reading "their" exclude file would read any file, and a
 //! backup into "their" directory would write anywhere. rsync's rule is the one kept:
 //! a symlink is followed only when root or the effective user owns it, and
-//! `--insecure-links` turns the rule off. [`open_at`] applies it while opening, one
+//! `--insecure-links` turns the rule off ([`Trust`], passed to each function here:
+//! the run's configuration carries it). [`open_at`] applies it while opening, one
 //! component at a time by descriptor (`O_NOFOLLOW`, then `fstat` of the link
 //! itself), so what was checked is what gets used. The kernel's
 //! `fs.protected_symlinks` is the same rule, limited to sticky world-writable
@@ -20,7 +21,6 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -58,24 +58,35 @@ pub fn server_link(link: PathBuf) -> io::Error {
 /// Most links resolved in one path, as the kernel's `ELOOP` limit.
 const MAX_LINKS: usize = 40;
 
-/// `--insecure-links`: every symlink is followed. One setting for the whole process,
-/// as the effective user it is measured against is.
-static INSECURE: AtomicBool = AtomicBool::new(false);
-
-/// Turns the rule off (`--insecure-links`) or back on, for the whole process.
-pub fn set_insecure(on: bool) {
-    INSECURE.store(on, Ordering::Relaxed);
+/// Which symlinks a path the command line names may lead through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trust {
+    /// `--insecure-links`: every symlink, whoever owns it.
+    insecure: bool,
 }
 
-/// Whether a symlink owned by `uid` may be followed by a process running as `euid`.
-fn follows(uid: u32, euid: u32) -> bool {
-    uid == 0 || uid == euid || INSECURE.load(Ordering::Relaxed)
+impl Trust {
+    /// rsync's rule: symlinks root or the effective user owns.
+    pub const OWNED: Trust = Trust { insecure: false };
+
+    /// The rule, or with `insecure_links` (`--insecure-links`) every symlink.
+    pub fn new(insecure_links: bool) -> Trust {
+        Trust {
+            insecure: insecure_links,
+        }
+    }
+
+    /// Whether a symlink owned by `uid` may be followed by a process running as `euid`.
+    fn follows(self, uid: u32, euid: u32) -> bool {
+        uid == 0 || uid == euid || self.insecure
+    }
 }
 
 /// Opens `path` (absolute, or relative to `base`) with `flags`, following only
-/// trusted symlinks. With `make_dirs`, missing directories on the way (and a missing
-/// last one when `flags` holds `DIRECTORY`) are made, mode 0755 less the umask.
+/// symlinks `trust` allows. With `make_dirs`, missing directories on the way (and a
+/// missing last one when `flags` holds `DIRECTORY`) are made, mode 0755 less the umask.
 pub fn open_at(
+    trust: Trust,
     base: BorrowedFd<'_>,
     path: &Path,
     flags: OFlags,
@@ -149,7 +160,7 @@ pub fn open_at(
             at = fd;
             continue;
         }
-        if !follows(st.st_uid, euid) {
+        if !trust.follows(st.st_uid, euid) {
             return Err(io::Error::other(Untrusted::ForeignLink {
                 link: seen,
                 uid: st.st_uid,
@@ -180,10 +191,11 @@ pub fn is_refusal(e: &io::Error) -> bool {
 }
 
 /// Reads the file at `path` (absolute, or relative to the working directory),
-/// following only trusted symlinks.
-pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+/// following only the symlinks `trust` allows.
+pub fn read(trust: Trust, path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let fd = open_at(
+        trust,
         rustix::fs::CWD,
         path,
         OFlags::RDONLY | OFlags::NONBLOCK,
@@ -197,10 +209,11 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Opens (creating it, mode 0644 less the umask) the file at `path` for appending,
-/// following only trusted symlinks: a leaf link of our own is followed, as rsync
-/// follows it for `--log-file`.
-pub fn open_append(path: &Path) -> io::Result<fs::File> {
+/// following only the symlinks `trust` allows: a leaf link of our own is followed,
+/// as rsync follows it for `--log-file`.
+pub fn open_append(trust: Trust, path: &Path) -> io::Result<fs::File> {
     let fd = open_at(
+        trust,
         rustix::fs::CWD,
         path,
         OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE,
@@ -211,9 +224,15 @@ pub fn open_append(path: &Path) -> io::Result<fs::File> {
 }
 
 /// Opens the directory at `path` (absolute, or relative to `base`), following only
-/// trusted symlinks; see [`open_at`] for `make_dirs`.
-pub fn open_dir(base: impl AsFd, path: &Path, make_dirs: bool) -> io::Result<OwnedFd> {
+/// the symlinks `trust` allows; see [`open_at`] for `make_dirs`.
+pub fn open_dir(
+    trust: Trust,
+    base: impl AsFd,
+    path: &Path,
+    make_dirs: bool,
+) -> io::Result<OwnedFd> {
     open_at(
+        trust,
         base.as_fd(),
         path,
         OFlags::RDONLY | OFlags::DIRECTORY,
@@ -226,7 +245,7 @@ pub fn open_dir(base: impl AsFd, path: &Path, make_dirs: bool) -> io::Result<Own
 /// first symlink owned by anyone but root and `euid`. A component that cannot be
 /// looked at ends the check: DEST may still have to be created (its missing parts
 /// are ours), and any other failure is the use's to report, in its own words.
-pub fn check(path: &Path, euid: u32) -> Result<(), Untrusted> {
+pub fn check(trust: Trust, path: &Path, euid: u32) -> Result<(), Untrusted> {
     let mut todo: Vec<OsString> = Vec::new();
     let start = if path.is_absolute() {
         PathBuf::from("/")
@@ -252,7 +271,7 @@ pub fn check(path: &Path, euid: u32) -> Result<(), Untrusted> {
             at = next;
             continue;
         }
-        if !follows(m.uid(), euid) {
+        if !trust.follows(m.uid(), euid) {
             return Err(Untrusted::ForeignLink {
                 link: next,
                 uid: m.uid(),
@@ -295,9 +314,9 @@ mod tests {
         symlink("real", t.join("ours")).unwrap();
         symlink(t.join("ours"), t.join("abs")).unwrap();
         let me = rustix::process::geteuid().as_raw();
-        assert!(check(&t.join("ours/f"), me).is_ok());
-        assert!(check(&t.join("abs/f"), me).is_ok());
-        assert!(check(&t.join("ours/../real/missing/deeper"), me).is_ok());
+        assert!(check(Trust::OWNED, &t.join("ours/f"), me).is_ok());
+        assert!(check(Trust::OWNED, &t.join("abs/f"), me).is_ok());
+        assert!(check(Trust::OWNED, &t.join("ours/../real/missing/deeper"), me).is_ok());
         if me == 0 {
             rustix::fs::chownat(
                 rustix::fs::CWD,
@@ -307,9 +326,11 @@ mod tests {
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
             )
             .unwrap();
-            let e = check(&t.join("abs/f"), me).unwrap_err().to_string();
+            let e = check(Trust::OWNED, &t.join("abs/f"), me)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("ours: symlink owned by uid 4321"), "{e}");
-            assert!(check(&t.join("real/f"), me).is_ok());
+            assert!(check(Trust::OWNED, &t.join("real/f"), me).is_ok());
         }
     }
 
@@ -322,11 +343,14 @@ mod tests {
         symlink("real", t.join("ours")).unwrap();
         symlink("../real/sub/f", t.join("real/leaf")).unwrap();
         let base = fs::File::open(t).unwrap();
-        assert_eq!(read(&t.join("ours/sub/../sub/f")).unwrap(), b"x");
-        assert_eq!(read(&t.join("ours/leaf")).unwrap(), b"x");
-        open_dir(&base, Path::new("ours/new/deeper"), true).unwrap();
+        assert_eq!(
+            read(Trust::OWNED, &t.join("ours/sub/../sub/f")).unwrap(),
+            b"x"
+        );
+        assert_eq!(read(Trust::OWNED, &t.join("ours/leaf")).unwrap(), b"x");
+        open_dir(Trust::OWNED, &base, Path::new("ours/new/deeper"), true).unwrap();
         assert!(t.join("real/new/deeper").is_dir());
-        let e = open_dir(&base, Path::new("real/sub/f"), false).unwrap_err();
+        let e = open_dir(Trust::OWNED, &base, Path::new("real/sub/f"), false).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR));
         if rustix::process::geteuid().is_root() {
             for link in ["ours", "real/leaf"] {
@@ -339,16 +363,22 @@ mod tests {
                 )
                 .unwrap();
             }
-            let e = read(&t.join("ours/sub/f")).unwrap_err();
+            let e = read(Trust::OWNED, &t.join("ours/sub/f")).unwrap_err();
             assert!(is_refusal(&e), "{e}");
             assert!(
                 e.to_string().contains("ours: symlink owned by uid 4321"),
                 "{e}"
             );
-            let e = open_dir(&base, Path::new("ours/new2"), true).unwrap_err();
+            let e = open_dir(Trust::OWNED, &base, Path::new("ours/new2"), true).unwrap_err();
             assert!(is_refusal(&e) && !t.join("real/new2").exists(), "{e}");
-            assert!(is_refusal(&read(&t.join("real/leaf")).unwrap_err()));
-            assert_eq!(read(&t.join("real/sub/f")).unwrap(), b"x");
+            assert!(is_refusal(
+                &read(Trust::OWNED, &t.join("real/leaf")).unwrap_err()
+            ));
+            // --insecure-links: followed, whoever owns them.
+            let insecure = Trust::new(true);
+            assert_eq!(read(insecure, &t.join("ours/sub/f")).unwrap(), b"x");
+            assert!(check(insecure, &t.join("ours/sub/f"), 0).is_ok());
+            assert_eq!(read(Trust::OWNED, &t.join("real/sub/f")).unwrap(), b"x");
         }
     }
 }

@@ -23,8 +23,12 @@ impl LogFile {
     /// Opens `path` for appending (created 0644 less the umask, as rsync does); a
     /// symlink at `path` is not followed (rsync refuses one owned by another user; nfsync
     /// refuses them all, which is never less safe).
-    pub fn open(path: &Path, format: LogFormat) -> io::Result<LogFile> {
-        let file = crate::options::trust::open_append(path)?;
+    pub fn open(
+        path: &Path,
+        format: LogFormat,
+        trust: crate::options::trust::Trust,
+    ) -> io::Result<LogFile> {
+        let file = crate::options::trust::open_append(trust, path)?;
         Ok(LogFile {
             file: Mutex::new(file),
             format,

@@ -327,12 +327,41 @@ fn delay_updates() {
     b.assert_same("--delay-updates");
 }
 
+/// `--delay-updates` holds files back in the partial dir of their directory (rsync's
+/// `.~tmp~`, or `--partial-dir`'s), which is removed once empty; a stale partial file
+/// there is replaced and gone afterwards, as with rsync. Over nfs:// too.
+#[test]
+fn delay_updates_stage_in_the_partial_dir() {
+    for (via, flags, dir) in [
+        (Via::Mount, &["-a", "--delay-updates"][..], ".~tmp~"),
+        (
+            Via::Mount,
+            &["-a", "--delay-updates", "--partial-dir=.part"],
+            ".part",
+        ),
+        (Via::InProc, &["-a", "--delay-updates"], ".~tmp~"),
+    ] {
+        let b = both(via, flags, |_, start| {
+            start
+                .file(format!("{dir}/older"), "stale partial\n")
+                .file(format!("sub/{dir}/big2"), "stale partial\n")
+                .mtime(format!("{dir}/older"), 1_000_000_000, 0);
+        });
+        b.assert_same(&format!("{flags:?}"));
+        for side in [b.nfsync(""), b.rsync("")] {
+            assert!(!side.join(dir).exists(), "{flags:?}: {side:?}");
+            assert!(!side.join("sub").join(dir).exists(), "{flags:?}");
+        }
+        assert_eq!(fs::read(b.nfsync("older")).unwrap(), b"new content\n");
+    }
+}
+
 /// `--delay-updates`: watched while it runs (paced by --bwlimit), no file is replaced
 /// while another is still being transferred — the small file's update, done long
 /// before the big one's, appears only once the big one's temporary is whole.
 ///
-/// "Still being transferred" is read off the big file's temporary (`.big.nfsync-…`,
-/// shorter than the source), not off `big` itself: the renames at the end come one
+/// "Still being transferred" is read off the big file's temporary (`.big.nfsync-…` in
+/// rsync's staging directory `.~tmp~`, shorter than the source), not off `big` itself: the renames at the end come one
 /// after another, so a look between them sees `small` new and `big` old, rightly.
 #[test]
 fn delay_updates_replace_nothing_before_the_end() {
@@ -355,7 +384,10 @@ fn delay_updates_replace_nothing_before_the_end() {
     let is_new = |f: &str| fs::metadata(dst.path(f)).unwrap().len() > 4;
     // The big file's temporary, while it is shorter than the source.
     let big_in_transfer = || {
-        fs::read_dir(dst.root()).unwrap().flatten().any(|e| {
+        let Ok(staged) = fs::read_dir(dst.path(".~tmp~")) else {
+            return false;
+        };
+        staged.flatten().any(|e| {
             e.file_name()
                 .as_encoded_bytes()
                 .starts_with(b".big.nfsync-")
@@ -382,6 +414,10 @@ fn delay_updates_replace_nothing_before_the_end() {
     assert_eq!(
         fs::read(dst.path("small")).unwrap(),
         fs::read(src.path("small")).unwrap()
+    );
+    assert!(
+        !dst.path(".~tmp~").exists(),
+        "the staging directory was left"
     );
 }
 

@@ -351,3 +351,49 @@ fn delete_excluded_with_rsync_filter_files() {
         assert!(d.join("sub/keep.tmp").exists() && d.join("only_here").exists());
     }
 }
+
+/// A `dir-merge` rule inside a per-directory merge file, as rsync reads it: sub's
+/// `.rsync-filter` names `.more`, read in sub and below it (not in `other`); one
+/// named with `../` is read from sub's parent first. `-vv` names the rule that hid
+/// a file by where it was read, never by its text (another user may have chosen
+/// the file). Mount path and nfs://.
+#[test]
+fn dir_merge_inside_a_merge_file() {
+    for via in [Via::Mount, Via::InProc] {
+        let s = scratch(via);
+        for root in ["src", "start"] {
+            Tree::new(s.join(root))
+                .file(".rsync-filter", "- *.tmp\n")
+                .file("sub/.rsync-filter", ": .more\n: ../.up\n")
+                .file("sub/deep/.more", "- c.c\n")
+                .file("sub/.more", "- b.c\n")
+                .file("other/.more", "- d.c\n")
+                .file(".up", "- b.o\n");
+        }
+        same_as_rsync(&s, &os(&["-a", "--delete", "-F"]), &Run::default());
+        let d = s.join("by_nfsync");
+        assert!(!d.join("sub/b.c").exists() && !d.join("sub/deep/c.c").exists());
+        assert!(d.join("other/d.c").exists() && d.join("sub/deep/c.o").exists());
+        // Excluded, so not sent, and protected from --delete: the old copy stays.
+        assert_eq!(fs::read(d.join("sub/b.o")).unwrap(), b"old obj\n");
+    }
+    let s = scratch(Via::Mount);
+    Tree::new(s.join("src"))
+        .file(".rsync-filter", "- sec[r]et\n")
+        .file("secret", "x\n");
+    let out = crate::support::nfsync()
+        .args(["-r", "-F", "-vv"])
+        .arg(slash(&s.join("src")))
+        .arg(s.join("by_nfsync"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let place = format!("{}/.rsync-filter line 1", s.join("src").display());
+    assert!(
+        said.contains(&format!(
+            "[sender] hiding file secret because of pattern <rule from {place}>"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("sec[r]et"), "{said}");
+}

@@ -176,6 +176,42 @@ fn backup_beside_with_and_without_suffix() {
     }
 }
 
+/// `-b` with `--inplace` or `--append`: the old copy is written over where it is, so
+/// its backup is a copy of it (beside it, or below `--backup-dir`), with its bytes
+/// and attributes, as rsync makes it; over nfs:// the old copy is read back from the
+/// server for that.
+#[test]
+fn backup_with_inplace_and_append() {
+    for (nfs, flags, backup) in [
+        (false, &["-a", "--inplace", "-b"][..], "dst/older~"),
+        (
+            false,
+            &["-a", "--inplace", "-b", "--backup-dir=bk"],
+            "dst/bk/older",
+        ),
+        (
+            false,
+            &["-a", "--append", "-b", "--suffix=.old"],
+            "dst/older.old",
+        ),
+        (true, &["-a", "--no-D", "--inplace", "-b"], "dst/older~"),
+        (
+            true,
+            &["-a", "--no-D", "--inplace", "--backup-dir=bk"],
+            "dst/bk/older",
+        ),
+    ] {
+        let (sides, d) = side_by_side(nfs, flags, |w| {
+            Tree::new(w.join("dst")).file("older~", "an older backup\n");
+        });
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        assert_eq!(read(sides.nfsync(backup)), "old\n", "{flags:?}");
+        let m = |side: PathBuf| fs::metadata(side).unwrap();
+        let (n, r) = (m(sides.nfsync(backup)), m(sides.rsync(backup)));
+        assert_eq!((n.mode(), n.mtime()), (r.mode(), r.mtime()), "{flags:?}");
+    }
+}
+
 /// A second `-b --delete` run keeps the first run's backups (rsync's `P *~` rule) and
 /// replaces a backup of the same name.
 #[test]
@@ -298,6 +334,49 @@ fn compare_dest_and_copy_dest() {
     assert_eq!(m.nlink(), 1);
 }
 
+/// `--copy-dest`: a basis copy that passes the quick check is what DEST gets, copied
+/// from the basis (rsync copies it locally), not from the source: `same` (also its
+/// attributes) and `world` (another mode) have the source's size and time there but
+/// other bytes, and both sides end with the basis's bytes; over nfs:// too (the basis
+/// copy read back from the server).
+#[test]
+fn copy_dest_copies_the_basis_copy() {
+    let setup = basis_with_other_bytes;
+    for (nfs, flags) in [
+        (false, &["-a", "--copy-dest=../prev"][..]),
+        (true, &["-a", "--no-D", "--copy-dest=../prev"]),
+    ] {
+        let (sides, d) = side_by_side(nfs, flags, setup);
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        for f in ["dst/same", "dst/world"] {
+            let basis = read(sides.rsync(&f.replace("dst", "prev")));
+            assert_eq!(read(sides.rsync(f)), basis);
+            assert_eq!(read(sides.nfsync(f)), read(sides.rsync(f)), "{flags:?} {f}");
+        }
+        assert_eq!(fs::metadata(sides.nfsync("dst/same")).unwrap().nlink(), 1);
+    }
+}
+
+/// [`previous_snapshot`], `same` and `world` there holding other bytes of the source's
+/// size, with its time: the quick check passes, the content is the basis's own.
+fn basis_with_other_bytes(w: &Path) {
+    previous_snapshot(w);
+    for (f, other) in [("same", "SAME\n"), ("world", "RW FOR ALL\n")] {
+        let t = fs::metadata(w.join("src").join(f))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let p = w.join("prev").join(f);
+        fs::write(&p, other).unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+}
+
 /// `--remove-source-files`: every source non-directory that DEST now holds (copied or
 /// already up to date) is gone from the source; directories stay.
 #[test]
@@ -405,18 +484,31 @@ fn ganesha_same_as_rsync() {
                 assert_eq!(read(sides.nfsync("bk/gone/deeper/g")), "g\n");
             }
         }
+        // The old copy (--inplace -b) and the basis copy (--copy-dest) are read back
+        // from the server.
+        let flags = ["-a", "--inplace", "-b"];
+        let (sides, d) = side_by_side_via(via, &flags, nothing_more);
+        assert!(d.is_empty(), "{proto:?}: {flags:?} differs:\n{d}");
+        assert_eq!(read(sides.nfsync("dst/older~")), "old\n", "{proto:?}");
+        let flags = ["-a", "--copy-dest=../prev"];
+        let (sides, d) = side_by_side_via(via, &flags, basis_with_other_bytes);
+        assert!(d.is_empty(), "{proto:?}: {flags:?} differs:\n{d}");
+        assert_eq!(read(sides.nfsync("dst/same")), "SAME\n", "{proto:?}");
     }
 }
 
-/// `--partial` and `--partial-dir` are accepted: an update is written beside the old
-/// copy and renamed over it, so there is never a partial file to keep.
+/// `--partial` and `--partial-dir` alone change nothing: nfsync keeps no partial file
+/// (an update is written beside the old copy and renamed over it), and a relative
+/// partial dir is left out of the transfer, as rsync leaves it out.
 #[test]
 fn partial_dir_is_accepted() {
     for flags in [
         &["-a", "--partial-dir=.rsync-partial"][..],
         &["-a", "--partial", "--partial-dir", "/tmp/p"],
     ] {
-        let (sides, d) = side_by_side(false, flags, nothing_more);
+        let (sides, d) = side_by_side(false, flags, |w| {
+            Tree::new(w.join("src")).file(".rsync-partial/f", "not sent\n");
+        });
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
         assert_eq!(read(sides.nfsync("dst/older")), "new content\n");
     }

@@ -142,6 +142,75 @@ fn backup_dir_absolute_through_a_parent_link() {
 }
 
 #[test]
+fn inplace_backup_dir_through_a_link() {
+    if !root_or_skip("rsync_trust::inplace_backup_dir_through_a_link") {
+        return;
+    }
+    // With --inplace the backup is a copy of the old file, made in the backup dir.
+    matrix("--inplace --backup-dir=plant/osl (-> outside)", |c| {
+        let arg = format!(
+            "--backup-dir={}",
+            c.plant("plant/osl", &c.p("outside")).display()
+        );
+        let out = c.run(&[os("-a"), os("--inplace"), os(&arg)]);
+        if !c.cell.follows() {
+            assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+            assert_eq!(fs::read(c.p("dest/f")).unwrap(), b"OLD COPY\n");
+        }
+        !c.outside().is_empty()
+    });
+}
+
+#[test]
+fn partial_dir_through_a_link() {
+    if !root_or_skip("rsync_trust::partial_dir_through_a_link") {
+        return;
+    }
+    // --delay-updates holds files back in the partial dir: made there (create), or
+    // staged in it, which moves its mtime (reuse); relative DIRs are per directory.
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+    for reuse in [false, true] {
+        matrix(
+            &format!("--partial-dir=plant/opd/sub (opd -> outside), reuse={reuse}"),
+            |c| {
+                c.plant("plant/opd", &c.p("outside"));
+                if reuse {
+                    fs::create_dir(c.p("outside/sub")).unwrap();
+                    fs::File::open(c.p("outside/sub"))
+                        .unwrap()
+                        .set_modified(old)
+                        .unwrap();
+                }
+                let arg = format!("--partial-dir={}", c.p("plant/opd/sub").display());
+                let out = c.run(&[os("-a"), os("--delay-updates"), os(&arg)]);
+                assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+                assert_eq!(fs::read(c.p("dest/f")).unwrap(), b"NEW\n");
+                match reuse {
+                    false => c.p("outside/sub").exists(),
+                    true => {
+                        fs::metadata(c.p("outside/sub"))
+                            .unwrap()
+                            .modified()
+                            .unwrap()
+                            != old
+                    }
+                }
+            },
+        );
+    }
+    matrix("--partial-dir=osl (dest/osl -> outside)", |c| {
+        c.plant("dest/osl", &c.p("outside"));
+        let outside = fs::File::open(c.p("outside")).unwrap();
+        outside.set_modified(old).unwrap();
+        let arg = "--partial-dir=osl";
+        let out = c.run(&[os("-a"), os("--delay-updates"), os(arg)]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        assert_eq!(fs::read(c.p("dest/g")).unwrap(), b"NEW\n");
+        fs::metadata(c.p("outside")).unwrap().modified().unwrap() != old
+    });
+}
+
+#[test]
 fn log_file_through_a_parent_link_and_a_leaf_link() {
     if !root_or_skip("rsync_trust::log_file_through_a_parent_link_and_a_leaf_link") {
         return;
@@ -197,6 +266,18 @@ fn basis_dirs_through_a_link() {
         let out = c.run(&[os("-a"), os(&arg)]);
         assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
         !c.p("dest/f").exists()
+    });
+    // --copy-dest copies a basis copy that passes the quick check: outside/f, its
+    // bytes other than the source's, is read only through a followed link.
+    matrix("--copy-dest=plant/osl (-> outside)", |c| {
+        let arg = format!("--copy-dest={}", basis(c).display());
+        let t = fs::metadata(c.p("src/f")).unwrap().modified().unwrap();
+        fs::write(c.p("outside/f"), "OUT\n").unwrap();
+        let f = fs::File::options().write(true).open(c.p("outside/f"));
+        f.unwrap().set_modified(t).unwrap();
+        let out = c.run(&[os("-a"), os(&arg)]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        fs::read(c.p("dest/f")).unwrap() == b"OUT\n"
     });
 }
 

@@ -114,7 +114,7 @@ pub struct RsyncOpts {
     #[arg(long, value_name = "FLAGS")]
     pub info: Vec<String>,
 
-    /// Accepted, no effect (rsync's debug output).
+    /// rsync's debug output: `FILTER`/`FILTER1`/`FILTER2` (and `ALL`) trace the filter rules; other flags are accepted, no effect.
     #[arg(long, value_name = "FLAGS", hide = true)]
     pub debug: Vec<String>,
 
@@ -416,7 +416,7 @@ impl RsyncOpts {
             std::io::stdin().lock().read_to_end(&mut data).map(|_| data)
         } else {
             // A symlink another user owns is not followed (see `trust`).
-            crate::options::trust::read(f)
+            crate::options::trust::read(crate::options::trust::Trust::new(self.insecure_links), f)
         };
         let data = data.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
         Ok(Some(crate::options::relative::parse_list(

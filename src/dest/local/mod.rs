@@ -29,6 +29,7 @@ use super::{
 };
 use crate::dest;
 use crate::meta::{Kind, Meta};
+use crate::options::trust::Trust;
 
 mod data;
 mod named_dirs;
@@ -79,8 +80,9 @@ impl LocalDir {
 
     /// Opens a directory by path, following the symlinks root or we own (see
     /// `options::trust`): only for DEST itself and its parent, which the user named.
-    fn open_path(path: &Path) -> io::Result<LocalDir> {
+    fn open_path(trust: Trust, path: &Path) -> io::Result<LocalDir> {
         let d = LocalDir::new(crate::options::trust::open_dir(
+            trust,
             rustix::fs::CWD,
             path,
             false,
@@ -99,6 +101,9 @@ pub struct LocalDest {
     owners: OwnerPolicy,
     euid: u32,
     egid: u32,
+    /// Which symlinks the paths the user names (DEST, `--backup-dir`, ...) may lead
+    /// through.
+    trust: Trust,
 }
 
 impl LocalDest {
@@ -111,7 +116,14 @@ impl LocalDest {
             owners,
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
+            trust: Trust::OWNED,
         }
+    }
+
+    /// The same destination, following the symlinks `trust` allows in the paths the
+    /// user names (`--insecure-links`: all of them); rsync's rule by default.
+    pub fn with_trust(self, trust: Trust) -> LocalDest {
+        LocalDest { trust, ..self }
     }
 
     /// The uid/gid to pass to `chown` for `meta`, or `None` when nothing would change
@@ -163,7 +175,7 @@ impl Destination for LocalDest {
                 .create(&self.root)?,
             Err(e) => return Err(e.into()),
         }
-        Ok(LocalDir::open_path(&self.root)?)
+        Ok(LocalDir::open_path(self.trust, &self.root)?)
     }
 
     fn root_parent(&self) -> dest::Result<(LocalDir, OsString)> {
@@ -175,7 +187,7 @@ impl Destination for LocalDest {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        Ok((LocalDir::open_path(parent)?, name.to_owned()))
+        Ok((LocalDir::open_path(self.trust, parent)?, name.to_owned()))
     }
 
     fn list(&self, dir: &LocalDir) -> dest::Result<Vec<DestEntry>> {
@@ -427,6 +439,17 @@ impl Destination for LocalDest {
             rustix::fs::futimens(dir.fd(), &mtime_only(meta.mtime))?;
         }
         Ok(())
+    }
+
+    fn open_file(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<File>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Ok(None);
+        }
+        rustix::fs::fcntl_setfl(&fd, OFlags::RDONLY)?;
+        Ok(Some(File::from(fd)))
     }
 
     fn same_content(&self, dir: &LocalDir, name: &OsStr, mut src: File) -> dest::Result<bool> {

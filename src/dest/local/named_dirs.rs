@@ -14,10 +14,10 @@ impl LocalDest {
     /// anywhere. Missing levels are made with `create`.
     pub(super) fn open_path_at(&self, path: &Path, create: bool) -> dest::Result<Option<LocalDir>> {
         let opened = if path.is_absolute() {
-            trust::open_dir(rustix::fs::CWD, path, create)
+            trust::open_dir(self.trust, rustix::fs::CWD, path, create)
         } else {
-            LocalDir::open_path(&self.root)
-                .and_then(|root| trust::open_dir(root.fd(), path, create))
+            LocalDir::open_path(self.trust, &self.root)
+                .and_then(|root| trust::open_dir(self.trust, root.fd(), path, create))
         };
         match opened {
             Ok(fd) => {

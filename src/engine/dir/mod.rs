@@ -95,6 +95,28 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
+    /// rsync's `--debug=FILTER` trace (`-vv`): each source entry a rule decides, and
+    /// the rule (its place, when it is a file's text: see `options::filter`).
+    fn trace_filters(&self, node: &DirNode<D>, entries: &[SrcEntry]) {
+        let f = &self.cfg.filter;
+        if f.debug() == 0 || f.is_empty() {
+            return;
+        }
+        for e in entries {
+            let is_dir = e.meta.kind == Kind::Dir;
+            let rel = node.rel.join(&e.name);
+            let side = crate::options::filter::Side::Sender;
+            if let Some((excluded, why)) = f.decided_by(&node.filters, &rel, is_dir, side) {
+                self.out.info(format_args!(
+                    "[sender] {} {} {} because of pattern {why}",
+                    if excluded { "hiding" } else { "showing" },
+                    if is_dir { "directory" } else { "file" },
+                    rel.display()
+                ));
+            }
+        }
+    }
+
     /// Lists a source directory, reporting problems; `None` when it could not be read.
     pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<Vec<SrcEntry>> {
         let path = &dir.path;
@@ -136,6 +158,7 @@ impl<D: Destination> Engine<'_, D> {
         if self.cfg.paths.prune_empty_dirs {
             entries.retain(|e| !self.prunes(node, e));
         }
+        self.trace_filters(node, &entries);
         let share = self.share_of(&node.rel, &entries);
         // A shard skips the destination listing of a directory where nothing is its
         // own: no entry of its share, no deletion, no subdirectory (whose LOOKUP the

@@ -217,7 +217,13 @@ impl<D: Destination> Engine<'_, D> {
             match self.file_from_basis(job, rel, src, last) {
                 FromBasis::Nothing => {}
                 FromBasis::Done(a) => return a,
-                FromBasis::Copy(code) => return self.copy_content(job, rel, code, Put::New, last),
+                FromBasis::Copy(code) => {
+                    return self.copy_content(job, rel, (code, None), Put::New, last);
+                }
+                FromBasis::CopyBasis(code, bdir, bmeta) => {
+                    let from = Some((&bdir, &bmeta));
+                    return self.copy_content(job, rel, (code, from), Put::New, last);
+                }
             }
         }
         match decision {
@@ -256,7 +262,7 @@ impl<D: Destination> Engine<'_, D> {
                     Some(d) if d.kind == Kind::File => Put::Replace(d),
                     Some(d) => Put::MakeWay(d),
                 };
-                let done = self.copy_content(job, rel, Some(code), put, last);
+                let done = self.copy_content(job, rel, (Some(code), None), put, last);
                 if let Attempt::Done(true) = done
                     && !self.cfg.dry_run
                 {
@@ -297,11 +303,15 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
+    /// Copies a regular file's content: from the source, or from a basis copy (`from`:
+    /// its directory and attributes) that holds the same content by the quick check,
+    /// as rsync copies a `--copy-dest` match locally. A basis copy that can no longer
+    /// be opened as a regular file is passed over for the source.
     fn copy_content(
         &self,
         job: &EntryJob<D>,
         rel: &Path,
-        code: Option<Itemize>,
+        (code, from): (Option<Itemize>, Option<(&D::Dir, &Meta)>),
         put: Put,
         last: bool,
     ) -> Attempt {
@@ -316,8 +326,21 @@ impl<D: Destination> Engine<'_, D> {
             }
             return Attempt::Done(true);
         }
+        let basis = from.and_then(|(bdir, bmeta)| {
+            let f = self.dest.open_file(bdir, &job.entry.name).ok().flatten()?;
+            Some((f, bmeta))
+        });
+        // What is read, as listed, and the name its read errors are reported under.
+        let based = basis.is_some();
+        let (listed, read_path) = match &basis {
+            Some((_, bmeta)) => (*bmeta, self.dest_path(rel)),
+            None => (&job.entry.meta, job.entry.path.clone()),
+        };
         // The source first: a source we cannot read must not cost the old copy.
-        let file = match walk::open_file(&job.entry) {
+        let file = match basis
+            .map(|(f, _)| Ok(Some(f)))
+            .unwrap_or_else(|| walk::open_file(&job.entry))
+        {
             Ok(Some(f)) => f,
             // Replaced since the listing by something that is not a file (a FIFO
             // would have held the worker forever): the file listed is gone.
@@ -343,8 +366,8 @@ impl<D: Destination> Engine<'_, D> {
         let source = SourceFile {
             file,
             meta: &given,
-            listed: &job.entry.meta,
-            path: &job.entry.path,
+            listed,
+            path: &read_path,
             sparse: self.cfg.data.sparse,
             limit: self.writing.limit(),
             stop: Some(&self.interrupted),
@@ -367,18 +390,20 @@ impl<D: Destination> Engine<'_, D> {
             Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
             Err(CopyError::SourceChanged) => {
                 Stats::bump(&self.stats.errors);
-                self.out.error(
-                    &job.entry.path,
-                    "changed while being copied; left incomplete, a re-run copies it again",
-                );
+                let what = if based {
+                    "its basis copy changed while being copied; left incomplete, a re-run copies it again"
+                } else {
+                    "changed while being copied; left incomplete, a re-run copies it again"
+                };
+                self.out.error(&read_path, what);
                 false
             }
             Err(CopyError::Vanished) => {
-                self.source_error(&job.entry.path, &io::Error::from(io::ErrorKind::NotFound));
+                self.source_error(&read_path, &io::Error::from(io::ErrorKind::NotFound));
                 false
             }
             Err(CopyError::Source(e)) => {
-                self.source_error(&job.entry.path, &e);
+                self.source_error(&read_path, &e);
                 false
             }
             Err(CopyError::Dest(e)) => {

@@ -367,6 +367,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
             owner: false,
             group: false,
         },
+        trust: Default::default(),
         numeric_ids: false,
         specials: false,
         devices: false,

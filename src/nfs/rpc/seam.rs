@@ -180,6 +180,10 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         same_content(self, dir, name.as_bytes(), src)
     }
 
+    fn open_file(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<Option<File>> {
+        read_to_local(self, dir, name.as_bytes())
+    }
+
     fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<T::Dir>> {
         PathOps::open_path(self, path, create)
     }
@@ -193,6 +197,65 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
     ) -> dest::Result<()> {
         PathOps::rename(self, from_dir, from.as_bytes(), to_dir, to.as_bytes())
     }
+}
+
+/// A regular file of the server read whole into an unnamed local file (in the
+/// temporary directory), with the file's mtime, for a copy within the destination
+/// (a `--copy-dest` basis copy, the old copy `--inplace --backup` keeps). A file that
+/// changed while it was read is an error (the caller then takes the bytes from the
+/// source, or makes no backup).
+fn read_to_local<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result<Option<File>> {
+    use std::os::unix::fs::FileExt;
+    let Some((fh, at)) = ops.find(dir, name)? else {
+        return Ok(None);
+    };
+    if at.kind != Kind::File {
+        return Ok(None);
+    }
+    let local = unnamed_local_file()?;
+    let chunk = ops.read_size().max(1);
+    let mut off = 0;
+    while off < at.size {
+        let len = chunk.min(at.size - off) as u32;
+        let data = ops.runtime().block_on(ops.read(&fh, off, len))?;
+        if data.is_empty() {
+            break;
+        }
+        local.write_all_at(&data, off)?;
+        off += data.len() as u64;
+    }
+    match ops.find(dir, name)? {
+        Some((_, now)) if now.size == off && now.size == at.size && now.mtime == at.mtime => {}
+        _ => return Err(io::Error::other("changed while it was read").into()),
+    }
+    let t = rustix::fs::Timespec {
+        tv_sec: at.mtime.sec,
+        tv_nsec: at.mtime.nsec.into(),
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    rustix::fs::futimens(&local, &times)?;
+    Ok(Some(local))
+}
+
+/// A new file in the temporary directory that no name leads to (`O_TMPFILE`, or a
+/// name removed at once where the filesystem has no such files).
+fn unnamed_local_file() -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let dir = std::env::temp_dir();
+    let mode = Mode::from_raw_mode(0o600);
+    let rw = OFlags::RDWR | OFlags::CLOEXEC;
+    match rustix::fs::open(&dir, rw | OFlags::TMPFILE, mode) {
+        Ok(fd) => return Ok(File::from(fd)),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let path = dir.join(crate::options::temp::name(OsStr::new("nfsync-read")));
+    let fd = rustix::fs::open(&path, rw | OFlags::CREATE | OFlags::EXCL, mode)?;
+    rustix::fs::unlink(&path)?;
+    Ok(File::from(fd))
 }
 
 /// `--checksum`: whether `name` is a regular file of `src`'s size and bytes, its READs

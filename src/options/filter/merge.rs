@@ -59,30 +59,86 @@ pub(super) enum Anchor {
     Above(Vec<u8>),
 }
 
+/// rsync's `MAXPATHLEN`: no rule, and no merge file's path, is this long.
+const MAX_PATH: usize = 4096;
+
+/// Where the `dir-merge` rules being read go: `added` (their index is `base` plus
+/// their position there), after `known`, which are in force already.
+pub(super) struct NewMerges<'a> {
+    pub added: &'a mut Vec<DirMerge>,
+    pub base: usize,
+    pub known: &'a [DirMerge],
+}
+
 /// Reads rules into a list.
 pub(super) struct Loader<'a> {
     pub syntax: Syntax,
     pub anchor: Anchor,
     /// Where relative merge-file names are found (`None`: the working directory).
     pub dir: Option<&'a Path>,
-    /// The top-level list's per-directory merge files, when `dir-merge` is allowed.
-    pub merges: Option<&'a mut Vec<DirMerge>>,
+    /// Where `dir-merge` rules go (`None`: they are refused here).
+    pub merges: Option<NewMerges<'a>>,
     /// Set when a `!` cleared the list: inherited rules are forgotten too.
     pub cleared: bool,
     /// How many merge files are being read, one inside the other.
     pub depth: usize,
     /// Where the text being read comes from (`None`: an argument, shown in errors).
     pub source: Option<Source>,
+    /// The file about to be read was named by another file's text, which is not
+    /// known any more (a per-directory merge file named in a merge file).
+    pub hidden_name: bool,
+    /// Which symlinks a merge file's path may lead through.
+    pub trust: crate::options::trust::Trust,
+    /// rsync's `--debug=FILTER` level.
+    pub debug: u8,
+    /// Warnings and traces for the caller.
+    pub notes: Vec<super::Note>,
 }
 
 impl Loader<'_> {
+    /// Where the text being read is, when it is a file's (rsync's `rule_src_where`).
+    fn place(&self) -> Option<String> {
+        match &self.source {
+            Some(s) => Some(s.place()),
+            None if self.hidden_name => Some("a file read earlier".into()),
+            None => None,
+        }
+    }
+
     /// `text` (a rule, a pattern, a file name) as an error may show it: as it is when it
     /// is an argument, the place it was read at when it is a file's.
     fn shown(&self, text: &[u8]) -> String {
-        match &self.source {
+        match self.place() {
             None => String::from_utf8_lossy(text).into_owned(),
-            Some(s) => format!("<rule from {}>", s.place()),
+            Some(p) => format!("<rule from {p}>"),
         }
+    }
+
+    /// `--debug=FILTER`: rsync's `add_rule` trace, the text left out for a file's
+    /// rule; level 1 only for an argument's rule that ends in whitespace (a file's
+    /// is not mentioned: that would tell how its hidden text ends).
+    fn trace_rule(&mut self, p: &rules::Parsed<'_>) {
+        if self.debug == 0 {
+            return;
+        }
+        let ws = p.pattern.last().is_some_and(|c| *c == b' ' || *c == b'\t');
+        let own = self.place().is_none();
+        let caution = own && ws && self.debug >= 1;
+        if !caution && self.debug < 2 {
+            return;
+        }
+        let text = match own {
+            true => format!("{}{}", rules::prefix(p), String::from_utf8_lossy(p.pattern)),
+            false => self.shown(p.pattern),
+        };
+        let tail = if caution {
+            " -- CAUTION: trailing whitespace!"
+        } else {
+            ""
+        };
+        self.notes.push(super::Note::Debug(format!(
+            "[sender] add_rule({text}){tail}"
+        )));
     }
 
     /// Parses `text` (one `--filter` value, one line, or a word-split file's words).
@@ -95,12 +151,24 @@ impl Loader<'_> {
         let mut rest = text;
         while let Some((p, r)) = self.parse_rule(rest, template)? {
             rest = r;
+            if p.pattern.len() >= MAX_PATH {
+                let shown = self.shown(p.pattern);
+                self.discard(Error::OverLong { shown });
+                continue;
+            }
+            if p.kind == Kind::Match && !p.mods.cvs {
+                self.trace_rule(&p);
+            }
             match p.kind {
                 Kind::Clear => {
                     list.clear();
                     self.cleared = true;
-                    if let Some(m) = self.merges.as_deref_mut() {
-                        m.clear();
+                    // The command line's merge files go with its list; those a
+                    // per-directory file names may be in use by its siblings' rules.
+                    if let Some(m) = self.merges.as_mut()
+                        && m.base == 0
+                    {
+                        m.added.clear();
                     }
                 }
                 Kind::Match if p.mods.cvs => {
@@ -158,16 +226,30 @@ impl Loader<'_> {
         })
     }
 
+    /// A rule left out: noted, and the reading goes on.
+    fn discard(&mut self, e: Error) {
+        self.notes.push(super::Note::Warn(e.to_string()));
+    }
+
     fn add_dir_merge(
         &mut self,
         list: &mut Vec<Rule>,
         name: &[u8],
         mods: Mods,
     ) -> Result<(), Error> {
-        let Some(merges) = self.merges.as_deref_mut() else {
-            return Err(Error::NestedDirMerge {
-                name: self.shown(name),
-            });
+        let from_file = self.place().is_some();
+        let shown = self.shown(name);
+        // rsync puts the directory in front of a relative name to find the file.
+        let here = match self.dir {
+            Some(d) => d.as_os_str().len(),
+            None => std::env::current_dir().map_or(0, |d| d.as_os_str().len()),
+        };
+        if !name.starts_with(b"/") && name.contains(&b'/') && here + 1 + name.len() >= MAX_PATH {
+            self.discard(Error::NameOverflows { shown });
+            return Ok(());
+        }
+        let Some(merges) = self.merges.as_mut() else {
+            return Err(Error::NestedDirMerge { name: shown });
         };
         let (scan_from, base) = match name.iter().rposition(|&c| c == b'/') {
             Some(i) => {
@@ -182,11 +264,13 @@ impl Loader<'_> {
             None => (None, name),
         };
         // rsync reads a given per-directory file name once.
-        if merges.iter().any(|m| m.name.as_bytes() == base) {
+        let mut all = merges.known.iter().chain(merges.added.iter());
+        if all.any(|m| m.name.as_bytes() == base) {
             return Ok(());
         }
-        list.push(Rule::DirMerge(merges.len()));
-        merges.push(DirMerge {
+        list.push(Rule::DirMerge(merges.base + merges.added.len()));
+        merges.added.push(DirMerge {
+            from_file,
             name: OsStr::from_bytes(base).to_owned(),
             template: mods,
             scan_from,
@@ -216,6 +300,7 @@ impl Loader<'_> {
             })?;
         Ok(MatchRule {
             pattern: compiled,
+            shown: self.shown(pattern).into(),
             include: mods.include,
             sender: mods.sender || !mods.receiver,
             receiver: mods.receiver || !mods.sender,
@@ -235,10 +320,12 @@ impl Loader<'_> {
         required: bool,
     ) -> Result<(), Error> {
         // A name read from a file is that file's text: neither it nor whether it
-        // exists is shown.
-        let shown = match self.source {
-            None => path.display().to_string(),
-            Some(_) => self.shown(b""),
+        // exists is shown; where it was named is, when that is known.
+        let named_at = self.source.as_ref().map(Source::place);
+        let hidden = self.place().is_some();
+        let shown = match hidden {
+            false => path.display().to_string(),
+            true => self.shown(b""),
         };
         if self.depth >= MAX_DEPTH {
             return Err(Error::Depth { at: shown });
@@ -249,7 +336,8 @@ impl Loader<'_> {
         } else {
             // A directory deeper than PATH_MAX is listed; its merge file is read too.
             // A symlink another user owns is not followed (see `trust`).
-            crate::walk::short_path(path, crate::options::trust::read)
+            let trust = self.trust;
+            crate::walk::short_path(path, |p| crate::options::trust::read(trust, p))
         };
         let text = match text {
             Ok(t) => t,
@@ -264,16 +352,15 @@ impl Loader<'_> {
             }
             Err(e) => {
                 return Err(Error::Open {
-                    cause: self.source.is_none().then_some(e),
+                    cause: (!hidden).then_some(e),
                     name: shown,
                     include: template.include,
                     required,
                 });
             }
         };
-        let named_at = self.source.as_ref().map(Source::place);
         let inner = Source {
-            file: named_at.is_none().then_some(shown),
+            file: (!hidden).then_some(shown),
             named_at,
             line: (!template.word_split).then_some(0),
         };

@@ -124,6 +124,18 @@ impl std::fmt::Display for RuleError {
 
 impl std::error::Error for RuleError {}
 
+/// How rsync writes a match rule's kind in traces (`- `, `+ `, `H `, `S `, `P `, `R `).
+pub fn prefix(p: &Parsed<'_>) -> &'static str {
+    match (p.mods.include, p.mods.sender, p.mods.receiver) {
+        (false, true, false) => "H ",
+        (true, true, false) => "S ",
+        (false, false, true) => "P ",
+        (true, false, true) => "R ",
+        (true, _, _) => "+ ",
+        (false, _, _) => "- ",
+    }
+}
+
 fn show(s: &[u8]) -> String {
     String::from_utf8_lossy(s).into_owned()
 }

@@ -6,7 +6,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use super::merge::{Anchor, Loader};
+use super::merge::{Anchor, Loader, NewMerges};
 use super::rules::Syntax;
 use super::{Chain, DirMerge, Error, Filter, Scope};
 
@@ -28,6 +28,7 @@ impl Filter {
         }
         let mut scope = Scope {
             base: base.into(),
+            merges: self.merges.clone().into(),
             lists: vec![None; self.merges.len()],
         };
         let mut errors = Vec::new();
@@ -48,7 +49,7 @@ impl Filter {
                     }
                     let next = scope.lists[i].take();
                     scope.lists[i] =
-                        self.read_merge(m, &dir, Anchor::Above(anchor), next, &mut errors);
+                        self.read_merge(m, &dir, Anchor::Above(anchor), next, &mut errors, None);
                     dir.push(c);
                 }
             }
@@ -66,9 +67,12 @@ impl Filter {
 
     /// The scope of source directory `dir` (at `rel` below the transfer root), inside
     /// `parent`'s: each per-directory merge file found in it goes before what the
-    /// parent's gave (which it inherits unless `n`).
+    /// parent's gave (which it inherits unless `n`). A `dir-merge` rule in one of them
+    /// adds a merge file for this directory and those below it, read here too (and,
+    /// when its name leads to a directory above this one, in that directory and each
+    /// one down to here first, as rsync does).
     pub fn enter(&self, parent: &Arc<Scope>, dir: &Path, rel: &Path) -> (Arc<Scope>, Vec<Error>) {
-        if self.merges.is_empty() {
+        if parent.merges.is_empty() {
             return (parent.clone(), Vec::new());
         }
         let mut prefix = rel.as_os_str().as_bytes().to_vec();
@@ -76,23 +80,66 @@ impl Filter {
             prefix.push(b'/');
         }
         let mut errors = Vec::new();
-        let lists = self
-            .merges
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let inherited = match m.template.no_inherit {
-                    true => None,
-                    false => parent.lists.get(i).cloned().flatten(),
-                };
-                self.read_merge(m, dir, Anchor::Dir(prefix.clone()), inherited, &mut errors)
-            })
-            .collect();
+        let known = &parent.merges[..];
+        let mut added: Vec<super::DirMerge> = Vec::new();
+        let mut lists = Vec::with_capacity(known.len());
+        let mut i = 0;
+        while i < known.len() + added.len() {
+            let m = known
+                .get(i)
+                .unwrap_or_else(|| &added[i - known.len()])
+                .clone();
+            let inherited = match (m.template.no_inherit, i < known.len()) {
+                (true, _) => None,
+                (false, true) => parent.lists.get(i).cloned().flatten(),
+                (false, false) => self.scan_down(&m, dir, &mut errors),
+            };
+            let new = NewMerges {
+                added: &mut added,
+                base: known.len(),
+                known,
+            };
+            let anchor = Anchor::Dir(prefix.clone());
+            lists.push(self.read_merge(&m, dir, anchor, inherited, &mut errors, Some(new)));
+            i += 1;
+        }
+        let merges = match added.is_empty() {
+            true => parent.merges.clone(),
+            false => known.iter().cloned().chain(added).collect(),
+        };
         let scope = Scope {
             base: parent.base.clone(),
+            merges,
             lists,
         };
         (Arc::new(scope), errors)
+    }
+
+    /// A merge file a `dir-merge` rule named in `dir`, whose name leads to a directory
+    /// above it: its rules from that directory and each one down to `dir`'s parent.
+    fn scan_down(
+        &self,
+        m: &super::DirMerge,
+        dir: &Path,
+        errors: &mut Vec<Error>,
+    ) -> Option<Arc<Chain>> {
+        let from = clean_absolute(m.scan_from.as_ref()?);
+        let here = clean_absolute(dir);
+        if from == here || !here.starts_with(&from) {
+            return None;
+        }
+        let mut at = from.clone();
+        let mut chain = None;
+        for c in here.strip_prefix(&from).unwrap().components() {
+            let mut anchor = at.clone().into_os_string().into_vec();
+            anchor.remove(0);
+            if !anchor.is_empty() {
+                anchor.push(b'/');
+            }
+            chain = self.read_merge(m, &at, Anchor::Above(anchor), chain, errors, None);
+            at.push(c);
+        }
+        chain
     }
 
     /// Reads `m`'s file in `dir` in front of `inherited`.
@@ -103,6 +150,7 @@ impl Filter {
         anchor: Anchor,
         inherited: Option<Arc<Chain>>,
         errors: &mut Vec<Error>,
+        merges: Option<NewMerges<'_>>,
     ) -> Option<Arc<Chain>> {
         let mut loader = Loader {
             syntax: Syntax {
@@ -111,14 +159,24 @@ impl Filter {
             },
             anchor,
             dir: Some(dir),
-            merges: None,
+            merges,
             cleared: false,
             depth: 0,
             source: None,
+            hidden_name: m.from_file,
+            trust: self.trust,
+            // Traces are the command line's; a merge file's own text never is one.
+            debug: 0,
+            notes: Vec::new(),
         };
         let mut local = Vec::new();
         if let Err(e) = loader.parse_file(&mut local, &dir.join(&m.name), &m.template, false) {
             errors.push(e);
+        }
+        for note in std::mem::take(&mut loader.notes) {
+            if let super::Note::Warn(w) = note {
+                errors.push(Error::Noted(w));
+            }
         }
         let next = if loader.cleared { None } else { inherited };
         if local.is_empty() {
