@@ -111,7 +111,7 @@ fn check(cfg: &Config, out: &Arc<Output>) -> ExitCode {
             Err(e) => nfsync::check::not_connected(cfg, &e),
         }
     } else {
-        let d = local::LocalDest::new(&cfg.dest, cfg.owners);
+        let d = local::LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust);
         nfsync::check::run(cfg, &d, describe(&d), start.elapsed())
     };
     if cfg.json {
