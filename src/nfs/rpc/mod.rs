@@ -12,6 +12,7 @@
 //! engine's `Destination` from `seam`, with its file data kept in flight by
 //! `pipeline`, trees removed by `tree`, and owners given up on, once, by [`policy`].
 
+pub mod efsauth;
 pub mod error;
 pub mod ops;
 pub(crate) mod pipeline;
