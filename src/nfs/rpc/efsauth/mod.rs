@@ -6,5 +6,8 @@
 //! made, `tests/fixtures/efs/`), because EFS is the only judge of it and cannot be asked
 //! in a test.
 
+pub mod cert;
+pub mod der;
+pub mod key;
 pub mod sigv4;
 pub mod time;
