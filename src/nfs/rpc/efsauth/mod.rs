@@ -10,4 +10,5 @@ pub mod cert;
 pub mod der;
 pub mod key;
 pub mod sigv4;
+pub mod target;
 pub mod time;
