@@ -46,6 +46,35 @@ impl UtcTime {
         UtcTime::from_unix(d.as_secs() as i64)
     }
 
+    /// An ISO 8601 UTC time as AWS writes credential expirations
+    /// (`2026-11-26T18:00:00Z`, fractions of a second ignored).
+    pub fn parse_iso(s: &str) -> Option<UtcTime> {
+        let b = s.as_bytes();
+        let num = |r: std::ops::Range<usize>| -> Option<i64> {
+            let t = s.get(r)?;
+            t.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| t.parse().ok())?
+        };
+        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || !s.ends_with('Z') {
+            return None;
+        }
+        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+        let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+            return None;
+        }
+        // H. Hinnant's days_from_civil.
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y.rem_euclid(400);
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(UtcTime::from_unix(days * 86_400 + hh * 3600 + mm * 60 + ss))
+    }
+
     pub fn unix(self) -> i64 {
         self.unix
     }
