@@ -7,6 +7,7 @@
 //! in a test.
 
 pub mod cert;
+pub mod client_cert;
 pub mod creds;
 pub mod der;
 pub mod key;
