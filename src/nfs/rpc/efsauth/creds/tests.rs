@@ -257,3 +257,99 @@ fn missing_credentials_name_what_was_tried_in_bounded_time() {
     let e = resolve(None, "r", &env_of(&[("AWS_EC2_METADATA_DISABLED", "true")])).unwrap_err();
     assert!(e.to_string().contains("AWS_EC2_METADATA_DISABLED"), "{e}");
 }
+
+/// A one-shot HTTPS server on 127.0.0.1 (certificate for 127.0.0.1 by the `openssl`
+/// CLI, the CA file for `AWS_CA_BUNDLE`) answering every request with `body`.
+fn https_fake(dir: &std::path::Path, body: &'static str) -> (u16, std::path::PathBuf) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (cert, key) = (dir.join("sts.pem"), dir.join("sts.key"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![CertificateDer::from_pem_file(&cert).unwrap()],
+        PrivateKeyDer::from_pem_file(&key).unwrap(),
+    )
+    .unwrap();
+    let config = Arc::new(config);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in l.incoming().take(2) {
+            let Ok(tcp) = conn else { return };
+            tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let c = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut s = rustls::StreamOwned::new(c, tcp);
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut b).unwrap_or(0) == 1 {
+                head.push(b[0]);
+            }
+            if head.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            s.conn.send_close_notify();
+            let _ = s.flush();
+        }
+    });
+    (port, cert)
+}
+
+/// STS over HTTPS, trusting the test CA through `AWS_CA_BUNDLE`; without it the public
+/// roots refuse the certificate and the search ends there, with the reason.
+#[test]
+fn web_identity_over_https_with_a_test_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, ca) = https_fake(
+        dir.path(),
+        r#"{"AssumeRoleWithWebIdentityResponse":{"AssumeRoleWithWebIdentityResult":{"Credentials":{"AccessKeyId":"ASIATLS","SecretAccessKey":"s","SessionToken":"t","Expiration":1893484800}}}}"#,
+    );
+    let jwt = dir.path().join("jwt");
+    std::fs::write(&jwt, "jwt").unwrap();
+    let endpoint = format!("https://127.0.0.1:{port}");
+    let base = [
+        ("AWS_ROLE_ARN", "arn:aws:iam::1:role/r"),
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", jwt.to_str().unwrap()),
+        ("AWS_ENDPOINT_URL_STS", endpoint.as_str()),
+    ];
+    let e = resolve(None, "r", &env_of(&base)).unwrap_err().to_string();
+    assert!(
+        e.contains("web identity") && e.contains("UnknownIssuer"),
+        "{e}"
+    );
+    let mut with_ca = base.to_vec();
+    with_ca.push(("AWS_CA_BUNDLE", ca.to_str().unwrap()));
+    let f = resolve(None, "r", &env_of(&with_ca)).unwrap();
+    assert_eq!(keys(&f), ("ASIATLS", "s", Some("t")));
+}
