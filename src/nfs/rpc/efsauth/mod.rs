@@ -14,3 +14,6 @@ pub mod key;
 pub mod sigv4;
 pub mod target;
 pub mod time;
+
+#[cfg(test)]
+mod front_tests;
