@@ -399,7 +399,7 @@ mod tests {
     /// A TLS server on 127.0.0.1 that requires a client certificate (any, self-signed
     /// included; the handshake signature is still checked) and records each one shown.
     mod client_auth {
-        use super::super::*;
+        use crate::nfs::rpc::tls::*;
         use rustls::client::danger::HandshakeSignatureValid;
         use rustls::crypto::CryptoProvider;
         use rustls::pki_types::{PrivateKeyDer, UnixTime};
@@ -524,8 +524,8 @@ mod tests {
     }
 
     fn test_client_cert() -> Arc<ClientCert> {
-        use super::super::efsauth::key::ClientKey;
-        use super::super::efsauth::target::EfsTarget;
+        use crate::nfs::rpc::efsauth::key::ClientKey;
+        use crate::nfs::rpc::efsauth::target::EfsTarget;
         let key =
             ClientKey::from_pem(include_bytes!("../../../tests/fixtures/efs/key.pem")).unwrap();
         let target = EfsTarget {
