@@ -113,16 +113,20 @@ impl ClientKey {
 
 /// Where the host's key lives (see the module doc).
 pub fn default_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("NFSYNC_EFS_KEY").filter(|p| !p.is_empty()) {
+    let is_root = rustix::process::geteuid().is_root();
+    path_for(is_root, &|k| std::env::var_os(k).filter(|v| !v.is_empty()))
+}
+
+fn path_for(is_root: bool, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    if let Some(p) = env("NFSYNC_EFS_KEY") {
         return Some(PathBuf::from(p));
     }
-    let dir = if rustix::process::geteuid().is_root() {
+    let dir = if is_root {
         PathBuf::from("/var/lib/nfsync")
-    } else if let Some(s) = std::env::var_os("XDG_STATE_HOME").filter(|p| !p.is_empty()) {
+    } else if let Some(s) = env("XDG_STATE_HOME") {
         PathBuf::from(s).join("nfsync")
     } else {
-        PathBuf::from(std::env::var_os("HOME").filter(|p| !p.is_empty())?)
-            .join(".local/state/nfsync")
+        PathBuf::from(env("HOME")?).join(".local/state/nfsync")
     };
     Some(dir.join("efs-client-key.pem"))
 }
@@ -145,9 +149,11 @@ pub fn load_or_create(path: &Path) -> Result<ClientKey, String> {
         .create(dir)
         .map_err(|e| format!("making {}: {e}", dir.display()))?;
     let key = ClientKey::generate()?;
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = dir.join(format!(
-        ".efs-client-key.{}.tmp",
-        rustix::process::getpid().as_raw_nonzero()
+        ".efs-client-key.{}.{}.tmp",
+        rustix::process::getpid().as_raw_nonzero(),
+        MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let write = || -> io::Result<()> {
         let mut f = fs::OpenOptions::new()
@@ -158,15 +164,18 @@ pub fn load_or_create(path: &Path) -> Result<ClientKey, String> {
         f.write_all(key.to_pem().as_bytes())?;
         f.sync_all()
     };
-    let linked = write().and_then(|()| fs::hard_link(&tmp, path));
+    let written = write();
+    let linked = written.as_ref().map(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
     match linked {
-        Ok(()) => Ok(key),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+        Ok(Ok(())) => Ok(key),
+        Err(e) => Err(format!("writing the EFS client key {}: {e}", tmp.display())),
+        // Another run linked its key first: that one is the host's.
+        Ok(Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => {
             let pem = fs::read(path).map_err(|e| format!("reading {shown}: {e}"))?;
             ClientKey::from_pem(&pem).map_err(|e| format!("{shown}: {e}"))
         }
-        Err(e) => Err(format!("writing the EFS client key {shown}: {e}")),
+        Ok(Err(e)) => Err(format!("writing the EFS client key {shown}: {e}")),
     }
 }
 
@@ -187,6 +196,51 @@ mod tests {
         );
         assert_eq!(key.spki().len(), 422);
         assert_eq!(key.to_pem().as_bytes(), &pem[..]);
+    }
+
+    #[test]
+    fn where_the_key_lives() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        let p = |root, e: &dyn Fn(&str) -> Option<std::ffi::OsString>| {
+            path_for(root, e).map(|p| p.display().to_string())
+        };
+        let home = env(&[("HOME", "/home/u")]);
+        assert_eq!(
+            p(true, &home).unwrap(),
+            "/var/lib/nfsync/efs-client-key.pem"
+        );
+        assert_eq!(
+            p(false, &home).unwrap(),
+            "/home/u/.local/state/nfsync/efs-client-key.pem"
+        );
+        let xdg = env(&[("HOME", "/home/u"), ("XDG_STATE_HOME", "/s")]);
+        assert_eq!(p(false, &xdg).unwrap(), "/s/nfsync/efs-client-key.pem");
+        let named = env(&[("NFSYNC_EFS_KEY", "/k.pem")]);
+        assert_eq!(p(true, &named).unwrap(), "/k.pem");
+        assert_eq!(p(false, &env(&[])), None);
+    }
+
+    /// Two runs making the key at once end up with one key, and no temporary file.
+    #[test]
+    fn concurrent_makers_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        let keys: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let a = s.spawn(|| load_or_create(&path).unwrap().pkcs8_der().to_vec());
+            let b = s.spawn(|| load_or_create(&path).unwrap().pkcs8_der().to_vec());
+            vec![a.join().unwrap(), b.join().unwrap()]
+        });
+        assert_eq!(keys[0], keys[1]);
+        let on_disk = ClientKey::from_pem(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(on_disk.pkcs8_der(), &keys[0][..]);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
