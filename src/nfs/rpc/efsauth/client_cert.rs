@@ -301,6 +301,37 @@ mod tests {
         assert!(der.windows(5).any(|w| w == b"AKID1"));
     }
 
+    /// Credentials that cannot be fetched again: the new connection gets the error,
+    /// and the certificate in use stays as it was.
+    #[test]
+    fn a_failed_refetch_is_the_new_connections_error() {
+        let t0 = UtcTime::from_unix(1_800_000_000);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let n = calls.clone();
+        let fetch: Fetch = Box::new(move || {
+            if n.fetch_add(1, Ordering::SeqCst) > 0 {
+                return Err(CredError::Refused {
+                    source_name: "test".into(),
+                    why: "gone".into(),
+                });
+            }
+            Ok(Found {
+                credentials: cert::Credentials {
+                    access_key_id: "A".into(),
+                    secret_access_key: "s".into(),
+                    session_token: None,
+                },
+                source: "test".into(),
+                expires: Some(t0.plus(10 * 60)),
+            })
+        });
+        let c = ClientCert::new(fixture_key(), target(true), "h".into(), Some(fetch), t0).unwrap();
+        let before = c.current_der();
+        let e = c.for_new_connection(t0.plus(6 * 60)).unwrap_err();
+        assert!(e.to_string().contains("gone"), "{e}");
+        assert_eq!(c.current_der(), before);
+    }
+
     #[test]
     fn no_credentials_without_iam_and_a_fetch_failure_is_the_error() {
         let c = ClientCert::new(
