@@ -4,7 +4,8 @@
 //! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records, after
 //! [`shape`] has checked every length in them against the record (the NFSv3 and MOUNT
 //! layouts are here too: they are the record layer's first users); [`tls`] wraps a
-//! connection as EFS's `tls` mount option does; [`transport`] is the multiplexed RPC
+//! connection as EFS's `tls` mount option does, with the client certificate of
+//! [`efsauth`]; [`transport`] is the multiplexed RPC
 //! client, whose failures ([`error`]) say whether the server is gone; [`setup`] makes
 //! the credentials and words a failure to connect.
 //!

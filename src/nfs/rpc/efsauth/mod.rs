@@ -4,7 +4,10 @@
 //!
 //! Everything here is byte-exact to efs-utils (checked against certificates its own code
 //! made, `tests/fixtures/efs/`), because EFS is the only judge of it and cannot be asked
-//! in a test.
+//! in a test. [`target`] reads the URL's EFS keys; [`creds`] finds AWS credentials;
+//! [`key`] keeps the host's RSA key; [`sigv4`] and [`cert`] (over [`der`] and [`time`])
+//! make the certificate; [`client_cert`] keeps a run's certificate fresh for
+//! [`super::tls`], which presents it.
 
 pub mod cert;
 pub mod client_cert;
