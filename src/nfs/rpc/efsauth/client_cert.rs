@@ -85,20 +85,30 @@ impl ClientCert {
     /// The certificate for `target`, with the host's key and, for `?iam`, the process's
     /// credentials (see [`creds`]).
     pub fn for_target(target: &EfsTarget) -> Result<ClientCert, CertError> {
-        let path = key::default_path().ok_or_else(|| {
-            CertError::Key("no place for it: set HOME or NFSYNC_EFS_KEY".to_string())
-        })?;
-        let key = key::load_or_create(&path).map_err(CertError::Key)?;
         let fetch: Option<Fetch> = target.iam.then(|| {
             let profile = target.aws_profile.clone();
             let region = target.region.clone().unwrap_or_default();
             Box::new(move || creds::resolve_from_process(profile.as_deref(), &region)) as Fetch
         });
-        ClientCert::new(key, target.clone(), host_name(), fetch, UtcTime::now())
+        // Credentials first: without them there is nothing to make a key for.
+        let creds = fetch.as_ref().map(|f| f()).transpose()?;
+        let path = key::default_path().ok_or_else(|| {
+            CertError::Key("no place for it: set HOME or NFSYNC_EFS_KEY".to_string())
+        })?;
+        let key = key::load_or_create(&path).map_err(CertError::Key)?;
+        ClientCert::with_creds(
+            key,
+            target.clone(),
+            host_name(),
+            fetch,
+            UtcTime::now(),
+            creds,
+        )
     }
 
     /// A certificate from given parts: the key, the target, the CN, where credentials
     /// come from, and the instant of the first certificate.
+    #[cfg(test)]
     pub(crate) fn new(
         key: ClientKey,
         target: EfsTarget,
@@ -106,10 +116,21 @@ impl ClientCert {
         fetch: Option<Fetch>,
         now: UtcTime,
     ) -> Result<ClientCert, CertError> {
+        let creds = fetch.as_ref().map(|f| f()).transpose()?;
+        ClientCert::with_creds(key, target, common_name, fetch, now, creds)
+    }
+
+    fn with_creds(
+        key: ClientKey,
+        target: EfsTarget,
+        common_name: String,
+        fetch: Option<Fetch>,
+        now: UtcTime,
+        creds: Option<Found>,
+    ) -> Result<ClientCert, CertError> {
         let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.pkcs8_der().to_vec()));
         let signing = rustls::crypto::ring::sign::any_supported_type(&der)
             .map_err(|e| CertError::Key(e.to_string()))?;
-        let creds = fetch.as_ref().map(|f| f()).transpose()?;
         let maker = Maker {
             key,
             signing,
