@@ -170,6 +170,37 @@ fn imds_v2_token_then_role_then_credentials() {
     assert_eq!(fake.seen().len(), 3);
 }
 
+/// An instance that refuses the token call (IMDSv1 only) is asked without a token; one
+/// without a role is named as such.
+#[test]
+fn imds_without_a_token_and_without_a_role() {
+    let v1 = Fake::start(|head| {
+        Some(if head.starts_with("PUT ") {
+            (405, String::new())
+        } else if head.contains("metadata-token") {
+            (400, String::new())
+        } else if head.starts_with("GET /latest/meta-data/iam/security-credentials/ ") {
+            (200, "r1".into())
+        } else if head.starts_with("GET /latest/meta-data/iam/security-credentials/r1 ") {
+            (200, CREDS_JSON.into())
+        } else {
+            (404, String::new())
+        })
+    });
+    let env = env_of(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &v1.url())]);
+    assert_eq!(keys(&resolve(None, "r", &env).unwrap()).0, "ASIAFAKE");
+    let no_role = Fake::start(|head| {
+        Some(if head.starts_with("PUT ") {
+            (200, "T".into())
+        } else {
+            (404, String::new())
+        })
+    });
+    let env = env_of(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &no_role.url())]);
+    let e = resolve(None, "r", &env).unwrap_err().to_string();
+    assert!(e.contains("no IAM role"), "{e}");
+}
+
 #[test]
 fn pod_identity_sends_the_token_files_authorization() {
     let fake = Fake::start(|head| {
