@@ -61,3 +61,4 @@ mod scenarios;
 mod shards;
 mod support;
 mod tls;
+mod tls_efs_cert;

@@ -4,16 +4,18 @@
 //! Layers, bottom up: [`url`] parses DEST; [`wire`] frames and decodes records, after
 //! [`shape`] has checked every length in them against the record (the NFSv3 and MOUNT
 //! layouts are here too: they are the record layer's first users); [`tls`] wraps a
-//! connection as EFS's `tls` mount option does; [`transport`] is the multiplexed RPC
-//! client, whose failures ([`error`]) say whether the server is gone; on EFS it binds
-//! each connection to one partition first ([`efs_bind`] is the call, [`partition`] the
-//! rules); [`setup`] makes the credentials and words a failure to connect.
+//! connection as EFS's `tls` mount option does, with the client certificate of
+//! [`efsauth`]; [`transport`] is the multiplexed RPC client, whose failures
+//! ([`error`]) say whether the server is gone; on EFS it binds each connection to one
+//! partition first ([`efs_bind`] is the call, [`partition`] the rules); [`setup`]
+//! makes the credentials and words a failure to connect.
 //!
 //! Above the calls: a version implements the small traits of [`ops`] and gets the
 //! engine's `Destination` from `seam`, with its file data kept in flight by
 //! `pipeline`, trees removed by `tree`, and owners given up on, once, by [`policy`].
 
 pub mod efs_bind;
+pub mod efsauth;
 pub mod error;
 pub mod ops;
 pub mod partition;

@@ -272,7 +272,9 @@ impl Binder {
 }
 
 /// Whether `host` is an EFS mount target's DNS name: `fs-ID.efs.REGION.…`, with an
-/// optional availability-zone label in front.
+/// optional availability-zone label in front. Stricter than efs-utils' pattern for
+/// the certificate's fields (which takes any label where `efs` stands): program
+/// 400123 goes only where the name says EFS.
 pub fn is_efs_host(host: &str) -> bool {
     let host = host.to_ascii_lowercase();
     let labels: Vec<&str> = host.split('.').collect();

@@ -14,6 +14,11 @@
 //!
 //! rustls with the `ring` provider, not `aws-lc-rs`, which needs cmake and nasm to
 //! build.
+//!
+//! To an EFS file system (the URL names one) the connection also presents efs-utils'
+//! client certificate ([`super::efsauth`]) in a full handshake every time: session
+//! resumption is off there, because a resumed session shows no certificate and how EFS
+//! treats that is unknown.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -21,6 +26,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::{CertificateError, ClientConfig};
+
+use super::efsauth::client_cert::{ClientCert, Resolver};
+use super::efsauth::time::UtcTime;
+use super::url::NfsUrl;
+use crate::exit::{Error, Why};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::net::TcpStream;
@@ -39,6 +49,8 @@ pub struct Tls {
     server_name: ServerName<'static>,
     /// The `?tls-ca=` file, if the roots are its CAs (named in the advice on refusal).
     ca: Option<PathBuf>,
+    /// The EFS client certificate, renewed before a handshake when stale.
+    client: Option<Arc<ClientCert>>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -124,6 +136,45 @@ impl Tls {
     /// TLS to `host` (a DNS name or an IP address), trusting only the CAs in `ca` (a
     /// PEM file) or, without it, the compiled-in public roots.
     pub fn new(host: &str, ca: Option<&Path>) -> Result<Tls, ConfigError> {
+        Tls::build(host, ca, None)
+    }
+
+    /// TLS as [`Tls::new`], presenting `client` whenever the server asks for a
+    /// certificate, with session resumption off.
+    pub fn with_client_cert(
+        host: &str,
+        ca: Option<&Path>,
+        client: Arc<ClientCert>,
+    ) -> Result<Tls, ConfigError> {
+        Tls::build(host, ca, Some(client))
+    }
+
+    /// The TLS a URL asks for: for an EFS file system with the client certificate
+    /// (making the host's key and fetching credentials first). A CA file that cannot be
+    /// used is the command line's problem (exit 1); credentials that cannot be had are
+    /// the connection's (exit 10).
+    pub fn for_url(url: &NfsUrl) -> Result<Tls, Error> {
+        let usage = |e: ConfigError| Error::Usage(Why::of(e));
+        let ca = url.tls_ca.as_deref();
+        let Some(target) = &url.efs else {
+            return Tls::new(&url.host, ca).map_err(usage);
+        };
+        use super::efsauth::client_cert::CertError;
+        let client = ClientCert::for_target(target).map_err(|e| match e {
+            CertError::Credentials(e) => Error::Connect(Why::of(e)),
+            CertError::Key(what) => Error::Local {
+                what: "the EFS client certificate".into(),
+                source: io::Error::other(what),
+            },
+        })?;
+        Tls::with_client_cert(&url.host, ca, Arc::new(client)).map_err(usage)
+    }
+
+    fn build(
+        host: &str,
+        ca: Option<&Path>,
+        client: Option<Arc<ClientCert>>,
+    ) -> Result<Tls, ConfigError> {
         let mut roots = rustls::RootCertStore::empty();
         match ca {
             Some(path) => {
@@ -137,11 +188,18 @@ impl Tls {
             None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = ClientConfig::builder_with_provider(provider)
+        let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(ConfigError::Setup)?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+            .with_root_certificates(roots);
+        let config = match &client {
+            None => builder.with_no_client_auth(),
+            Some(c) => {
+                let mut config = builder.with_client_cert_resolver(Arc::new(Resolver(c.clone())));
+                config.resumption = rustls::client::Resumption::disabled();
+                config
+            }
+        };
         let server_name =
             ServerName::try_from(host.to_string()).map_err(|_| ConfigError::BadHost {
                 host: host.to_string(),
@@ -150,7 +208,13 @@ impl Tls {
             config: Arc::new(config),
             server_name,
             ca: ca.map(Path::to_owned),
+            client,
         })
+    }
+
+    /// The EFS client certificate, if this TLS presents one.
+    pub fn client_cert(&self) -> Option<&Arc<ClientCert>> {
+        self.client.as_ref()
     }
 
     /// The TLS handshake on a connected socket, within `timeout` (at most
@@ -160,6 +224,22 @@ impl Tls {
         tcp: TcpStream,
         timeout: Duration,
     ) -> Result<TlsStream<TcpStream>, HandshakeError> {
+        if let Some(client) = &self.client {
+            // Renewing may fetch credentials over the network: off the async threads.
+            let c = client.clone();
+            let renewed = tokio::task::spawn_blocking(move || c.for_new_connection(UtcTime::now()))
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| e.to_string()));
+            if let Err(why) = renewed {
+                return Err(HandshakeError::Refused(Refused {
+                    source: rustls::Error::General(format!(
+                        "renewing the EFS client certificate: {why}"
+                    )),
+                    hint: String::new(),
+                }));
+            }
+        }
         let connector = TlsConnector::from(self.config.clone());
         let hs = connector.connect(self.server_name.clone(), tcp);
         let timeout = timeout.min(HANDSHAKE_MAX);
@@ -314,6 +394,194 @@ mod tests {
         assert!(Tls::new("::1", None).is_ok());
         let e = Tls::new("bad name!", None).unwrap_err();
         assert!(matches!(e, ConfigError::BadHost { .. }), "{e:?}");
+    }
+
+    /// A TLS server on 127.0.0.1 that requires a client certificate (any, self-signed
+    /// included; the handshake signature is still checked) and records each one shown.
+    mod client_auth {
+        use crate::nfs::rpc::tls::*;
+        use rustls::client::danger::HandshakeSignatureValid;
+        use rustls::crypto::CryptoProvider;
+        use rustls::pki_types::{PrivateKeyDer, UnixTime};
+        use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+        use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+        use std::sync::Mutex;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        #[derive(Debug)]
+        pub struct Recorder {
+            pub seen: Mutex<Vec<CertificateDer<'static>>>,
+            provider: Arc<CryptoProvider>,
+        }
+
+        impl ClientCertVerifier for Recorder {
+            fn root_hint_subjects(&self) -> &[DistinguishedName] {
+                &[]
+            }
+            fn verify_client_cert(
+                &self,
+                cert: &CertificateDer<'_>,
+                _: &[CertificateDer<'_>],
+                _: UnixTime,
+            ) -> Result<ClientCertVerified, rustls::Error> {
+                self.seen.lock().unwrap().push(cert.clone().into_owned());
+                Ok(ClientCertVerified::assertion())
+            }
+            fn verify_tls12_signature(
+                &self,
+                m: &[u8],
+                c: &CertificateDer<'_>,
+                d: &DigitallySignedStruct,
+            ) -> Result<HandshakeSignatureValid, rustls::Error> {
+                let algs = &self.provider.signature_verification_algorithms;
+                rustls::crypto::verify_tls12_signature(m, c, d, algs)
+            }
+            fn verify_tls13_signature(
+                &self,
+                m: &[u8],
+                c: &CertificateDer<'_>,
+                d: &DigitallySignedStruct,
+            ) -> Result<HandshakeSignatureValid, rustls::Error> {
+                let algs = &self.provider.signature_verification_algorithms;
+                rustls::crypto::verify_tls13_signature(m, c, d, algs)
+            }
+            fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+                self.provider
+                    .signature_verification_algorithms
+                    .supported_schemes()
+            }
+        }
+
+        /// A self-signed server certificate for 127.0.0.1 made by the `openssl` CLI
+        /// (another implementation than the one checking it): (cert PEM path, key PEM).
+        fn server_cert(dir: &Path) -> (PathBuf, PathBuf) {
+            let (cert, key) = (dir.join("srv.pem"), dir.join("srv.key"));
+            let out = std::process::Command::new("openssl")
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args([
+                    "-subj",
+                    "/CN=127.0.0.1",
+                    "-addext",
+                    "subjectAltName=IP:127.0.0.1",
+                ])
+                .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+                .arg("-keyout")
+                .arg(&key)
+                .arg("-out")
+                .arg(&cert)
+                .output()
+                .expect("openssl is installed");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (cert, key)
+        }
+
+        /// Serves `conns` connections (each: read 4 bytes, echo them), then returns.
+        pub async fn serve(
+            dir: &Path,
+            conns: usize,
+        ) -> (u16, PathBuf, Arc<Recorder>, tokio::task::JoinHandle<usize>) {
+            let (cert, key) = server_cert(dir);
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let rec = Arc::new(Recorder {
+                seen: Mutex::new(Vec::new()),
+                provider: provider.clone(),
+            });
+            let config = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_client_cert_verifier(rec.clone())
+                .with_single_cert(
+                    vec![CertificateDer::from_pem_file(&cert).unwrap()],
+                    PrivateKeyDer::from_pem_file(&key).unwrap(),
+                )
+                .unwrap();
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = l.local_addr().unwrap().port();
+            let task = tokio::spawn(async move {
+                let mut ok = 0;
+                for _ in 0..conns {
+                    let (tcp, _) = l.accept().await.unwrap();
+                    if let Ok(mut s) = acceptor.accept(tcp).await {
+                        let mut b = [0u8; 4];
+                        if s.read_exact(&mut b).await.is_ok() {
+                            let _ = s.write_all(&b).await;
+                            let _ = s.flush().await;
+                            ok += 1;
+                        }
+                    }
+                }
+                ok
+            });
+            (port, cert, rec, task)
+        }
+    }
+
+    fn test_client_cert() -> Arc<ClientCert> {
+        use crate::nfs::rpc::efsauth::key::ClientKey;
+        use crate::nfs::rpc::efsauth::target::EfsTarget;
+        let key =
+            ClientKey::from_pem(include_bytes!("../../../tests/fixtures/efs/key.pem")).unwrap();
+        let target = EfsTarget {
+            fs_id: "fs-deadbeef".into(),
+            region: Some("us-east-1".into()),
+            access_point: Some("fsap-0123456789abcdef0".into()),
+            iam: false,
+            aws_profile: None,
+        };
+        Arc::new(ClientCert::new(key, target, "h".into(), None, UtcTime::now()).unwrap())
+    }
+
+    /// Every connection shows the certificate in a full handshake (with resumption on,
+    /// rustls would resume the second and the server would see one certificate), and
+    /// without one the server's demand for it fails the handshake.
+    #[test]
+    fn the_efs_certificate_is_shown_in_every_handshake() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        rt.block_on(async {
+            let (port, ca, rec, server) = client_auth::serve(dir.path(), 4).await;
+            let client = test_client_cert();
+            let tls = Tls::with_client_cert("127.0.0.1", Some(&ca), client.clone()).unwrap();
+            for _ in 0..3 {
+                let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+                let mut s = tls.connect(tcp, Duration::from_secs(5)).await.unwrap();
+                s.write_all(b"ping").await.unwrap();
+                let mut b = [0u8; 4];
+                s.read_exact(&mut b).await.unwrap();
+                assert_eq!(&b, b"ping");
+            }
+            let plain = Tls::new("127.0.0.1", Some(&ca)).unwrap();
+            let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let refused = match plain.connect(tcp, Duration::from_secs(5)).await {
+                Ok(mut s) => {
+                    // TLS 1.3: the client learns of the refusal on its first read.
+                    let _ = s.write_all(b"ping").await;
+                    let mut b = [0u8; 4];
+                    s.read_exact(&mut b).await.is_err()
+                }
+                Err(_) => true,
+            };
+            assert!(refused, "a server that requires a certificate took none");
+            assert_eq!(server.await.unwrap(), 3);
+            let seen = rec.seen.lock().unwrap();
+            assert_eq!(
+                seen.len(),
+                3,
+                "one full handshake with the certificate each"
+            );
+            assert!(seen.iter().all(|c| *c == client.current_der()));
+        });
     }
 
     #[test]

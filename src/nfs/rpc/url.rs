@@ -3,10 +3,13 @@
 //! We accept libnfs's own query keys (`version`, `nfsport`, `mountport`, `uid`, `gid`)
 //! so URLs users already have for nfs-cp/nfs-ls work unchanged, plus nfsync's own
 //! (`conns`, `window`, `resvport`/`noresvport`, and for NFSv4.1 `slots`, `tls`,
-//! `tls-ca`). Unknown keys are refused rather than ignored: a typo in `noresvport`
+//! `tls-ca`), and efs-utils' for EFS (`iam`, `accesspoint`, `awsprofile`, with `fsid`
+//! and `region` for an address; see [`super::efsauth::target`]). Unknown keys are refused rather than ignored: a typo in `noresvport`
 //! would otherwise show up as a baffling MNT3ERR_ACCES.
 
 use std::path::PathBuf;
+
+use super::efsauth::target::{EfsKeys, EfsTarget};
 
 /// Which NFS version a URL asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,8 +54,11 @@ pub struct NfsUrl {
     /// turns it off, to compare).
     pub batch: Option<bool>,
     /// The server is an EFS mount target (`?efs`, for an IP address; `?efs=0` says it
-    /// is not); `None` judges by the host name.
-    pub efs: Option<bool>,
+    /// is not); `None` judges by the host name and [`NfsUrl::efs`].
+    pub efs_server: Option<bool>,
+    /// The EFS file system the URL names (by host name or `?fsid=`), with the
+    /// authentication it asks for; `None` for other servers.
+    pub efs: Option<EfsTarget>,
 }
 
 /// Whether DEST names an NFS server rather than a local path.
@@ -143,8 +149,10 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
         tls: false,
         tls_ca: None,
         batch: None,
+        efs_server: None,
         efs: None,
     };
+    let mut efs = EfsKeys::default();
     for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         match k {
@@ -177,7 +185,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             }
             "tls" if v.is_empty() || v == "1" => u.tls = true,
             "batch" => u.batch = Some(v != "0"),
-            "efs" => u.efs = Some(v != "0"),
+            "efs" => u.efs_server = Some(v != "0"),
             "tls-ca" if !v.is_empty() => {
                 u.tls = true;
                 u.tls_ca = Some(PathBuf::from(decode(v)?));
@@ -202,16 +210,23 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             }
             "resvport" => u.resvport = Some(v != "0"),
             "noresvport" => u.resvport = Some(v == "0"),
+            _ if efs.take(k, v)? => {}
             _ => {
                 return Err(format!(
                     "unknown URL option {k:?} (known: version, nfsport, mountport, uid, gid, \
-                     conns, window, resvport, noresvport, slots, tls, tls-ca, batch, efs)"
+                     conns, window, resvport, noresvport, slots, tls, tls-ca, batch, efs, iam, \
+                     accesspoint, awsprofile, fsid, region)"
                 ));
             }
         }
     }
+    u.tls |= efs.implies_tls();
     if u.version == Some(Version::V3) {
-        let v4_only = [(u.slots.is_some(), "slots"), (u.tls, "tls")];
+        let v4_only = [
+            (u.slots.is_some(), "slots"),
+            (efs.v4_only().is_some(), efs.v4_only().unwrap_or_default()),
+            (u.tls, "tls"),
+        ];
         if let Some((_, k)) = v4_only.iter().find(|(set, _)| *set) {
             return Err(format!(
                 "?{k} needs NFSv4.1 (version=4.1): NFSv3 has no sessions and its MOUNT \
@@ -222,6 +237,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
     if u.mount_port.is_some() && u.version == Some(Version::V41) {
         return Err("?mountport: NFSv4.1 has no MOUNT protocol".to_string());
     }
+    u.efs = efs.resolve(&u.host, u.tls)?;
     Ok(u)
 }
 
@@ -248,9 +264,9 @@ mod tests {
             parse("nfs://fs-1.efs.eu-west-1.amazonaws.com/dir?version=4.1&slots=16&tls").unwrap();
         assert_eq!(u.version, Some(Version::V41));
         assert_eq!((u.slots, u.tls, u.tls_ca), (Some(16), true, None));
-        assert_eq!(u.efs, None);
-        assert_eq!(parse("nfs://10.0.0.5/d?efs").unwrap().efs, Some(true));
-        assert_eq!(parse("nfs://h/d?efs=0").unwrap().efs, Some(false));
+        assert_eq!(u.efs_server, None);
+        assert_eq!(parse("nfs://10.0.0.5/d?efs").unwrap().efs_server, Some(true));
+        assert_eq!(parse("nfs://h/d?efs=0").unwrap().efs_server, Some(false));
         let u = parse("nfs://h/d?version=4&tls-ca=/etc/my%20ca.pem").unwrap();
         assert_eq!(u.version, Some(Version::V41));
         assert!(u.tls);
@@ -290,6 +306,57 @@ mod tests {
         assert!(parse("nfs://h/x?noresvprot").is_err());
         assert!(parse("nfs:///x").is_err());
         assert!(parse("nfs://h:99999/x").is_err());
+    }
+
+    #[test]
+    fn efs_keys_from_the_host_name_or_fsid_and_region() {
+        let u = parse("nfs://fs-deadbeef.efs.us-east-1.amazonaws.com/d?accesspoint=fsap-0123456789abcdef0&iam&awsprofile=ci").unwrap();
+        assert!(u.tls, "an access point implies TLS");
+        assert_eq!(
+            u.efs,
+            Some(EfsTarget {
+                fs_id: "fs-deadbeef".into(),
+                region: Some("us-east-1".into()),
+                access_point: Some("fsap-0123456789abcdef0".into()),
+                iam: true,
+                aws_profile: Some("ci".into()),
+            })
+        );
+        // A plain EFS name with TLS still names the file system: efs-utils sends its
+        // certificate on every TLS mount.
+        let u = parse("nfs://fs-1.efs.eu-west-1.amazonaws.com/?tls").unwrap();
+        let t = u.efs.unwrap();
+        assert_eq!((t.fs_id.as_str(), t.iam), ("fs-1", false));
+        let u = parse("nfs://10.0.0.9/?tls&iam&fsid=fs-abc&region=eu-west-1").unwrap();
+        let t = u.efs.unwrap();
+        assert_eq!(
+            (t.fs_id.as_str(), t.region.as_deref()),
+            ("fs-abc", Some("eu-west-1"))
+        );
+        assert_eq!(parse("nfs://10.0.0.9/?tls").unwrap().efs, None);
+        assert_eq!(parse("nfs://srv/x").unwrap().efs, None);
+    }
+
+    #[test]
+    fn efs_keys_refused_with_efs_utils_reasons() {
+        let err = |url: &str| parse(url).unwrap_err();
+        let efs = "nfs://fs-1.efs.eu-west-1.amazonaws.com/";
+        assert!(err(&format!("{efs}?iam")).contains("\"tls\" option is required"));
+        assert!(err(&format!("{efs}?tls&awsprofile=p")).contains("\"iam\" option is required"));
+        assert!(err(&format!("{efs}?accesspoint=fsap-1")).contains("malformed"));
+        assert!(
+            err(&format!(
+                "{efs}?accesspoint=fsap-0123456789abcdef0&version=3"
+            ))
+            .contains("?accesspoint needs NFSv4.1")
+        );
+        assert!(err(&format!("{efs}?iam&version=3")).contains("?iam needs NFSv4.1"));
+        assert!(err(&format!("{efs}?tls&fsid=fs-2")).contains("contradicts"));
+        assert!(err(&format!("{efs}?tls&region=us-east-1")).contains("contradicts"));
+        assert!(err("nfs://10.0.0.9/?tls&iam").contains("?fsid="));
+        assert!(err("nfs://10.0.0.9/?tls&iam&fsid=fs-1").contains("?region="));
+        assert!(err("nfs://10.0.0.9/?tls&fsid=xyz").contains("fs-<hex>"));
+        assert!(err("nfs://10.0.0.9/?tls&awsprofile=").contains("needs a profile"));
     }
 
     #[test]

@@ -99,11 +99,7 @@ pub fn connect(
         let ip = setup::resolve(&parsed.host, timeout).await?;
         let addr = SocketAddr::new(ip, parsed.nfs_port.unwrap_or(PORT));
         let tls = match parsed.tls {
-            true => Some(
-                // A CA file that cannot be used is the command line's problem (exit 1).
-                crate::nfs::rpc::tls::Tls::new(&parsed.host, parsed.tls_ca.as_deref())
-                    .map_err(|e| ConnectError::Failed(Error::Usage(Why::of(e))))?,
-            ),
+            true => Some(crate::nfs::rpc::tls::Tls::for_url(parsed).map_err(ConnectError::Failed)?),
             false => None,
         };
         let ep = rpc::Endpoint {
@@ -121,8 +117,8 @@ pub fn connect(
         let rpc = rpc::RpcClient::new(ep, cred);
         // One NFSv4.1 session must not span EFS partitions: bind its connections.
         let efs = parsed
-            .efs
-            .unwrap_or_else(|| rpc::partition::is_efs_host(&parsed.host));
+            .efs_server
+            .unwrap_or_else(|| parsed.efs.is_some() || rpc::partition::is_efs_host(&parsed.host));
         let rpc = Arc::new(match efs {
             true => rpc.bound(rpc::partition::Binder::new()),
             false => rpc,

@@ -108,6 +108,11 @@ pub struct Stunnel {
 impl Stunnel {
     /// Starts stunnel in `dir` with the given certificate, in front of 127.0.0.1:`target`.
     pub fn start(dir: &Path, cert: &Path, key: &Path, target: u16) -> Stunnel {
+        Stunnel::start_with(dir, cert, key, target, "")
+    }
+
+    /// [`Stunnel::start`] with more lines for the service (`requireCert = yes`, …).
+    pub fn start_with(dir: &Path, cert: &Path, key: &Path, target: u16, extra: &str) -> Stunnel {
         let port = free_port();
         let log = dir.join("stunnel.log");
         let conf = dir.join("stunnel.conf");
@@ -115,7 +120,7 @@ impl Stunnel {
             &conf,
             format!(
                 "foreground = yes\npid = {}\noutput = {}\n[nfs]\naccept = 127.0.0.1:{port}\n\
-                 connect = 127.0.0.1:{target}\ncert = {}\nkey = {}\n",
+                 connect = 127.0.0.1:{target}\ncert = {}\nkey = {}\n{extra}",
                 dir.join("stunnel.pid").display(),
                 log.display(),
                 cert.display(),

@@ -1,0 +1,266 @@
+//! Credentials fetched over HTTP: EC2 instance metadata (IMDSv2), the ECS / EKS Pod
+//! Identity container endpoint, and STS AssumeRoleWithWebIdentity (EKS IRSA).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::super::cert::Credentials;
+use super::super::sigv4::quote_plus;
+use super::super::time::UtcTime;
+use super::http::{Client, Url};
+use super::{Env, Found, Step};
+
+/// The instance metadata service, unless `AWS_EC2_METADATA_SERVICE_ENDPOINT` says where.
+const IMDS: &str = "http://169.254.169.254";
+/// The ECS agent's credentials endpoint for `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`.
+const ECS: &str = "http://169.254.170.2";
+/// IMDS answers in milliseconds on EC2; off EC2 nothing answers.
+const IMDS_TIMEOUT: Duration = Duration::from_secs(1);
+const REMOTE_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn client(env: Env, timeout: Duration) -> Client {
+    Client {
+        timeout,
+        ca_bundle: env("AWS_CA_BUNDLE")
+            .filter(|v| !v.is_empty())
+            .map(Into::into),
+    }
+}
+
+fn field(v: &Value, path: &[&str]) -> Option<String> {
+    let mut v = v;
+    for p in path {
+        v = v.get(p)?;
+    }
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// `Expiration` as ISO text (IMDS, ECS) or epoch seconds (STS's JSON).
+fn expiration(v: Option<&Value>) -> Option<UtcTime> {
+    match v? {
+        Value::String(s) => UtcTime::parse_iso(s),
+        Value::Number(n) => n.as_f64().map(|f| UtcTime::from_unix(f as i64)),
+        _ => None,
+    }
+}
+
+/// The credentials of an IMDS or container answer.
+fn from_json(
+    body: &str,
+    token_key: &str,
+    at: &[&str],
+) -> Result<(Credentials, Option<UtcTime>), String> {
+    let v: Value = serde_json::from_str(body).map_err(|e| format!("answer is not JSON: {e}"))?;
+    let mut c = &v;
+    for p in at {
+        c = c.get(p).ok_or_else(|| format!("answer has no {p}"))?;
+    }
+    let need = |k: &str| field(c, &[k]).ok_or_else(|| format!("answer has no {k}"));
+    Ok((
+        Credentials {
+            access_key_id: need("AccessKeyId")?,
+            secret_access_key: need("SecretAccessKey")?,
+            session_token: field(c, &[token_key]),
+        },
+        expiration(c.get("Expiration")),
+    ))
+}
+
+/// EC2 instance metadata, IMDSv2: a token, the role's name, then its credentials.
+pub fn imds(env: Env) -> Step {
+    if env("AWS_EC2_METADATA_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        return Step::Skipped("EC2 instance metadata: AWS_EC2_METADATA_DISABLED=true".into());
+    }
+    let base = env("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| IMDS.to_string());
+    let base = base.trim_end_matches('/');
+    let name = format!("EC2 instance metadata ({base})");
+    let url = |p: &str| Url::parse(&format!("{base}{p}"));
+    let http = client(env, IMDS_TIMEOUT);
+    let token_url = match url("/latest/api/token") {
+        Ok(u) => u,
+        Err(e) => return Step::Refused(name, e),
+    };
+    let token = match http.request(
+        "PUT",
+        &token_url,
+        &[("X-aws-ec2-metadata-token-ttl-seconds", "21600")],
+    ) {
+        // Nothing there: not on EC2 (or IMDS is off); the chain ends here.
+        Err(e) => return Step::Skipped(format!("{name}: {e}")),
+        Ok(r) if r.status == 200 => Some(r.body.trim().to_string()),
+        // IMDSv1-only instances refuse the token call; go on without one.
+        Ok(_) => None,
+    };
+    let headers: Vec<(&str, &str)> = token
+        .as_deref()
+        .map(|t| vec![("X-aws-ec2-metadata-token", t)])
+        .unwrap_or_default();
+    let get = |p: &str| -> Result<String, String> {
+        let u = url(p)?;
+        match http.request("GET", &u, &headers) {
+            Ok(r) if r.status == 200 => Ok(r.body),
+            Ok(r) if r.status == 404 => {
+                Err("the instance has no IAM role (instance profile)".into())
+            }
+            Ok(r) => Err(format!("GET {u}: HTTP {}", r.status)),
+            Err(e) => Err(format!("GET {u}: {e}")),
+        }
+    };
+    let role_path = "/latest/meta-data/iam/security-credentials/";
+    let role = match get(role_path) {
+        Ok(body) => match body.lines().next().map(str::trim).filter(|r| !r.is_empty()) {
+            Some(r) => r.to_string(),
+            None => return Step::Refused(name, "the instance has no IAM role".into()),
+        },
+        Err(e) => return Step::Refused(name, e),
+    };
+    match get(&format!("{role_path}{role}")).and_then(|b| from_json(&b, "Token", &[])) {
+        Ok((credentials, expires)) => Step::Found(Found {
+            credentials,
+            source: format!("EC2 instance metadata, role {role}"),
+            expires,
+        }),
+        Err(e) => Step::Refused(name, e),
+    }
+}
+
+/// The container endpoint: ECS (relative URI) or EKS Pod Identity / a full URI with an
+/// `Authorization` token.
+pub fn container(env: Env) -> Step {
+    let (url, name) = if let Some(rel) =
+        env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").filter(|v| !v.is_empty())
+    {
+        (
+            format!("{ECS}{rel}"),
+            "ECS container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI)",
+        )
+    } else if let Some(full) = env("AWS_CONTAINER_CREDENTIALS_FULL_URI").filter(|v| !v.is_empty()) {
+        (
+            full,
+            "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI, EKS Pod Identity)",
+        )
+    } else {
+        return Step::Skipped(
+            "container credentials: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI unset"
+                .into(),
+        );
+    };
+    let name = name.to_string();
+    let token = if let Some(file) =
+        env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").filter(|v| !v.is_empty())
+    {
+        match std::fs::read_to_string(&file) {
+            Ok(t) => Some(t.trim().to_string()),
+            Err(e) => {
+                return Step::Refused(
+                    name,
+                    format!("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE={file}: {e}"),
+                );
+            }
+        }
+    } else {
+        env("AWS_CONTAINER_AUTHORIZATION_TOKEN").filter(|v| !v.is_empty())
+    };
+    if token.as_deref().is_some_and(|t| t.contains(['\r', '\n'])) {
+        return Step::Refused(
+            name,
+            "the authorization token has a line break in it".into(),
+        );
+    }
+    let url = match Url::parse(&url) {
+        Ok(u) => u,
+        Err(e) => return Step::Refused(name, e),
+    };
+    let headers: Vec<(&str, &str)> = token
+        .as_deref()
+        .map(|t| vec![("Authorization", t)])
+        .unwrap_or_default();
+    let answer = match client(env, REMOTE_TIMEOUT).request("GET", &url, &headers) {
+        Ok(r) if r.status == 200 => from_json(&r.body, "Token", &[]),
+        Ok(r) => Err(format!("GET {url}: HTTP {}: {}", r.status, r.body.trim())),
+        Err(e) => Err(format!("GET {url}: {e}")),
+    };
+    match answer {
+        Ok((credentials, expires)) => Step::Found(Found {
+            credentials,
+            source: name,
+            expires,
+        }),
+        Err(e) => Step::Refused(name, e),
+    }
+}
+
+/// STS AssumeRoleWithWebIdentity with `AWS_ROLE_ARN` and `AWS_WEB_IDENTITY_TOKEN_FILE`
+/// (EKS IRSA), unsigned, at `sts.REGION.amazonaws.com` unless `AWS_ENDPOINT_URL_STS`
+/// (or `AWS_ENDPOINT_URL`) says where.
+pub fn web_identity(env: Env, region: &str) -> Step {
+    let arn = env("AWS_ROLE_ARN").filter(|v| !v.is_empty());
+    let file = env("AWS_WEB_IDENTITY_TOKEN_FILE").filter(|v| !v.is_empty());
+    let (arn, file) = match (arn, file) {
+        (Some(a), Some(f)) => (a, f),
+        (None, None) => {
+            return Step::Skipped(
+                "web identity: AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE unset".into(),
+            );
+        }
+        (a, _) => {
+            let missing = if a.is_none() {
+                "AWS_ROLE_ARN"
+            } else {
+                "AWS_WEB_IDENTITY_TOKEN_FILE"
+            };
+            return Step::Skipped(format!("web identity: {missing} unset"));
+        }
+    };
+    let name = format!("web identity (AWS_ROLE_ARN={arn})");
+    let token = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return Step::Refused(name, format!("AWS_WEB_IDENTITY_TOKEN_FILE={file}: {e}")),
+    };
+    let endpoint = env("AWS_ENDPOINT_URL_STS")
+        .or_else(|| env("AWS_ENDPOINT_URL"))
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"));
+    let session = env("AWS_ROLE_SESSION_NAME")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "nfsync".to_string());
+    let query = format!(
+        "/?Version=2011-06-15&Action=AssumeRoleWithWebIdentity&RoleArn={}&RoleSessionName={}&WebIdentityToken={}",
+        quote_plus(&arn),
+        quote_plus(&session),
+        quote_plus(&token)
+    );
+    let url = match Url::parse(endpoint.trim_end_matches('/')) {
+        Ok(u) => u.with_path(&query),
+        Err(e) => return Step::Refused(name, e),
+    };
+    let shown = url.with_path("/");
+    let answer =
+        match client(env, REMOTE_TIMEOUT).request("GET", &url, &[("Accept", "application/json")]) {
+            Ok(r) if r.status == 200 => from_json(
+                &r.body,
+                "SessionToken",
+                &[
+                    "AssumeRoleWithWebIdentityResponse",
+                    "AssumeRoleWithWebIdentityResult",
+                    "Credentials",
+                ],
+            ),
+            Ok(r) => Err(format!("STS {shown}: HTTP {}: {}", r.status, r.body.trim())),
+            Err(e) => Err(format!("STS {shown}: {e}")),
+        };
+    match answer {
+        Ok((credentials, expires)) => Step::Found(Found {
+            credentials,
+            source: name,
+            expires,
+        }),
+        Err(e) => Step::Refused(name, e),
+    }
+}

@@ -1,0 +1,167 @@
+//! The EFS client certificate end to end: nfsync through stunnel that requires a client
+//! certificate (as EFS asks for one) in front of nfs-ganesha. The certificate's contents
+//! are checked byte for byte against efs-utils' in the unit tests; here: it is made
+//! (the host key with mode 0600), shown, and a copy through it is exact; without an EFS
+//! file system in the URL no certificate goes and the server refuses; `?iam` without
+//! credentials ends with exit 10 and one line naming what was tried, quickly.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
+use crate::support::tls::{self, Ca, Stunnel};
+use crate::support::{Scratch, Tree, describe, nfsync, rsync_diff_with};
+
+/// ganesha (NFSv4.1 only) behind stunnel demanding a client certificate; `None` when
+/// they cannot run here.
+fn server(dir: &Scratch) -> Option<(Ganesha, Ca, Stunnel)> {
+    if !ganesha::available() || !tls::available() {
+        return None;
+    }
+    let opts = Options {
+        nfs4: Nfs4::Only,
+        ..Options::default()
+    };
+    let g = Ganesha::start(&dir.join("export"), &dir.join("state"), opts)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ca = Ca::new(&dir.join("pki"), "test-ca");
+    let (cert, key) = ca.server_cert(&dir.join("pki"));
+    let st = Stunnel::start_with(
+        &dir.join("pki"),
+        &cert,
+        &key,
+        g.nfs_port,
+        "requireCert = yes\n",
+    );
+    Some((g, ca, st))
+}
+
+/// nfsync SRC/ URL with a clean AWS environment: the host key at `key`, `HOME` in the
+/// scratch directory, instance metadata at a closed loopback port, plus `env`.
+fn run(
+    dir: &Scratch,
+    src: &std::path::Path,
+    url: &str,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = nfsync();
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    cmd.env("HOME", dir.join("home"))
+        .env("NFSYNC_EFS_KEY", dir.join("state-dir/efs-client-key.pem"))
+        .env(
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+            format!("http://127.0.0.1:{closed}"),
+        );
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.arg("--timeout")
+        .arg("20")
+        .arg(format!("{}/", src.display()))
+        .arg(url)
+        .output()
+        .expect("run nfsync")
+}
+
+#[test]
+fn the_efs_certificate_is_shown_and_a_copy_through_it_is_exact() {
+    let dir = Scratch::new();
+    let Some((g, ca, st)) = server(&dir) else {
+        return;
+    };
+    let tree = Tree::new(dir.join("src"));
+    for i in 0..50 {
+        tree.random_file(format!("d{}/f{i}", i % 3), 100 + i * 53, i);
+    }
+    let base = format!("nfs://127.0.0.1:{}{}", st.port, g.export.display());
+    let ca_q = format!("tls-ca={}", ca.cert.display());
+
+    // An access point turns TLS on; fsid names the file system behind an address.
+    let url = format!("{base}/ap?{ca_q}&fsid=fs-deadbeef&accesspoint=fsap-0123456789abcdef0");
+    let out = run(&dir, tree.root(), &url, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let diff = rsync_diff_with(tree.root(), &g.export.join("ap"), &["--omit-link-times"]);
+    assert!(
+        diff.is_empty(),
+        "differs after a copy with the certificate:\n{diff}"
+    );
+    let key = dir.join("state-dir/efs-client-key.pem");
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the host key is private");
+    let before = std::fs::read(&key).unwrap();
+
+    // IAM with keys from the environment (stunnel does not check the signature; the
+    // unit tests check it is efs-utils' own).
+    let url = format!("{base}/iam?{ca_q}&fsid=fs-deadbeef&region=us-east-1&iam");
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "FAKE_AWS_ACCESS_KEY_ID"),
+        ("AWS_SECRET_ACCESS_KEY", "FAKE_AWS_SECRET_ACCESS_KEY"),
+        ("AWS_SESSION_TOKEN", "FAKE_SESSION_TOKEN"),
+    ];
+    let out = run(&dir, tree.root(), &url, &env);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read(&key).unwrap(),
+        before,
+        "one key per host, reused"
+    );
+
+    // Plain TLS to an address that names no EFS file system: no certificate, refused.
+    let url = format!("{base}/plain?{ca_q}");
+    let out = run(&dir, tree.root(), &url, &[]);
+    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+    assert!(!g.export.join("plain").exists(), "nothing may be written");
+}
+
+#[test]
+fn iam_without_credentials_is_one_line_and_exit_10_quickly() {
+    let dir = Scratch::new();
+    let tree = Tree::new(dir.join("src"));
+    tree.random_file("f", 10, 1);
+    // Nothing listens here: the credentials must fail before any connection.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("nfs://127.0.0.1:{port}/x?tls&fsid=fs-deadbeef&region=us-east-1&iam");
+    let t = Instant::now();
+    let out = run(&dir, tree.root(), &url, &[]);
+    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{}", describe(&out));
+    for what in [
+        "no AWS credentials",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_ROLE_ARN",
+        "profile default",
+        "EC2 instance metadata",
+    ] {
+        assert!(lines[0].contains(what), "{what} not in {}", lines[0]);
+    }
+    // An explicit profile that is not there is named as such.
+    let url = format!("{url}&awsprofile=ci");
+    let out = run(&dir, tree.root(), &url, &[]);
+    assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("profile ci"),
+        "{}",
+        describe(&out)
+    );
+}
