@@ -5,7 +5,8 @@
 //! [`shape`] has checked every length in them against the record (the NFSv3 and MOUNT
 //! layouts are here too: they are the record layer's first users); [`tls`] wraps a
 //! connection as EFS's `tls` mount option does; [`transport`] is the multiplexed RPC
-//! client, whose failures ([`error`]) say whether the server is gone; [`setup`] makes
+//! client, whose failures ([`error`]) say whether the server is gone (after
+//! `--timeout` on one clock for all its calls, `liveness`); [`setup`] makes
 //! the credentials and words a failure to connect.
 //!
 //! Above the calls: a version implements the small traits of [`ops`] and gets the
@@ -13,6 +14,7 @@
 //! `pipeline`, trees removed by `tree`, and owners given up on, once, by [`policy`].
 
 pub mod error;
+mod liveness;
 pub mod ops;
 pub(crate) mod pipeline;
 pub mod policy;
@@ -25,6 +27,6 @@ pub(crate) mod tree;
 pub mod url;
 pub mod wire;
 
-pub use error::RpcError;
+pub use error::{Gone, RpcError};
 pub use transport::{Endpoint, RpcClient};
 pub use wire::{MAX_RECORD, decode_reply, read_record};

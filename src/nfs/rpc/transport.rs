@@ -8,6 +8,9 @@
 //! Several connections per server (like the kernel's `nconnect`) spread the load, and a
 //! semaphore per connection bounds the calls in flight (and with them the memory).
 //!
+//! `--timeout` is one clock per client (see `liveness`): a server silent, or
+//! refusing us, for that long fails every call at once, waiting or new.
+//!
 //! Every byte from the server is untrusted: record marks are checked against
 //! [`MAX_RECORD`](super::MAX_RECORD) before anything is allocated, lengths inside a
 //! record against the record ([`super::shape`]), and decoding failures become errors,
@@ -23,7 +26,8 @@ use std::time::Duration;
 use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
-use super::error::RpcError;
+use super::error::{Gone, RpcError};
+use super::liveness::Liveness;
 use super::shape::Shape;
 use super::tls::{HandshakeError, Tls};
 use super::wire::{decode_reply, read_record};
@@ -53,8 +57,21 @@ pub struct Endpoint {
     pub tls: Option<Tls>,
 }
 
-/// How many timeouts one call may take while the server keeps answering NULL.
+/// How many timeouts one call may take while the server keeps answering (a NULL on
+/// the same connection, if nothing else).
 const SLOW_CALL_LIMIT: u32 = 20;
+
+/// How waiting for a reply ended.
+enum Waited {
+    /// The reply, or the connection broke (`Err`) or went away.
+    Reply(Result<Result<Vec<u8>, ()>, oneshot::error::RecvError>),
+    /// Nothing from the server for the timeout: given up on, for this reason.
+    Gone(Gone),
+    /// Nothing on this connection for the timeout, while others were answered.
+    ConnSilent,
+    /// The server answers, but not this call, for [`SLOW_CALL_LIMIT`] timeouts.
+    TooSlow,
+}
 
 /// Transaction ids are unique per process, never reused for a new call.
 static NEXT_XID: AtomicU32 = AtomicU32::new(0);
@@ -79,6 +96,12 @@ type Waiter = oneshot::Sender<Result<Vec<u8>, ()>>;
 struct Shared {
     pending: Mutex<HashMap<u32, Waiter>>,
     dead: AtomicBool,
+    /// The client's clock, told of every record that arrives.
+    live: Arc<Liveness>,
+    /// When a record last arrived on this connection, and when a NULL last went out
+    /// to ask for one (ms on `live`'s clock).
+    heard: AtomicU64,
+    probed: AtomicU64,
 }
 
 impl Shared {
@@ -118,6 +141,7 @@ pub struct RpcClient {
     cred: opaque_auth<'static>,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
     next_slot: AtomicUsize,
+    live: Arc<Liveness>,
     /// Calls sent, by procedure number (for `NFSYNC_RPC_STATS`).
     sent: [AtomicU64; 32],
     /// Calls whose connection broke after they were sent (see [`RpcClient::lost`]).
@@ -131,6 +155,7 @@ impl RpcClient {
         RpcClient {
             slots: (0..n).map(|_| tokio::sync::Mutex::new(None)).collect(),
             next_slot: AtomicUsize::new(0),
+            live: Arc::new(Liveness::new(ep.timeout)),
             sent: std::array::from_fn(|_| AtomicU64::new(0)),
             lost: AtomicU64::new(0),
             ep,
@@ -162,6 +187,30 @@ impl RpcClient {
     /// last (the mtime SETATTR) checks this to know whether to look again.
     pub fn lost(&self) -> u64 {
         self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps `d` before a call is tried again, but not past the moment the server has
+    /// been away for `--timeout` (the next try then fails for good) or was given up.
+    pub async fn back_off(&self, d: Duration) {
+        self.live.back_off(d).await
+    }
+
+    /// The error every call fails with once the server is given up on for `why`.
+    fn gone(&self, why: Gone) -> RpcError {
+        RpcError::Gone {
+            addr: self.ep.addr,
+            secs: self.ep.timeout.as_secs(),
+            why,
+        }
+    }
+
+    /// A failed attempt to reach the server: `e`, or [`RpcError::Gone`] once they have
+    /// failed for `--timeout`.
+    fn failed(&self, why: Gone, e: RpcError) -> RpcError {
+        match self.live.failed(why) {
+            Some(v) => self.gone(v),
+            None => e,
+        }
     }
 
     /// Calls sent so far, by procedure number.
@@ -202,6 +251,9 @@ impl RpcClient {
     /// caller retries with a new xid and treats the answer accordingly.
     async fn call_record(&self, xid: u32, record: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
+        if let Some(why) = self.live.verdict() {
+            return Err(self.gone(why));
+        }
         let n = self.slots.len();
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
         // Strict round-robin would queue a call behind one connection's full window
@@ -215,47 +267,54 @@ impl RpcClient {
         let (conn, permit): (Arc<Conn>, OwnedSemaphorePermit) = match free {
             Some(found) => found,
             None => {
-                let conn = self.conn_in(&self.slots[first]).await?;
-                // No timeout of its own: every call holding a permit ends within its
-                // own bound (or fails with the connection) and releases it.
-                let permit = conn
-                    .window
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
-                (conn, permit)
+                let waited = async {
+                    let conn = self.conn_in(&self.slots[first]).await?;
+                    // No timeout of its own: every call holding a permit ends within
+                    // its own bound (or fails with the connection) and releases it.
+                    let permit = conn
+                        .window
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+                    Ok::<_, RpcError>((conn, permit))
+                };
+                tokio::select! {
+                    r = waited => r?,
+                    _ = self.live.decided() => {
+                        return Err(self.gone(self.live.verdict().unwrap_or(Gone::Silent)));
+                    }
+                }
             }
         };
         let mut wrx = start(&conn, addr, xid, record)?;
-        // A call may legitimately take long (a COMMIT of a big file on a slow disk):
-        // while the server still answers a NULL on the same connection, keep waiting,
-        // up to SLOW_CALL_LIMIT timeouts. A silent server is given up on after about
-        // one timeout (half waiting, half for the NULL).
-        let half = self.ep.timeout / 2;
-        let started = std::time::Instant::now();
-        let res = loop {
-            match tokio::time::timeout(half, &mut wrx).await {
-                Ok(r) => break Some(r),
-                Err(_)
-                    if started.elapsed() < self.ep.timeout * SLOW_CALL_LIMIT
-                        && self.answers_null(&conn, half).await => {}
-                Err(_) => break None,
-            }
-        };
+        let outcome = self.wait_reply(&conn, &mut wrx).await;
         drop(permit);
-        match res {
-            Some(Ok(Ok(bytes))) => Ok(bytes),
-            Some(_) => {
+        // A connection that stopped answering is not used again: the calls still
+        // waiting on it are retried elsewhere or fail the same way.
+        let broken = || {
+            remove_waiter(&conn.shared, xid);
+            conn.shared.kill();
+            self.lost.fetch_add(1, Ordering::SeqCst);
+        };
+        match outcome {
+            Waited::Reply(Ok(Ok(bytes))) => Ok(bytes),
+            Waited::Reply(_) => {
                 self.lost.fetch_add(1, Ordering::SeqCst);
+                Err(self.failed(Gone::Refused, RpcError::Disconnected { addr, sent: true }))
+            }
+            Waited::Gone(why) => {
+                remove_waiter(&conn.shared, xid);
+                self.lost.fetch_add(1, Ordering::SeqCst);
+                Err(self.gone(why))
+            }
+            Waited::ConnSilent => {
+                // The server answers on other connections but not on this one.
+                broken();
                 Err(RpcError::Disconnected { addr, sent: true })
             }
-            None => {
-                // A connection that stopped answering is not used again: the calls
-                // still waiting on it are retried elsewhere or fail the same way.
-                remove_waiter(&conn.shared, xid);
-                conn.shared.kill();
-                self.lost.fetch_add(1, Ordering::SeqCst);
+            Waited::TooSlow => {
+                broken();
                 Err(RpcError::Timeout {
                     addr,
                     secs: self.ep.timeout.as_secs(),
@@ -264,22 +323,65 @@ impl RpcClient {
         }
     }
 
-    /// Whether the server answers a NULL call on `conn` within `wait`.
-    async fn answers_null(&self, conn: &Conn, wait: Duration) -> bool {
-        let xid = next_xid();
-        let Ok(record) = self.encode(xid, 0, &nfs3_types::xdr_codec::Void) else {
-            return false;
-        };
-        let Ok(rx) = start(conn, self.ep.addr, xid, record) else {
-            return false;
-        };
-        match tokio::time::timeout(wait, rx).await {
-            Ok(Ok(Ok(_))) => true,
-            Ok(_) => false,
-            Err(_) => {
-                remove_waiter(&conn.shared, xid);
-                false
+    /// Waits for the reply `wrx` on `conn` as long as the server is there. A call may
+    /// legitimately take long (a COMMIT of a big file on a slow disk): while anything
+    /// comes back on its connection (a NULL is sent to ask, after half a timeout of
+    /// quiet) it is waited for, up to [`SLOW_CALL_LIMIT`] timeouts. Nothing from the
+    /// server at all for a timeout since the call went out gives the server up.
+    async fn wait_reply(
+        &self,
+        conn: &Conn,
+        wrx: &mut oneshot::Receiver<Result<Vec<u8>, ()>>,
+    ) -> Waited {
+        let live = &self.live;
+        let t = live.timeout().as_millis().min(u128::from(u64::MAX / 64)) as u64;
+        let sent = live.now();
+        loop {
+            let now = live.now();
+            let quiet = now.saturating_sub(live.last_heard().max(sent));
+            let conn_quiet =
+                now.saturating_sub(conn.shared.heard.load(Ordering::Relaxed).max(sent));
+            if quiet >= t {
+                return Waited::Gone(live.decide(Gone::Silent));
             }
+            if conn_quiet >= t {
+                return Waited::ConnSilent;
+            }
+            if now - sent >= t.saturating_mul(u64::from(SLOW_CALL_LIMIT)) {
+                return Waited::TooSlow;
+            }
+            let mut wake = (now - quiet + t).min(now - conn_quiet + t);
+            if conn_quiet >= t / 2 {
+                self.probe(conn, now);
+            } else {
+                wake = wake.min(now - conn_quiet + t / 2);
+            }
+            tokio::select! {
+                r = &mut *wrx => return Waited::Reply(r),
+                _ = tokio::time::sleep_until(live.at(wake).into()) => {}
+                _ = live.decided() => {
+                    return Waited::Gone(live.verdict().unwrap_or(Gone::Silent));
+                }
+            }
+        }
+    }
+
+    /// Sends a NULL on `conn` to hear from the server, unless one went out there within
+    /// half a timeout; its reply, like any record, counts as hearing from the server.
+    fn probe(&self, conn: &Conn, now: u64) {
+        let half = self.live.timeout().as_millis() as u64 / 2;
+        let last = conn.shared.probed.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < half && last != 0
+            || conn
+                .shared
+                .probed
+                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        if let Ok(record) = self.encode(next_xid(), 0, &nfs3_types::xdr_codec::Void) {
+            let _ = conn.tx.send(record);
         }
     }
 
@@ -295,21 +397,36 @@ impl RpcClient {
             return Ok(c.clone());
         }
         *guard = None;
-        let stream =
-            tokio::time::timeout(self.ep.timeout, connect_tcp(self.ep.addr, self.ep.resvport))
-                .await
-                .map_err(|_| RpcError::Connect {
-                    addr: self.ep.addr,
-                    source: io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
-                })?
-                .map_err(|source| RpcError::Connect {
+        // While every attempt fails, the next may only take what is left of the
+        // timeout they started (with a moment to be refused in).
+        let wait = match self.live.failing_until() {
+            Some(end) => end
+                .saturating_duration_since(std::time::Instant::now())
+                .max(Duration::from_millis(100))
+                .min(self.ep.timeout),
+            None => self.ep.timeout,
+        };
+        let stream = tokio::time::timeout(wait, connect_tcp(self.ep.addr, self.ep.resvport))
+            .await
+            .map_err(|_| {
+                let source = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+                let e = RpcError::Connect {
                     addr: self.ep.addr,
                     source,
-                })?;
+                };
+                self.failed(Gone::Silent, e)
+            })?
+            .map_err(|source| {
+                let e = RpcError::Connect {
+                    addr: self.ep.addr,
+                    source,
+                };
+                self.failed(Gone::Refused, e)
+            })?;
         let conn = match &self.ep.tls {
             None => {
                 let (rd, wr) = stream.into_split();
-                spawn_conn(rd, wr, self.ep.window)
+                spawn_conn(rd, wr, self.ep.window, &self.live)
             }
             Some(tls) => {
                 let addr = self.ep.addr;
@@ -324,7 +441,7 @@ impl RpcClient {
                         HandshakeError::Connection(source) => RpcError::Connect { addr, source },
                     })?;
                 let (rd, wr) = tokio::io::split(s);
-                spawn_conn(rd, wr, self.ep.window)
+                spawn_conn(rd, wr, self.ep.window, &self.live)
             }
         };
         let conn = Arc::new(conn);
@@ -465,7 +582,7 @@ async fn connect_privileged(addr: SocketAddr) -> io::Result<TcpStream> {
     }))
 }
 
-fn spawn_conn<R, W>(rd: R, wr: W, window: usize) -> Conn
+fn spawn_conn<R, W>(rd: R, wr: W, window: usize, live: &Arc<Liveness>) -> Conn
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -473,6 +590,9 @@ where
     let shared = Arc::new(Shared {
         pending: Mutex::new(HashMap::new()),
         dead: AtomicBool::new(false),
+        live: live.clone(),
+        heard: AtomicU64::new(live.now()),
+        probed: AtomicU64::new(0),
     });
     let (tx, rx) = mpsc::unbounded_channel();
     let w = tokio::spawn(writer(wr, rx, shared.clone()));
@@ -513,6 +633,8 @@ async fn reader<R: AsyncRead + Unpin>(mut rd: R, shared: Arc<Shared>) {
         if rec.len() < 4 {
             break;
         }
+        shared.heard.store(shared.live.now(), Ordering::Relaxed);
+        shared.live.heard();
         let xid = u32::from_be_bytes([rec[0], rec[1], rec[2], rec[3]]);
         let waiter = match shared.pending.lock() {
             Ok(mut p) => p.remove(&xid),

@@ -9,7 +9,8 @@
 //! * DELAY and GRACE (the server is busy, or recovering) are waited out with back-off.
 //!
 //! All of it is bounded: a server that stays away longer than `--timeout` ends the
-//! run with a fatal error, as on NFSv3.
+//! run with a fatal error, as on NFSv3 (the transport's one clock decides that, for
+//! every call at once).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -128,6 +129,7 @@ impl Client {
         let cache = ops.iter().any(Op::changes_state);
         let mut ambiguous = false;
         let started = Instant::now();
+        let mut first_failure = None;
         let mut backoff = Duration::from_millis(20);
         loop {
             let session = self.current();
@@ -145,8 +147,8 @@ impl Client {
                             e,
                             RpcError::Connect { .. } | RpcError::Disconnected { sent: false, .. }
                         );
-                        self.give_up_after(started, &e, self.timeout)?;
-                        tokio::time::sleep(backoff).await;
+                        self.give_up_after(&mut first_failure, &e)?;
+                        self.rpc.back_off(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
                     Err(SessionError::Rpc(e)) => {
@@ -167,7 +169,7 @@ impl Client {
                     // a new one, and the call again, which may have run already.
                     ambiguous |= sent_here;
                     drop(slot);
-                    self.renew(&session, started).await?;
+                    self.renew(&session).await?;
                     continue;
                 }
                 status::DELAY => {
@@ -200,7 +202,7 @@ impl Client {
                     // Our client's lease ran out (a long stall): a new client and
                     // session, and the call again.
                     ambiguous |= reply.results.len() > 2;
-                    self.renew(&session, started).await?;
+                    self.renew(&session).await?;
                 }
                 status::RETRY_UNCACHED_REP => {
                     // Our call ran, and its reply is lost: send it as a new call.
@@ -217,11 +219,13 @@ impl Client {
     }
 
     /// Replaces `stale` with a new session, unless another caller already did.
-    async fn renew(&self, stale: &Arc<Session>, started: Instant) -> dest::Result<()> {
+    async fn renew(&self, stale: &Arc<Session>) -> dest::Result<()> {
         let _one = self.renewing.lock().await;
         if !Arc::ptr_eq(&self.current(), stale) {
             return Ok(());
         }
+        let started = Instant::now();
+        let mut first_failure = None;
         let mut backoff = Duration::from_millis(50);
         loop {
             match Session::establish(self.rpc.clone(), self.want_slots).await {
@@ -231,7 +235,7 @@ impl Client {
                     return Ok(());
                 }
                 Err(SessionError::Rpc(e)) if retryable(&e) => {
-                    self.give_up_after(started, &e, self.timeout)?;
+                    self.give_up_after(&mut first_failure, &e)?;
                 }
                 Err(SessionError::Status { status: st, .. })
                     if matches!(st, status::DELAY | status::GRACE) =>
@@ -247,7 +251,7 @@ impl Client {
                 Err(SessionError::Rpc(e)) => return Err(transport(e)),
                 Err(e) => return Err(protocol(e)),
             }
-            tokio::time::sleep(backoff).await;
+            self.rpc.back_off(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }
@@ -265,8 +269,12 @@ impl Client {
         Ok(())
     }
 
-    fn give_up_after(&self, started: Instant, e: &RpcError, limit: Duration) -> dest::Result<()> {
-        if started.elapsed() > limit {
+    /// Ends a call whose transport failures began at `first_failure` long ago. The
+    /// transport gives the server up after `--timeout` away; this only ends a call that
+    /// keeps failing while the server answers others.
+    fn give_up_after(&self, first_failure: &mut Option<Instant>, e: &RpcError) -> dest::Result<()> {
+        let limit = self.timeout;
+        if first_failure.get_or_insert_with(Instant::now).elapsed() > limit * 2 {
             let msg = format!("NFS server gone for {} s ({e})", limit.as_secs());
             return Err(transport_msg(e, msg));
         }
