@@ -27,7 +27,7 @@ use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
 use super::error::{Gone, RpcError};
-use super::liveness::Liveness;
+use super::liveness::{Liveness, Waited};
 use super::shape::Shape;
 use super::tls::{HandshakeError, Tls};
 use super::wire::{decode_reply, read_record};
@@ -55,22 +55,6 @@ pub struct Endpoint {
     pub timeout: Duration,
     /// Wrap each connection in TLS (`?tls`).
     pub tls: Option<Tls>,
-}
-
-/// How many timeouts one call may take while the server keeps answering (a NULL on
-/// the same connection, if nothing else).
-const SLOW_CALL_LIMIT: u32 = 20;
-
-/// How waiting for a reply ended.
-enum Waited {
-    /// The reply, or the connection broke (`Err`) or went away.
-    Reply(Result<Result<Vec<u8>, ()>, oneshot::error::RecvError>),
-    /// Nothing from the server for the timeout: given up on, for this reason.
-    Gone(Gone),
-    /// Nothing on this connection for the timeout, while others were answered.
-    ConnSilent,
-    /// The server answers, but not this call, for [`SLOW_CALL_LIMIT`] timeouts.
-    TooSlow,
 }
 
 /// Transaction ids are unique per process, never reused for a new call.
@@ -287,8 +271,16 @@ impl RpcClient {
                 }
             }
         };
-        let mut wrx = start(&conn, addr, xid, record)?;
-        let outcome = self.wait_reply(&conn, &mut wrx).await;
+        let wrx = start(&conn, addr, xid, record)?;
+        let shared = &conn.shared;
+        let probe = || {
+            if let Ok(null) = self.encode(next_xid(), 0, &nfs3_types::xdr_codec::Void) {
+                let _ = conn.tx.send(null);
+            }
+        };
+        let outcome = (self.live)
+            .wait_reply(wrx, &shared.heard, &shared.probed, probe)
+            .await;
         drop(permit);
         // A connection that stopped answering is not used again: the calls still
         // waiting on it are retried elsewhere or fail the same way.
@@ -320,68 +312,6 @@ impl RpcClient {
                     secs: self.ep.timeout.as_secs(),
                 })
             }
-        }
-    }
-
-    /// Waits for the reply `wrx` on `conn` as long as the server is there. A call may
-    /// legitimately take long (a COMMIT of a big file on a slow disk): while anything
-    /// comes back on its connection (a NULL is sent to ask, after half a timeout of
-    /// quiet) it is waited for, up to [`SLOW_CALL_LIMIT`] timeouts. Nothing from the
-    /// server at all for a timeout since the call went out gives the server up.
-    async fn wait_reply(
-        &self,
-        conn: &Conn,
-        wrx: &mut oneshot::Receiver<Result<Vec<u8>, ()>>,
-    ) -> Waited {
-        let live = &self.live;
-        let t = live.timeout().as_millis().min(u128::from(u64::MAX / 64)) as u64;
-        let sent = live.now();
-        loop {
-            let now = live.now();
-            let quiet = now.saturating_sub(live.last_heard().max(sent));
-            let conn_quiet =
-                now.saturating_sub(conn.shared.heard.load(Ordering::Relaxed).max(sent));
-            if quiet >= t {
-                return Waited::Gone(live.decide(Gone::Silent));
-            }
-            if conn_quiet >= t {
-                return Waited::ConnSilent;
-            }
-            if now - sent >= t.saturating_mul(u64::from(SLOW_CALL_LIMIT)) {
-                return Waited::TooSlow;
-            }
-            let mut wake = (now - quiet + t).min(now - conn_quiet + t);
-            if conn_quiet >= t / 2 {
-                self.probe(conn, now);
-            } else {
-                wake = wake.min(now - conn_quiet + t / 2);
-            }
-            tokio::select! {
-                r = &mut *wrx => return Waited::Reply(r),
-                _ = tokio::time::sleep_until(live.at(wake).into()) => {}
-                _ = live.decided() => {
-                    return Waited::Gone(live.verdict().unwrap_or(Gone::Silent));
-                }
-            }
-        }
-    }
-
-    /// Sends a NULL on `conn` to hear from the server, unless one went out there within
-    /// half a timeout; its reply, like any record, counts as hearing from the server.
-    fn probe(&self, conn: &Conn, now: u64) {
-        let half = self.live.timeout().as_millis() as u64 / 2;
-        let last = conn.shared.probed.load(Ordering::Relaxed);
-        if now.saturating_sub(last) < half && last != 0
-            || conn
-                .shared
-                .probed
-                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            return;
-        }
-        if let Ok(record) = self.encode(next_xid(), 0, &nfs3_types::xdr_codec::Void) {
-            let _ = conn.tx.send(record);
         }
     }
 
