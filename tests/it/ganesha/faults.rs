@@ -224,6 +224,34 @@ pub(super) fn server_stopped_mid_run_ends_within_timeout(proto: Proto) {
     }
 }
 
+/// The server stopped mid-run for less than `--timeout`: the run waits for it and ends
+/// exact, on the same connections.
+pub(super) fn server_stopped_briefly_is_waited_for(proto: Proto) {
+    let Some((dir, g)) = ganesha::own(proto.alone()) else {
+        return;
+    };
+    let src = dir.join("src");
+    many_files(&src, 20, 150);
+    let url = g.export(proto).url("dst", "");
+    let child = copy_under_way(
+        &g.export.join("dst"),
+        &src,
+        &url,
+        &TIMEOUT.as_secs().to_string(),
+    );
+    let paused = g.pause();
+    std::thread::sleep(TIMEOUT - Duration::from_millis(800));
+    drop(paused);
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(120),
+        "nfsync hangs after a pause",
+    );
+    assert!(out.status.success(), "{}\n{}", describe(&out), g.log_tail());
+    let diff = rsync_diff(&src, &g.export.join("dst"));
+    assert!(diff.is_empty(), "after the pause:\n{diff}");
+}
+
 /// The server killed mid-run (connections reset, new ones refused): the run tries to
 /// reconnect for `--timeout`, so a server back by then is used again, and ends with
 /// exit 10, its summary printed.

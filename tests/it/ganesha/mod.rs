@@ -94,6 +94,11 @@ macro_rules! protocol_tests {
         }
 
         #[test]
+        fn server_stopped_briefly_is_waited_for() {
+            super::faults::server_stopped_briefly_is_waited_for($proto);
+        }
+
+        #[test]
         fn server_killed_mid_run_ends_within_timeout() {
             super::faults::server_killed_mid_run_ends_within_timeout($proto);
         }
