@@ -75,7 +75,10 @@ impl Liveness {
     /// The server sent something: it is there, whatever failed before.
     pub(super) fn heard(&self) {
         self.heard.store(self.now(), Ordering::Relaxed);
-        self.failing.store(0, Ordering::Relaxed);
+        // Read first: every reply comes here, a failure seldom.
+        if self.failing.load(Ordering::Relaxed) != 0 {
+            self.failing.store(0, Ordering::Relaxed);
+        }
     }
 
     /// When the server last sent anything (ms since `epoch`).
