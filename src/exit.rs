@@ -46,8 +46,9 @@ exit_codes! {
     /// rsync: "errors selecting input/output files, dirs".
     Select = 3, "a source is missing or DEST is unusable (e.g. a regular file where a directory is needed)";
     /// Name lookup, portmapper, MOUNT, the NFSv4.1 session or TLS while setting up;
-    /// connections that keep failing midway. rsync: "error in socket I/O".
-    Connect = 10, "NFS server unreachable or refusing us (MOUNT, NFSv4.1 session, TLS), at start or midway";
+    /// midway, every connection closed or refused for `--timeout` (the server is not
+    /// running). rsync: "error in socket I/O".
+    Connect = 10, "NFS server unreachable or refusing us (MOUNT, NFSv4.1 session, TLS) at the start, or refusing every connection for --timeout midway";
     /// A failure outside any one file (a file's own error is 23). rsync: "error in file
     /// I/O". As in rsync, also a rules file a rule names that cannot be opened, and
     /// merge files nested more than 32 deep.
@@ -62,8 +63,10 @@ exit_codes! {
     Vanished = 24, "some source files vanished during the run";
     /// rsync uses 25 too.
     DelLimit = 25, "--max-delete stopped deletions (the rest of the sync went on)";
-    /// rsync: "timeout in data send/receive".
-    Timeout = 30, "NFS server timed out (--timeout), at the start or midway";
+    /// Nothing from the server for `--timeout`, on any connection, though they were
+    /// open (a stopped or hung server): the run ends then, whatever the connections
+    /// and jobs. rsync: "timeout in data send/receive".
+    Timeout = 30, "NFS server silent for --timeout (stopped, hung), at the start or midway";
     /// A bug: a job panicked, and the run stopped as after a fatal error. rsync has no
     /// such code; 101 is what a Rust program exits with when a panic ends it.
     Internal = 101, "internal error: a job panicked (a bug); in-flight files finished, summary printed";

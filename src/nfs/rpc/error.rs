@@ -40,6 +40,17 @@ pub enum RpcError {
         /// The timeout.
         secs: u64,
     },
+    /// The server was away for the whole `--timeout`, as `why` says: this call and every
+    /// later one of the client fail so, at once.
+    #[error("{addr} {why} for {secs} s (--timeout)")]
+    Gone {
+        /// Server address.
+        addr: SocketAddr,
+        /// The timeout.
+        secs: u64,
+        /// How it was away.
+        why: Gone,
+    },
     /// The server sent something that is not a valid reply to our call.
     #[error("{addr} sent an invalid RPC reply: {what}")]
     Garbage {
@@ -75,7 +86,42 @@ pub enum RpcError {
     },
 }
 
+/// Why a client gave its server up (see [`RpcError::Gone`]): one reason per run, so
+/// one exit code per cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// Nothing came back for the whole timeout, though connections were open: a
+    /// stopped or hung server, or a network that drops everything (exit 30, as rsync's
+    /// "timeout in data send/receive").
+    Silent,
+    /// Every connection was closed or refused for the whole timeout: the server is not
+    /// running (exit 10, as rsync's "error in socket I/O").
+    Refused,
+}
+
+impl std::fmt::Display for Gone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Gone::Silent => "sent nothing",
+            Gone::Refused => "refused or closed every connection",
+        })
+    }
+}
+
 impl RpcError {
+    /// True when the server did not answer in time (exit 30), as opposed to refusing
+    /// or dropping us (exit 10).
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            RpcError::Timeout { .. }
+                | RpcError::Gone {
+                    why: Gone::Silent,
+                    ..
+                }
+        )
+    }
+
     /// True for failures where trying again (on a new connection) may help.
     pub fn is_transient(&self) -> bool {
         matches!(
@@ -95,7 +141,13 @@ pub fn transport(e: RpcError) -> dest::Error {
 pub fn transport_msg(e: &RpcError, msg: String) -> dest::Error {
     let io = |kind| io::Error::new(kind, msg);
     match e {
-        RpcError::Timeout { .. } => dest::Error::TimedOut(io(io::ErrorKind::TimedOut)),
+        RpcError::Timeout { .. }
+        | RpcError::Gone {
+            why: Gone::Silent, ..
+        } => dest::Error::TimedOut(io(io::ErrorKind::TimedOut)),
+        RpcError::Gone {
+            why: Gone::Refused, ..
+        } => dest::Error::Unreachable(io(io::ErrorKind::ConnectionRefused)),
         RpcError::Connect { .. } | RpcError::Disconnected { .. } => {
             dest::Error::Unreachable(io(io::ErrorKind::NotConnected))
         }
@@ -110,6 +162,23 @@ pub fn transport_msg(e: &RpcError, msg: String) -> dest::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server given up on ends the run with one code per cause: silent 30, refused 10.
+    #[test]
+    fn a_server_gone_has_one_code_per_cause() {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 2049));
+        let code = |why| {
+            let e = RpcError::Gone { addr, secs: 3, why };
+            assert!(!e.is_transient());
+            crate::exit::Error::Dest {
+                path: "d".into(),
+                source: transport(e),
+            }
+            .exit_code()
+        };
+        assert_eq!(code(Gone::Silent), crate::exit::ExitCode::Timeout);
+        assert_eq!(code(Gone::Refused), crate::exit::ExitCode::Connect);
+    }
 
     /// Every RPC result carries an `RpcError`: TLS must not make it bigger.
     #[test]

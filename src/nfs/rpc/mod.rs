@@ -6,9 +6,10 @@
 //! layouts are here too: they are the record layer's first users); [`tls`] wraps a
 //! connection as EFS's `tls` mount option does, with the client certificate of
 //! [`efsauth`]; [`transport`] is the multiplexed RPC client, whose failures
-//! ([`error`]) say whether the server is gone; on EFS it binds each connection to one
-//! partition first ([`efs_bind`] is the call, [`partition`] the rules); [`setup`]
-//! makes the credentials and words a failure to connect.
+//! ([`error`]) say whether the server is gone (after `--timeout` on one clock for all
+//! its calls, `liveness`); on EFS it binds each connection to one partition first
+//! ([`efs_bind`] is the call, [`partition`] the rules); [`setup`] makes the
+//! credentials and words a failure to connect.
 //!
 //! Above the calls: a version implements the small traits of [`ops`] and gets the
 //! engine's `Destination` from `seam`, with its file data kept in flight by
@@ -17,6 +18,7 @@
 pub mod efs_bind;
 pub mod efsauth;
 pub mod error;
+mod liveness;
 pub mod ops;
 pub mod partition;
 pub(crate) mod pipeline;
@@ -30,6 +32,6 @@ pub(crate) mod tree;
 pub mod url;
 pub mod wire;
 
-pub use error::RpcError;
+pub use error::{Gone, RpcError};
 pub use transport::{Endpoint, RpcClient};
 pub use wire::{MAX_RECORD, decode_reply, read_record};

@@ -129,7 +129,7 @@ pub(crate) fn setup_error_tls(e: RpcError, resvport: bool, version: &str, tls: b
         ),
         _ => String::new(),
     };
-    let timed_out = matches!(e, RpcError::Timeout { .. });
+    let timed_out = e.is_timeout();
     let why = Why::new("NFS service").because(e);
     let err = if timed_out {
         Error::Timeout(why)

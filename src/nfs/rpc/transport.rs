@@ -8,6 +8,9 @@
 //! Several connections per server (like the kernel's `nconnect`) spread the load, and a
 //! semaphore per connection bounds the calls in flight (and with them the memory).
 //!
+//! `--timeout` is one clock per client (see `liveness`): a server silent, or
+//! refusing us, for that long fails every call at once, waiting or new.
+//!
 //! Every byte from the server is untrusted: record marks are checked against
 //! [`MAX_RECORD`](super::MAX_RECORD) before anything is allocated, lengths inside a
 //! record against the record ([`super::shape`]), and decoding failures become errors,
@@ -23,7 +26,8 @@ use std::time::Duration;
 use nfs3_types::rpc::{RPC_VERSION_2, call_body, msg_body, opaque_auth, rpc_msg};
 use nfs3_types::xdr_codec::{Pack, Unpack};
 
-use super::error::RpcError;
+use super::error::{Gone, RpcError};
+use super::liveness::{Liveness, Waited};
 use super::partition::Binder;
 use super::shape::Shape;
 use super::tls::{HandshakeError, Tls};
@@ -56,9 +60,6 @@ pub struct Endpoint {
     pub tls: Option<Tls>,
 }
 
-/// How many timeouts one call may take while the server keeps answering NULL.
-const SLOW_CALL_LIMIT: u32 = 20;
-
 /// Transaction ids are unique per process, never reused for a new call.
 static NEXT_XID: AtomicU32 = AtomicU32::new(0);
 static XID_SEEDED: AtomicBool = AtomicBool::new(false);
@@ -88,6 +89,12 @@ fn hex(bytes: &[u8]) -> String {
 struct Shared {
     pending: Mutex<HashMap<u32, Waiter>>,
     dead: AtomicBool,
+    /// The client's clock, told of every record that arrives.
+    live: Arc<Liveness>,
+    /// When a record last arrived on this connection, and when a NULL last went out
+    /// to ask for one (ms on `live`'s clock).
+    heard: AtomicU64,
+    probed: AtomicU64,
 }
 
 impl Shared {
@@ -129,6 +136,7 @@ pub struct RpcClient {
     cred: opaque_auth<'static>,
     slots: Vec<tokio::sync::Mutex<Option<Arc<Conn>>>>,
     next_slot: AtomicUsize,
+    live: Arc<Liveness>,
     /// Calls sent, by procedure number (for `NFSYNC_RPC_STATS`).
     sent: [AtomicU64; 32],
     /// Calls whose connection broke after they were sent (see [`RpcClient::lost`]).
@@ -144,6 +152,7 @@ impl RpcClient {
         RpcClient {
             slots: (0..n).map(|_| tokio::sync::Mutex::new(None)).collect(),
             next_slot: AtomicUsize::new(0),
+            live: Arc::new(Liveness::new(ep.timeout)),
             sent: std::array::from_fn(|_| AtomicU64::new(0)),
             lost: AtomicU64::new(0),
             binder: None,
@@ -208,6 +217,30 @@ impl RpcClient {
         self.lost.load(Ordering::SeqCst)
     }
 
+    /// Sleeps `d` before a call is tried again, but not past the moment the server has
+    /// been away for `--timeout` (the next try then fails for good) or was given up.
+    pub async fn back_off(&self, d: Duration) {
+        self.live.back_off(d).await
+    }
+
+    /// The error every call fails with once the server is given up on for `why`.
+    fn gone(&self, why: Gone) -> RpcError {
+        RpcError::Gone {
+            addr: self.ep.addr,
+            secs: self.ep.timeout.as_secs(),
+            why,
+        }
+    }
+
+    /// A failed attempt to reach the server: `e`, or [`RpcError::Gone`] once they have
+    /// failed for `--timeout`.
+    fn failed(&self, why: Gone, e: RpcError) -> RpcError {
+        match self.live.failed(why) {
+            Some(v) => self.gone(v),
+            None => e,
+        }
+    }
+
     /// Calls sent so far, by procedure number.
     pub fn sent_counts(&self) -> Vec<(u32, u64)> {
         (0u32..)
@@ -251,6 +284,9 @@ impl RpcClient {
         generation: Option<u64>,
     ) -> Result<Vec<u8>, RpcError> {
         let addr = self.ep.addr;
+        if let Some(why) = self.live.verdict() {
+            return Err(self.gone(why));
+        }
         let n = self.in_use();
         let first = self.next_slot.fetch_add(1, Ordering::Relaxed) % n;
         // A lost bound connection is replaced, by the call whose turn it is, with one
@@ -280,73 +316,69 @@ impl RpcClient {
                         .unwrap_or(first),
                     None => first,
                 };
-                let conn = self.conn_in(&self.slots[first]).await?;
-                // No timeout of its own: every call holding a permit ends within its
-                // own bound (or fails with the connection) and releases it.
-                let permit = conn
-                    .window
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
-                (conn, permit)
+                let waited = async {
+                    let conn = self.conn_in(&self.slots[first]).await?;
+                    // No timeout of its own: every call holding a permit ends within
+                    // its own bound (or fails with the connection) and releases it.
+                    let permit = conn
+                        .window
+                        .clone()
+                        .acquire_owned()
+                        .await
+                        .map_err(|_| RpcError::Disconnected { addr, sent: false })?;
+                    Ok::<_, RpcError>((conn, permit))
+                };
+                tokio::select! {
+                    r = waited => r?,
+                    _ = self.live.decided() => {
+                        return Err(self.gone(self.live.verdict().unwrap_or(Gone::Silent)));
+                    }
+                }
             }
         };
         if generation.is_some_and(|g| g != conn.generation) {
             return Err(RpcError::Disconnected { addr, sent: false });
         }
-        let mut wrx = start(&conn, addr, xid, record)?;
-        // A call may legitimately take long (a COMMIT of a big file on a slow disk):
-        // while the server still answers a NULL on the same connection, keep waiting,
-        // up to SLOW_CALL_LIMIT timeouts. A silent server is given up on after about
-        // one timeout (half waiting, half for the NULL).
-        let half = self.ep.timeout / 2;
-        let started = std::time::Instant::now();
-        let res = loop {
-            match tokio::time::timeout(half, &mut wrx).await {
-                Ok(r) => break Some(r),
-                Err(_)
-                    if started.elapsed() < self.ep.timeout * SLOW_CALL_LIMIT
-                        && self.answers_null(&conn, half).await => {}
-                Err(_) => break None,
+        let wrx = start(&conn, addr, xid, record)?;
+        let shared = &conn.shared;
+        let probe = || {
+            if let Ok(null) = self.encode(next_xid(), 0, &nfs3_types::xdr_codec::Void) {
+                let _ = conn.tx.send(null);
             }
         };
+        let outcome = (self.live)
+            .wait_reply(wrx, &shared.heard, &shared.probed, probe)
+            .await;
         drop(permit);
-        match res {
-            Some(Ok(Ok(bytes))) => Ok(bytes),
-            Some(_) => {
+        // A connection that stopped answering is not used again: the calls still
+        // waiting on it are retried elsewhere or fail the same way.
+        let broken = || {
+            remove_waiter(&conn.shared, xid);
+            conn.shared.kill();
+            self.lost.fetch_add(1, Ordering::SeqCst);
+        };
+        match outcome {
+            Waited::Reply(Ok(Ok(bytes))) => Ok(bytes),
+            Waited::Reply(_) => {
                 self.lost.fetch_add(1, Ordering::SeqCst);
+                Err(self.failed(Gone::Refused, RpcError::Disconnected { addr, sent: true }))
+            }
+            Waited::Gone(why) => {
+                remove_waiter(&conn.shared, xid);
+                self.lost.fetch_add(1, Ordering::SeqCst);
+                Err(self.gone(why))
+            }
+            Waited::ConnSilent => {
+                // The server answers on other connections but not on this one.
+                broken();
                 Err(RpcError::Disconnected { addr, sent: true })
             }
-            None => {
-                // A connection that stopped answering is not used again: the calls
-                // still waiting on it are retried elsewhere or fail the same way.
-                remove_waiter(&conn.shared, xid);
-                conn.shared.kill();
-                self.lost.fetch_add(1, Ordering::SeqCst);
+            Waited::TooSlow => {
+                broken();
                 Err(RpcError::Timeout {
                     addr,
                     secs: self.ep.timeout.as_secs(),
                 })
-            }
-        }
-    }
-
-    /// Whether the server answers a NULL call on `conn` within `wait`.
-    async fn answers_null(&self, conn: &Conn, wait: Duration) -> bool {
-        let xid = next_xid();
-        let Ok(record) = self.encode(xid, 0, &nfs3_types::xdr_codec::Void) else {
-            return false;
-        };
-        let Ok(rx) = start(conn, self.ep.addr, xid, record) else {
-            return false;
-        };
-        match tokio::time::timeout(wait, rx).await {
-            Ok(Ok(Ok(_))) => true,
-            Ok(_) => false,
-            Err(_) => {
-                remove_waiter(&conn.shared, xid);
-                false
             }
         }
     }
@@ -387,17 +419,32 @@ impl RpcClient {
     /// when EFS wants another connection tried instead (this was try `probes`, for the
     /// `first` slot or another).
     async fn open(&self, probes: u32, first: bool) -> Result<Option<Conn>, RpcError> {
-        let stream =
-            tokio::time::timeout(self.ep.timeout, connect_tcp(self.ep.addr, self.ep.resvport))
-                .await
-                .map_err(|_| RpcError::Connect {
-                    addr: self.ep.addr,
-                    source: io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
-                })?
-                .map_err(|source| RpcError::Connect {
+        // While every attempt fails, the next may only take what is left of the
+        // timeout they started (with a moment to be refused in).
+        let wait = match self.live.failing_until() {
+            Some(end) => end
+                .saturating_duration_since(std::time::Instant::now())
+                .max(Duration::from_millis(100))
+                .min(self.ep.timeout),
+            None => self.ep.timeout,
+        };
+        let stream = tokio::time::timeout(wait, connect_tcp(self.ep.addr, self.ep.resvport))
+            .await
+            .map_err(|_| {
+                let source = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+                let e = RpcError::Connect {
                     addr: self.ep.addr,
                     source,
-                })?;
+                };
+                self.failed(Gone::Silent, e)
+            })?
+            .map_err(|source| {
+                let e = RpcError::Connect {
+                    addr: self.ep.addr,
+                    source,
+                };
+                self.failed(Gone::Refused, e)
+            })?;
         Ok(match &self.ep.tls {
             None => {
                 let mut stream = stream;
@@ -405,7 +452,7 @@ impl RpcClient {
                     return Ok(None);
                 }
                 let (rd, wr) = stream.into_split();
-                Some(self.stamped(spawn_conn(rd, wr, self.ep.window)))
+                Some(self.stamped(spawn_conn(rd, wr, self.ep.window, &self.live)))
             }
             Some(tls) => {
                 let addr = self.ep.addr;
@@ -423,7 +470,7 @@ impl RpcClient {
                     return Ok(None);
                 }
                 let (rd, wr) = tokio::io::split(s);
-                Some(self.stamped(spawn_conn(rd, wr, self.ep.window)))
+                Some(self.stamped(spawn_conn(rd, wr, self.ep.window, &self.live)))
             }
         })
     }
@@ -561,7 +608,7 @@ async fn connect_privileged(addr: SocketAddr) -> io::Result<TcpStream> {
     }))
 }
 
-fn spawn_conn<R, W>(rd: R, wr: W, window: usize) -> Conn
+fn spawn_conn<R, W>(rd: R, wr: W, window: usize, live: &Arc<Liveness>) -> Conn
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -569,6 +616,9 @@ where
     let shared = Arc::new(Shared {
         pending: Mutex::new(HashMap::new()),
         dead: AtomicBool::new(false),
+        live: live.clone(),
+        heard: AtomicU64::new(live.now()),
+        probed: AtomicU64::new(0),
     });
     let (tx, rx) = mpsc::unbounded_channel();
     let w = tokio::spawn(writer(wr, rx, shared.clone()));
@@ -610,6 +660,8 @@ async fn reader<R: AsyncRead + Unpin>(mut rd: R, shared: Arc<Shared>) {
         if rec.len() < 4 {
             break;
         }
+        shared.heard.store(shared.live.now(), Ordering::Relaxed);
+        shared.live.heard();
         let xid = u32::from_be_bytes([rec[0], rec[1], rec[2], rec[3]]);
         let waiter = match shared.pending.lock() {
             Ok(mut p) => p.remove(&xid),

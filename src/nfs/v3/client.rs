@@ -4,7 +4,8 @@
 //! connection (with a new xid: the old one may have executed, so the reply is marked
 //! *ambiguous* and the caller resolves it — REMOVE→NOENT is success, CREATE→EXIST is
 //! looked up), back off and retry on NFS3ERR_JUKEBOX, and give up with a fatal
-//! `TimedOut`/`NotConnected` error when the server stays away for `--timeout`.
+//! `TimedOut`/`NotConnected` error when the server stays away for `--timeout` (the
+//! transport's one clock decides that, for every call at once).
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -89,14 +90,16 @@ impl Nfs {
                     if matches!(e, RpcError::Disconnected { sent: true, .. }) {
                         ambiguous = true;
                     }
-                    if first_failure.get_or_insert_with(Instant::now).elapsed() > limit {
+                    // The transport gives the server up after `limit` away; this only
+                    // ends a call that keeps failing while the server answers others.
+                    if first_failure.get_or_insert_with(Instant::now).elapsed() > limit * 2 {
                         let msg = format!("NFS server gone for {} s ({e})", limit.as_secs());
                         return Err(transport_msg(&e, msg));
                     }
                 }
                 Err(e) => return Err(transport(e)),
             }
-            tokio::time::sleep(backoff).await;
+            self.rpc.back_off(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }

@@ -12,7 +12,8 @@
 //! * DELAY and GRACE (the server is busy, or recovering) are waited out with back-off.
 //!
 //! All of it is bounded: a server that stays away longer than `--timeout` ends the
-//! run with a fatal error, as on NFSv3.
+//! run with a fatal error, as on NFSv3 (the transport's one clock decides that, for
+//! every call at once).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -131,6 +132,7 @@ impl Client {
         let cache = ops.iter().any(Op::changes_state);
         let mut ambiguous = false;
         let started = Instant::now();
+        let mut first_failure = None;
         let mut backoff = Duration::from_millis(20);
         loop {
             let session = self.current();
@@ -148,11 +150,11 @@ impl Client {
                             e,
                             RpcError::Connect { .. } | RpcError::Disconnected { sent: false, .. }
                         );
-                        self.give_up_after(started, &e, self.timeout)?;
+                        self.give_up_after(&mut first_failure, &e)?;
                         if session.moved() {
                             break None;
                         }
-                        tokio::time::sleep(backoff).await;
+                        self.rpc.back_off(backoff).await;
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
                     Err(SessionError::Rpc(e)) => {
@@ -166,7 +168,7 @@ impl Client {
                 // as after a server restart, a new session and the call again.
                 ambiguous |= sent_here;
                 drop(slot);
-                self.renew(&session, started).await?;
+                self.renew(&session).await?;
                 continue;
             };
             let seq_status = reply.results.first().map_or(status::OK, |r| r.1);
@@ -181,7 +183,7 @@ impl Client {
                     // a new one, and the call again, which may have run already.
                     ambiguous |= sent_here;
                     drop(slot);
-                    self.renew(&session, started).await?;
+                    self.renew(&session).await?;
                     continue;
                 }
                 status::DELAY => {
@@ -214,7 +216,7 @@ impl Client {
                     // Our client's lease ran out (a long stall): a new client and
                     // session, and the call again.
                     ambiguous |= reply.results.len() > 2;
-                    self.renew(&session, started).await?;
+                    self.renew(&session).await?;
                 }
                 status::RETRY_UNCACHED_REP => {
                     // Our call ran, and its reply is lost: send it as a new call.
@@ -231,11 +233,13 @@ impl Client {
     }
 
     /// Replaces `stale` with a new session, unless another caller already did.
-    async fn renew(&self, stale: &Arc<Session>, started: Instant) -> dest::Result<()> {
+    async fn renew(&self, stale: &Arc<Session>) -> dest::Result<()> {
         let _one = self.renewing.lock().await;
         if !Arc::ptr_eq(&self.current(), stale) {
             return Ok(());
         }
+        let started = Instant::now();
+        let mut first_failure = None;
         let mut backoff = Duration::from_millis(50);
         loop {
             match Session::establish(self.rpc.clone(), self.want_slots).await {
@@ -245,7 +249,7 @@ impl Client {
                     return Ok(());
                 }
                 Err(SessionError::Rpc(e)) if retryable(&e) => {
-                    self.give_up_after(started, &e, self.timeout)?;
+                    self.give_up_after(&mut first_failure, &e)?;
                 }
                 Err(SessionError::Status { status: st, .. })
                     if matches!(st, status::DELAY | status::GRACE) =>
@@ -261,7 +265,7 @@ impl Client {
                 Err(SessionError::Rpc(e)) => return Err(transport(e)),
                 Err(e) => return Err(protocol(e)),
             }
-            tokio::time::sleep(backoff).await;
+            self.rpc.back_off(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }
@@ -279,8 +283,12 @@ impl Client {
         Ok(())
     }
 
-    fn give_up_after(&self, started: Instant, e: &RpcError, limit: Duration) -> dest::Result<()> {
-        if started.elapsed() > limit {
+    /// Ends a call whose transport failures began at `first_failure` long ago. The
+    /// transport gives the server up after `--timeout` away; this only ends a call that
+    /// keeps failing while the server answers others.
+    fn give_up_after(&self, first_failure: &mut Option<Instant>, e: &RpcError) -> dest::Result<()> {
+        let limit = self.timeout;
+        if first_failure.get_or_insert_with(Instant::now).elapsed() > limit * 2 {
             let msg = format!("NFS server gone for {} s ({e})", limit.as_secs());
             return Err(transport_msg(e, msg));
         }

@@ -1,14 +1,14 @@
 //! Faults both NFS versions meet, each case a function of the version its `#[test]`s
 //! speak (one per version, made by [`protocol_tests!`](super::protocol_tests)): the
-//! server killed mid-run and restarted, connections cut mid-call. Each case gets a
-//! server of its own that speaks its version alone.
+//! server killed mid-run and restarted, stopped or killed for good, connections cut
+//! mid-call. Each case gets a server of its own that speaks its version alone.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::support::ganesha::{self, Export, Ganesha, Proto};
+use crate::support::ganesha::{self, Export, Proto};
 use crate::support::net::Servers;
 use crate::support::{
     Tree, assert_copied, bin, count_files, describe, rsync_diff, rsync_diff_with, run_nfsync, slash,
@@ -32,8 +32,8 @@ pub(super) fn many_files(root: &Path, dirs: usize, per_dir: usize) {
 }
 
 /// Starts `nfsync --json --timeout TIMEOUT SRC/ URL` and returns it once the copy is
-/// under way (200 files in the export).
-pub(super) fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) -> Child {
+/// under way (200 files in `dst`, where the export holds what URL names).
+pub(super) fn copy_under_way(dst: &Path, src: &Path, url: &str, timeout: &str) -> Child {
     let child = Command::new(bin())
         .args(["--json", "--timeout", timeout])
         .arg(slash(src))
@@ -43,7 +43,7 @@ pub(super) fn copy_under_way(g: &Ganesha, src: &Path, url: &str, timeout: &str) 
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while count_files(&g.export) < 200 && started.elapsed() < Duration::from_secs(30) {
+    while count_files(dst) < 200 && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(10));
     }
     child
@@ -93,7 +93,7 @@ pub(super) fn server_killed_mid_run_then_restarted(proto: Proto) {
     many_files(&src, 20, 150);
     let url = g.export(proto).url("dst", "");
     let started = Instant::now();
-    let child = copy_under_way(&g, &src, &url, "30");
+    let child = copy_under_way(&g.export.join("dst"), &src, &url, "30");
     g.kill();
     std::thread::sleep(Duration::from_secs(2));
     g.restart()
@@ -183,4 +183,130 @@ pub(super) fn connections_cut_mid_run_end_exact(proto: Proto) {
     assert!(diff.is_empty(), "after a re-run:\n{diff}");
     let out = run_nfsync(&["-H", "--delete", "--json"], &src, &url);
     assert_copied(&out, 0);
+}
+
+/// `--timeout` of the runs that lose their server: short, so that the bound is tight.
+const TIMEOUT: Duration = Duration::from_secs(3);
+/// What a run that lost its server may take beyond `--timeout` to end: every worker
+/// stops, the summary is printed, the process exits, and the test notices (it polls
+/// every 50 ms). That is well under half a second alone; the rest is for a loaded
+/// two-core machine, where a process may wait that long for a core.
+const SLACK: Duration = Duration::from_millis(1500);
+/// Runs per case: the same server state must end with the same code every time.
+const ROUNDS: usize = 3;
+
+/// The server stopped mid-run (SIGSTOP: its connections stay up, nothing answers): the
+/// run ends `--timeout` after the stop with exit 30, with the default connections and
+/// jobs, its summary printed.
+pub(super) fn server_stopped_mid_run_ends_within_timeout(proto: Proto) {
+    let Some((dir, g)) = ganesha::own(proto.alone()) else {
+        return;
+    };
+    let src = dir.join("src");
+    many_files(&src, 20, 150);
+    for round in 0..ROUNDS {
+        // A directory per round: the server still acts on calls it read before it
+        // stopped, after it goes on.
+        let dst = format!("dst{round}");
+        let url = g.export(proto).url(&dst, "");
+        let child = copy_under_way(
+            &g.export.join(&dst),
+            &src,
+            &url,
+            &TIMEOUT.as_secs().to_string(),
+        );
+        let paused = g.pause();
+        let stopped = Instant::now();
+        let out = wait_at_most(child, TIMEOUT * 10, "nfsync hangs on a stopped server");
+        let took = stopped.elapsed();
+        drop(paused);
+        assert_ended_alone(&out, took, 30, &format!("{proto:?} stopped, round {round}"));
+    }
+}
+
+/// The server stopped mid-run for less than `--timeout`: the run waits for it and ends
+/// exact, on the same connections.
+pub(super) fn server_stopped_briefly_is_waited_for(proto: Proto) {
+    let Some((dir, g)) = ganesha::own(proto.alone()) else {
+        return;
+    };
+    let src = dir.join("src");
+    many_files(&src, 20, 150);
+    let url = g.export(proto).url("dst", "");
+    let child = copy_under_way(
+        &g.export.join("dst"),
+        &src,
+        &url,
+        &TIMEOUT.as_secs().to_string(),
+    );
+    let paused = g.pause();
+    std::thread::sleep(TIMEOUT - Duration::from_millis(800));
+    drop(paused);
+    let out = wait_at_most(
+        child,
+        Duration::from_secs(120),
+        "nfsync hangs after a pause",
+    );
+    assert!(out.status.success(), "{}\n{}", describe(&out), g.log_tail());
+    let diff = rsync_diff(&src, &g.export.join("dst"));
+    assert!(diff.is_empty(), "after the pause:\n{diff}");
+}
+
+/// The server killed mid-run (connections reset, new ones refused): the run tries to
+/// reconnect for `--timeout`, so a server back by then is used again, and ends with
+/// exit 10, its summary printed.
+pub(super) fn server_killed_mid_run_ends_within_timeout(proto: Proto) {
+    let Some((dir, mut g)) = ganesha::own(proto.alone()) else {
+        return;
+    };
+    let src = dir.join("src");
+    many_files(&src, 20, 150);
+    for round in 0..ROUNDS {
+        if round > 0 {
+            g.restart()
+                .unwrap_or_else(|e| panic!("{e}\n{}", g.log_tail()));
+        }
+        let dst = format!("dst{round}");
+        let url = g.export(proto).url(&dst, "");
+        let child = copy_under_way(
+            &g.export.join(&dst),
+            &src,
+            &url,
+            &TIMEOUT.as_secs().to_string(),
+        );
+        let killed = Instant::now();
+        g.kill();
+        let out = wait_at_most(child, TIMEOUT * 10, "nfsync hangs without its server");
+        let took = killed.elapsed();
+        assert_ended_alone(&out, took, 10, &format!("{proto:?} killed, round {round}"));
+    }
+}
+
+/// A run whose server went away `took` ago ended with `code`, no sooner than
+/// `--timeout` (it waited for the server) and within [`SLACK`] after it; one line on
+/// stderr names the server, and the summary was printed.
+fn assert_ended_alone(out: &Output, took: Duration, code: i32, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "{what}: exit {:?} {:.2} s after --timeout {} s\n{err}",
+        out.status.code(),
+        took.as_secs_f64(),
+        TIMEOUT.as_secs()
+    );
+    assert_eq!(out.status.code(), Some(code), "{what}: {}", describe(out));
+    assert_clear_failure(out, what);
+    assert!(err.contains("127.0.0.1"), "{what}: names the server: {err}");
+    assert!(
+        took >= TIMEOUT - Duration::from_millis(500),
+        "{what}: gave up after {took:?}, before --timeout"
+    );
+    assert!(
+        took < TIMEOUT + SLACK,
+        "{what}: ended {took:?} after the server went, more than --timeout + {SLACK:?}"
+    );
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains(&format!("\"exit_code\":{code}")),
+        "{what}: no summary: {summary}"
+    );
 }

@@ -6,8 +6,9 @@
 //! shared scenario, against the server the tests of that version share (each in its own
 //! directory of the export, judged by reading that directory back locally with
 //! `rsync -anciH --delete`), and every case of [`faults`] (the server killed mid-run,
-//! connections cut), against a server of its own. [`v3`] and [`v41`] each expand
-//! [`protocol_tests!`] for their version, beside the tests of that version alone.
+//! stopped or killed for good, connections cut), against a server of its own. [`v3`]
+//! and [`v41`] each expand [`protocol_tests!`] for their version, beside the tests of
+//! that version alone.
 //!
 //! - [`v3`]: NFSv3 alone: refused and wrong exports, root squash, identities.
 //! - [`v41`]: NFSv4.1 alone (an NFSv4-only server): 64-bit times, session slots,
@@ -92,6 +93,21 @@ macro_rules! protocol_tests {
         #[test]
         fn server_killed_mid_run_then_restarted() {
             super::faults::server_killed_mid_run_then_restarted($proto);
+        }
+
+        #[test]
+        fn server_stopped_mid_run_ends_within_timeout() {
+            super::faults::server_stopped_mid_run_ends_within_timeout($proto);
+        }
+
+        #[test]
+        fn server_stopped_briefly_is_waited_for() {
+            super::faults::server_stopped_briefly_is_waited_for($proto);
+        }
+
+        #[test]
+        fn server_killed_mid_run_ends_within_timeout() {
+            super::faults::server_killed_mid_run_ends_within_timeout($proto);
         }
 
         #[test]

@@ -357,6 +357,14 @@ impl Ganesha {
         }
     }
 
+    /// SIGSTOPs the server: its connections stay open and nothing answers, as a hung
+    /// server. It is resumed when the guard drops, also when the test fails.
+    pub fn pause(&self) -> Paused {
+        // SAFETY: plain kill(2) on the pid we started.
+        unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGSTOP) };
+        Paused { pid: self.pid }
+    }
+
     /// Starts the server again with the same configuration and ports.
     pub fn restart(&mut self) -> Result<(), String> {
         let conf = self.state.join("ganesha.conf");
@@ -426,6 +434,20 @@ pub fn rpc_answers(port: u16, prog: u32, vers: u32) -> bool {
     let word = |i: usize| u32::from_be_bytes(reply[4 * i..4 * i + 4].try_into().unwrap());
     // xid 1, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, SUCCESS.
     (1..7).map(word).eq([1, 1, 0, 0, 0, 0])
+}
+
+/// A server [`Ganesha::pause`]d: resumed on drop (declared after its [`Ganesha`], it
+/// drops first, so the server is resumed before it is stopped).
+#[must_use]
+pub struct Paused {
+    pid: u32,
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        // SAFETY: plain kill(2) on the server's pid.
+        unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGCONT) };
+    }
 }
 
 impl Drop for Ganesha {
