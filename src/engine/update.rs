@@ -261,7 +261,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// What a directory was given when it was finalized (see `Engine::finalize`):
     /// `None` when it was not.
-    fn dir_given(&self, node: &DirNode<D>) -> Option<Meta> {
+    pub(super) fn dir_given(&self, node: &DirNode<D>) -> Option<Meta> {
         let meta = node.meta.as_ref()?;
         let mut given = self.give(meta);
         match node.origin {
