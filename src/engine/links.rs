@@ -34,6 +34,11 @@
 //!   another (so it settles the group itself). The last run to settle a group thus
 //!   leaves it whole, and a run that cannot (no complete copy, or the group still
 //!   changing after [`SETTLE_ROUNDS`] looks) reports it: never exit 0 on a split group.
+//!   Settling and replacing link to what a name holds now
+//!   ([`Destination::hard_link_current`]), not to what a backend remembers having
+//!   written there; a new name may use the remembered object, since a run that moved
+//!   our leader settles the group (and a remembered object with no names left is
+//!   stale, which sends us to look again).
 //!
 //! Settling changes directories after they got their mtimes, so those directories get
 //! them again, as `--delay-updates` does.
@@ -41,7 +46,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -56,6 +61,9 @@ use crate::report::itemize::{Itemize, Update};
 
 /// How often a group is looked at while settling before the run gives up on it.
 const SETTLE_ROUNDS: u32 = 8;
+
+/// Threads that settle groups at once.
+const SETTLE_THREADS: usize = 16;
 
 /// The source inodes seen so far with more than one name, by (dev, ino).
 pub(super) struct HardLinks<D: Destination>(Mutex<HashMap<(u64, u64), LinkGroup<D>>>);
@@ -223,16 +231,17 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 }
             }
-            // What stands at the name is moved aside only when a rename cannot replace
-            // it (a directory) or `--backup` keeps it; anything else is renamed over.
+            // Another file at the name (an old copy, another run's) is renamed over;
+            // only another type (deleted, as rsync itemizes it) or an old copy
+            // `--backup` keeps is moved aside first.
             let replace = match &dst {
-                Some(d) if d.kind == Kind::Dir || self.cfg.backup.is_some() => {
+                Some(d) if d.kind == Kind::File && self.cfg.backup.is_none() => true,
+                Some(d) => {
                     if !self.make_way(job, rel, d) {
                         return Attempt::Done(false);
                     }
                     false
                 }
-                Some(_) => true,
                 None => false,
             };
             contended |= replace;
@@ -272,11 +281,14 @@ impl<D: Destination> Engine<'_, D> {
         Linked { ok, contended }
     }
 
-    /// Makes the existing `name` in `dir` a hard link to `ldir/lname` without its ever
-    /// being absent: linked under a temporary name, renamed over. Where the name
-    /// already is a link to the same object (another run got there first), RENAME does
-    /// nothing (rename(2), RFC 1813 and RFC 8881 alike) and leaves the temporary, so
-    /// it is removed by name after (it is ours alone; gone in the usual case).
+    /// Makes the existing `name` in `dir` a hard link to what `ldir/lname` holds now,
+    /// without `name`'s ever being absent: linked under a temporary name, renamed over.
+    /// Where the name already is a link to the same object (another run got there
+    /// first), RENAME does nothing (rename(2), RFC 1813 and RFC 8881 alike) and leaves
+    /// the temporary, so it is removed by name after (it is ours alone; gone in the
+    /// usual case). Only a name that held another object comes here, so the link looks
+    /// `lname` up afresh ([`Destination::hard_link_current`]): another run may have
+    /// renamed its copy over our leader.
     fn link_over(
         &self,
         dir: &D::Dir,
@@ -285,7 +297,7 @@ impl<D: Destination> Engine<'_, D> {
         lname: &OsString,
     ) -> dest::Result<()> {
         let tmp = temp::name(name);
-        self.dest.hard_link(dir, &tmp, ldir, lname)?;
+        self.dest.hard_link_current(dir, &tmp, ldir, lname)?;
         let renamed = self.dest.rename(dir, &tmp, name);
         match self.dest.remove(dir, &tmp, Kind::File) {
             Err(e) if e.is_fatal() && renamed.is_ok() => return Err(e),
@@ -311,16 +323,28 @@ impl<D: Destination> Engine<'_, D> {
                 })
                 .collect()
         };
+        // Groups are independent: settled by several threads, as the walk was, so
+        // a large DEST over NFS is not checked one round trip at a time.
+        let next = AtomicUsize::new(0);
+        let changed = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..SETTLE_THREADS.min(groups.len()) {
+                s.spawn(|| {
+                    while let Some(g) = groups.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if self.sched.stopped() {
+                            return;
+                        }
+                        let names = self.settle_group(g);
+                        changed.lock().unwrap().extend(names);
+                    }
+                });
+            }
+        });
         let mut touched: Vec<Arc<DirNode<D>>> = Vec::new();
         let mut seen = HashSet::new();
-        for g in groups {
-            if self.sched.stopped() {
-                return;
-            }
-            for n in self.settle_group(&g) {
-                if seen.insert(Arc::as_ptr(&n.parent)) {
-                    touched.push(n.parent);
-                }
+        for n in changed.into_inner().unwrap() {
+            if seen.insert(Arc::as_ptr(&n.parent)) {
+                touched.push(n.parent);
             }
         }
         let times = self.cfg.times && !self.cfg.omit_dir_times && self.cfg.shard.is_none();
@@ -391,10 +415,12 @@ impl<D: Destination> Engine<'_, D> {
                     // A directory or a non-file: another writer's, not ours to replace.
                     Some(m) if m.kind == Kind::Dir => continue,
                     Some(_) => self.link_over(dir, &n.name, tdir, &to.name),
-                    None => self.dest.hard_link(dir, &n.name, tdir, &to.name),
+                    None => self.dest.hard_link_current(dir, &n.name, tdir, &to.name),
                 };
+                // Its directory changed even when the link did not take.
+                changed.push(n.clone());
                 match r {
-                    Ok(()) => changed.push(n.clone()),
+                    Ok(()) => {}
                     // Another writer at the name or at the target: the next round sees.
                     Err(e) if is_race_or_gone(&e) => {}
                     Err(e) => {
