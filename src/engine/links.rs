@@ -16,8 +16,10 @@
 //!   directory in the way, or an old copy `--backup` keeps, is moved aside first.
 //! - **A complete copy is not copied again.** A leader is copied through the quick
 //!   check like any file, so a name another run already made complete (whatever its
-//!   inode) is kept as it is; only a missing or partial one is written (beside, and
-//!   renamed over). So the copies made of a group are at most one per run, and only
+//!   inode) is kept as it is; only a missing or partial one is written, under a
+//!   temporary even when new, and renamed into place. So a name of a group only ever
+//!   holds a complete file, and a link renamed over it never leaves its writer
+//!   writing into a file no name holds. So the copies made of a group are at most one per run, and only
 //!   while its leader was not yet complete.
 //! - **Linking follows names, then the group is settled.** A link takes whatever
 //!   object its leader's name holds at that moment. Two runs that link across (A:
@@ -252,6 +254,12 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 let linked = if replace {
                     self.link_over(dir, &job.entry.name, ldir, &leader.name)
+                } else if contended {
+                    // After a race the object remembered for the leader may be one
+                    // another run renamed over (linking to it fails NotFound once it has
+                    // no names left): look the name up.
+                    self.dest
+                        .hard_link_current(dir, &job.entry.name, ldir, &leader.name)
                 } else {
                     self.dest
                         .hard_link(dir, &job.entry.name, ldir, &leader.name)
