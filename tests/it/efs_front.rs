@@ -246,7 +246,7 @@ fn the_front_accepts_nfsync_with_iam_and_an_access_point_and_the_copy_is_exact()
 }
 
 #[test]
-fn the_front_refuses_a_wrong_secret_a_missing_token_and_an_expired_certificate() {
+fn the_front_refuses_a_wrong_secret_a_missing_token_another_fs_and_an_expired_certificate() {
     let dir = Scratch::new();
     let Some((g, ca)) = backend(&dir) else {
         return;
@@ -275,6 +275,28 @@ fn the_front_refuses_a_wrong_secret_a_missing_token_and_an_expired_certificate()
         &url(&f, &g, &ca, "b", "&iam"),
     );
     assert_refused(&out, (&f, &shim), "session token", &g.export.join("b"));
+
+    // A file system policy that requires IAM, and no ?iam: no signature.
+    let (f, shim) = front(&dir, "no-iam", &ca, &g, |_| {});
+    let out = copy(
+        &dir,
+        &creds(SECRET, Some(TOKEN)),
+        tree.root(),
+        &url(&f, &g, &ca, "d", ""),
+    );
+    assert_refused(&out, (&f, &shim), "no IAM signature", &g.export.join("d"));
+
+    // A certificate for another file system.
+    let (f, shim) = front(&dir, "other-fs", &ca, &g, |p| {
+        p.fs_id = "fs-0000beef".into()
+    });
+    let out = copy(
+        &dir,
+        &creds(SECRET, Some(TOKEN)),
+        tree.root(),
+        &url(&f, &g, &ca, "e", "&iam"),
+    );
+    assert_refused(&out, (&f, &shim), "wrong file system", &g.export.join("e"));
 
     // nfsync's certificate is valid for 3 hours from now; the front's clock is 4 hours
     // ahead. No IAM here, so the dates are the only thing refused.
