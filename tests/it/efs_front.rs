@@ -142,6 +142,11 @@ fn assert_refused(
     let err = String::from_utf8_lossy(&out.stderr);
     let lines = err.lines().filter(|l| !l.trim().is_empty()).count();
     assert_eq!(lines, 1, "one line: {}", describe(out));
+    assert!(
+        err.contains("refused the client certificate"),
+        "says what was refused: {}",
+        describe(out)
+    );
     let verdicts = front.verdicts();
     assert!(
         verdicts
@@ -339,7 +344,8 @@ fn check_through_the_front_passes_and_fails_with_a_wrong_secret() {
     assert_eq!(out.status.code(), Some(10), "{}", describe(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.lines().any(|l| l.starts_with("FAILED")),
+        text.lines()
+            .any(|l| l.starts_with("FAILED") && l.contains("refused the client certificate")),
         "{}",
         describe(&out)
     );
