@@ -27,6 +27,8 @@ const AP: &str = "fsap-0123456789abcdef0";
 const AKID: &str = "ASIAFAKETEMPORARY";
 const SECRET: &str = "fake/secret+key=";
 const TOKEN: &str = "FAKE/session+token==";
+const LONG_AKID: &str = "AKIAFAKELONGTERM";
+const LONG_SECRET: &str = "fake-long-term-secret";
 
 /// The environment of a run with temporary credentials.
 fn creds(secret: &str, token: Option<&str>) -> Vec<(&'static str, String)> {
@@ -55,7 +57,7 @@ fn backend(dir: &Scratch) -> Option<(Ganesha, Ca)> {
     Some((g, ca))
 }
 
-/// A front for `FS` that knows the temporary key above, before a partition shim of its
+/// A front for `FS` that knows the temporary and the long-term key above, before a partition shim of its
 /// own (the shim holds one run to one bind identifier) before `g`; `tweak` changes the
 /// front's policy.
 fn front(
@@ -66,16 +68,24 @@ fn front(
     tweak: impl FnOnce(&mut Policy),
 ) -> (EfsFront, PartitionShim) {
     let shim = PartitionShim::start(g.nfs_port, &[], Answer::Ready(1), 4);
+    let long_term = Known {
+        access_key_id: LONG_AKID.into(),
+        secret: LONG_SECRET.into(),
+        token: None,
+    };
     let mut policy = Policy {
         fs_id: FS.into(),
         region: REGION.into(),
         access_point: None,
         require_iam: true,
-        known: vec![Known {
-            access_key_id: AKID.into(),
-            secret: SECRET.into(),
-            token: Some(TOKEN.into()),
-        }],
+        known: vec![
+            Known {
+                access_key_id: AKID.into(),
+                secret: SECRET.into(),
+                token: Some(TOKEN.into()),
+            },
+            long_term,
+        ],
         clock_ahead: 0,
     };
     tweak(&mut policy);
@@ -198,6 +208,27 @@ fn the_front_accepts_nfsync_with_iam_and_an_access_point_and_the_copy_is_exact()
         "every connection shows its certificate"
     );
 
+    // A long-term key: no session token in the certificate or the signed request.
+    let (long, long_shim) = front(&dir, "long", &ca, &g, |_| {});
+    let env = [
+        ("AWS_ACCESS_KEY_ID", LONG_AKID.to_string()),
+        ("AWS_SECRET_ACCESS_KEY", LONG_SECRET.to_string()),
+    ];
+    let out = copy(
+        &dir,
+        &env,
+        tree.root(),
+        &url(&long, &g, &ca, "long", "&iam"),
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let diff = rsync_diff_with(tree.root(), &g.export.join("long"), &["--omit-link-times"]);
+    assert!(
+        diff.is_empty(),
+        "differs after a copy with a long-term key:\n{diff}"
+    );
+    let v = long.verdicts();
+    assert!(!v.is_empty() && v.iter().all(Result::is_ok), "{v:?}");
+
     // An access point (with IAM): a certificate naming it is let in, one naming none
     // is not.
     let (ap, ap_shim) = front(&dir, "ap", &ca, &g, |p| p.access_point = Some(AP.into()));
@@ -243,7 +274,7 @@ fn the_front_accepts_nfsync_with_iam_and_an_access_point_and_the_copy_is_exact()
         "{v:?}"
     );
     assert!(!g.export.join("no-ap").exists());
-    for shim in [iam_shim, ap_shim] {
+    for shim in [iam_shim, long_shim, ap_shim] {
         assert!(
             !shim.conns().is_empty() && shim.conns().iter().all(|c| c.bind.is_some()),
             "every connection bound"
