@@ -8,7 +8,7 @@ complete -c nfsync -l timeout -d 'NFS: seconds without an answer before giving u
 complete -c nfsync -l max-size -d 'Skip files larger than SIZE (rsync suffixes: K M G T, KB MB ..., +1/-1)' -r
 complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
-complete -c nfsync -l debug -d 'Accepted, no effect (rsync\'s debug output)' -r
+complete -c nfsync -l debug -d 'rsync\'s debug output: `FILTER`/`FILTER1`/`FILTER2` (and `ALL`) trace the filter rules; other flags are accepted, no effect' -r
 complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
 complete -c nfsync -s f -l filter -d 'Add a filter RULE in rsync\'s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include' -r
 complete -c nfsync -l include-from -d 'Read include patterns from FILE (\'-\' for stdin)' -r -F
@@ -25,9 +25,10 @@ complete -c nfsync -l backup-dir -d 'Keep backups in DIR (relative to DEST; on n
 complete -c nfsync -l suffix -d 'Backup suffix (default "~", or none with --backup-dir)' -r
 complete -c nfsync -l link-dest -d 'Hard-link a file DEST lacks to DIR\'s copy when that is unchanged (repeatable; relative DIR: relative to DEST)' -r -F
 complete -c nfsync -l compare-dest -d 'Leave out a file DEST lacks when DIR\'s copy is unchanged (repeatable)' -r -F
-complete -c nfsync -l copy-dest -d 'Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)' -r -F
-complete -c nfsync -l partial-dir -d 'Accepted, no effect: an update is written beside the old copy under a hidden temporary name and renamed over it' -r -F
+complete -c nfsync -l copy-dest -d 'Copy a file DEST lacks from DIR\'s copy when that is unchanged, as rsync copies it locally (repeatable; relative DIR: relative to DEST)' -r -F
+complete -c nfsync -l partial-dir -d 'Where --delay-updates holds files back (relative: below each file\'s directory, rsync\'s .~tmp~ by default); updates are otherwise written beside the old copy under a hidden temporary name and renamed over it' -r -F
 complete -c nfsync -l files-from -d 'Copy the paths listed in FILE (\'-\' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync' -r -F
+complete -c nfsync -l check-files -d 'Files the --check estimate is for' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
 zsh\t'zsh completion script'
 fish\t'fish completion script'
@@ -112,5 +113,6 @@ complete -c nfsync -s 0 -l from0 -d '--files-from names are separated by NUL byt
 complete -c nfsync -s d -l dirs -d 'Without -r, create the directories named (and `SRC/`\'s top-level ones), not their contents'
 complete -c nfsync -s m -l prune-empty-dirs -d 'Don\'t create directories that would end up holding no file (empty or only excluded entries below them)'
 complete -c nfsync -l list-only -d 'List the sources in rsync\'s format instead of copying (DEST may be left out)'
+complete -c nfsync -l check -d 'Check DEST before a migration, copying nothing: connect as a run would, write, date, read back and remove a probe file, time a round trip and the small-file rate with the run\'s --jobs, and estimate a run of --check-files files (exit 0: a run can write there; otherwise the code a run would end with)'
 complete -c nfsync -l mpi -d 'Under mpirun: the ranks share the tree as they go (each takes the next piece of work no rank has taken, so a slow rank takes less); rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)'
 complete -c nfsync -s V -l version -d 'Print version'

@@ -26,7 +26,7 @@ _nfsync() {
 '--max-size=[Skip files larger than SIZE (rsync suffixes\: K M G T, KB MB ..., +1/-1)]:SIZE:_default' \
 '--min-size=[Skip files smaller than SIZE]:SIZE:_default' \
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
-'*--debug=[Accepted, no effect (rsync'\''s debug output)]:FLAGS:_default' \
+'*--debug=[rsync'\''s debug output\: \`FILTER\`/\`FILTER1\`/\`FILTER2\` (and \`ALL\`) trace the filter rules; other flags are accepted, no effect]:FLAGS:_default' \
 '--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
 '*-f+[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--filter=[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
@@ -45,9 +45,10 @@ _nfsync() {
 '--suffix=[Backup suffix (default "~", or none with --backup-dir)]:SUFFIX:_default' \
 '*--link-dest=[Hard-link a file DEST lacks to DIR'\''s copy when that is unchanged (repeatable; relative DIR\: relative to DEST)]:DIR:_files' \
 '*--compare-dest=[Leave out a file DEST lacks when DIR'\''s copy is unchanged (repeatable)]:DIR:_files' \
-'*--copy-dest=[Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come from the source, the cheaper side of a local-to-NFS copy)]:DIR:_files' \
-'--partial-dir=[Accepted, no effect\: an update is written beside the old copy under a hidden temporary name and renamed over it]:DIR:_files' \
+'*--copy-dest=[Copy a file DEST lacks from DIR'\''s copy when that is unchanged, as rsync copies it locally (repeatable; relative DIR\: relative to DEST)]:DIR:_files' \
+'--partial-dir=[Where --delay-updates holds files back (relative\: below each file'\''s directory, rsync'\''s .~tmp~ by default); updates are otherwise written beside the old copy under a hidden temporary name and renamed over it]:DIR:_files' \
 '--files-from=[Copy the paths listed in FILE ('\''-'\'' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync]:FILE:_files' \
+'--check-files=[Files the --check estimate is for]:N:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
 zsh\:"zsh completion script"
 fish\:"fish completion script"
@@ -164,6 +165,7 @@ man\:"The man page (roff)"))' \
 '-m[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
 '--prune-empty-dirs[Don'\''t create directories that would end up holding no file (empty or only excluded entries below them)]' \
 '--list-only[List the sources in rsync'\''s format instead of copying (DEST may be left out)]' \
+'--check[Check DEST before a migration, copying nothing\: connect as a run would, write, date, read back and remove a probe file, time a round trip and the small-file rate with the run'\''s --jobs, and estimate a run of --check-files files (exit 0\: a run can write there; otherwise the code a run would end with)]' \
 '(--shard)--mpi[Under mpirun\: the ranks share the tree as they go (each takes the next piece of work no rank has taken, so a slow rank takes less); rank 0 then sets directory attributes and prints the totals of all (needs a build with --features mpi)]' \
 '-V[Print version]' \
 '--version[Print version]' \

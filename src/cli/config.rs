@@ -26,13 +26,43 @@ impl Cli {
         if self.rsync.compress && self.verbose > 0 {
             notes.push("-z: nothing to compress on a local-to-NFS copy; ignored");
         }
+        if self.access_point_drops_owners() {
+            notes.push(
+                "DEST is an EFS access point, which gives every file its own user and group: \
+                 owners are not copied (-o/-g to ask for them anyway)",
+            );
+        }
         notes
+    }
+
+    /// Whether DEST is an EFS access point (`?accesspoint=`) and the owners a run as
+    /// root would copy by default (or with `-a`) are to be left out: EFS replaces them
+    /// with the access point's POSIX user on every create, so copying them would fail
+    /// or be undone, file after file and run after run. `-o`, `-g` and the owner maps
+    /// still ask for them.
+    fn access_point_drops_owners(&self) -> bool {
+        let r = &self.rsync;
+        let explicit = self.owner
+            || self.group
+            || r.chown.is_some()
+            || r.usermap.is_some()
+            || r.groupmap.is_some();
+        let access_point = self
+            .paths
+            .last()
+            .and_then(|d| d.to_str())
+            .filter(|d| crate::nfs::is_nfs_url(d))
+            .and_then(|d| crate::nfs::rpc::url::parse(d).ok())
+            .and_then(|u| u.efs)
+            .is_some_and(|t| t.access_point.is_some());
+        access_point && !explicit && rustix::process::geteuid().is_root()
     }
 
     /// Builds the engine's configuration; `matches` gives the options' positions so
     /// filter rules keep their command-line order. Errors are usage errors (exit 1).
     pub fn into_config(self, matches: &clap::ArgMatches) -> anyhow::Result<Config> {
         let trust = Trust::new(self.rsync.insecure_links);
+        let drops_owners = self.access_point_drops_owners();
         let filter = self.filter_rules(matches)?;
         let mut paths = self.paths;
         // A lone SRC is listed, as rsync infers --list-only then; a DEST given with
@@ -95,6 +125,7 @@ impl Cli {
                 .map(|(_, value)| value)
         };
         let default = !r.selects();
+        let root_owners = root && !drops_owners;
         let (usermap, groupmap) = super::chown::id_maps(
             r.chown.as_deref(),
             r.usermap.as_deref(),
@@ -103,11 +134,19 @@ impl Cli {
         .map_err(anyhow::Error::msg)?;
         // A user map implies -o, a group map -g, as in rsync.
         let owners = OwnerPolicy {
-            owner: last(&[("archive", root), ("owner", true), ("no_owner", false)])
-                .unwrap_or(root && default)
+            owner: last(&[
+                ("archive", root_owners),
+                ("owner", true),
+                ("no_owner", false),
+            ])
+            .unwrap_or(root_owners && default)
                 || usermap.is_some(),
-            group: last(&[("archive", root), ("group", true), ("no_group", false)])
-                .unwrap_or(root && default)
+            group: last(&[
+                ("archive", root_owners),
+                ("group", true),
+                ("no_group", false),
+            ])
+            .unwrap_or(root_owners && default)
                 || groupmap.is_some(),
         };
         let umask = current_umask();

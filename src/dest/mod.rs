@@ -321,6 +321,20 @@ pub trait Destination: Send + Sync {
         target_name: &OsStr,
     ) -> Result<()>;
 
+    /// [`Destination::hard_link`] to the object `target_name` holds *now*. A backend
+    /// may remember the objects it wrote, to save a lookup per link to them; another
+    /// writer (an overlapping run) may have renamed something else over such a name
+    /// since, and `-H` runs that settle a group must link to what the name holds.
+    fn hard_link_current(
+        &self,
+        dir: &Self::Dir,
+        name: &OsStr,
+        target_dir: &Self::Dir,
+        target_name: &OsStr,
+    ) -> Result<()> {
+        self.hard_link(dir, name, target_dir, target_name)
+    }
+
     /// Creates a fifo, socket or device node, with its attributes.
     fn mknod(&self, dir: &Self::Dir, name: &OsStr, meta: &Meta) -> Result<()>;
 

@@ -265,6 +265,7 @@ pub fn run<D: Destination>(
     });
     started?;
     engine.finish_delayed();
+    engine.settle_hard_links();
 
     let mut summary = Summary::new(
         &engine.stats,

@@ -91,13 +91,17 @@ impl<D: Destination> Engine<'_, D> {
         if let (true, Put::Replace(d)) = (data.inplace, put) {
             return Ok(self.write_in_place(job, src, d));
         }
+        let linked = self.cfg.hard_links && job.entry.meta.nlink > 1;
         // A hard-linked file is linked to by name as soon as it is written (-H).
-        let delay = data.delay_updates && !(self.cfg.hard_links && job.entry.meta.nlink > 1);
+        let delay = data.delay_updates && !linked;
         // An update is written under a temporary name and renamed over the old copy
         // (as rsync does), so a failure part-way leaves the old copy whole; the rename
         // costs what removing the old file first would. With --temp-dir a new file
         // goes the same way, as in rsync: the operator asked for temporaries there.
-        if !matches!(put, Put::Replace(_)) && !delay && self.writing.temp_dir.is_none() {
+        // So does a new -H file: a name of a group then only ever holds a complete
+        // file, and another run that links over it never leaves us writing into a
+        // file no name holds (NFSv3 servers answer that late or not at all).
+        if !matches!(put, Put::Replace(_)) && !delay && !linked && self.writing.temp_dir.is_none() {
             return Ok(self.dest.write_file(dir, name, src));
         }
         let temp = temp::name(name);
@@ -275,7 +279,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// What a directory was given when it was finalized (see `Engine::finalize`):
     /// `None` when it was not.
-    fn dir_given(&self, node: &DirNode<D>) -> Option<Meta> {
+    pub(super) fn dir_given(&self, node: &DirNode<D>) -> Option<Meta> {
         let meta = node.meta.as_ref()?;
         let mut given = self.give(meta);
         match node.origin {

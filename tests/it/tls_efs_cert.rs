@@ -5,7 +5,7 @@
 //! file system in the URL no certificate goes and the server refuses; `?iam` without
 //! credentials ends with exit 10 and one line naming what was tried, quickly.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
 use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
@@ -44,6 +44,30 @@ fn run(
     url: &str,
     env: &[(&str, &str)],
 ) -> std::process::Output {
+    run_with(dir, src, url, env, &[])
+}
+
+/// [`run`] with more options.
+fn run_with(
+    dir: &Scratch,
+    src: &std::path::Path,
+    url: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
+    command(dir, env)
+        .args(args)
+        .arg("--timeout")
+        .arg("20")
+        .arg(format!("{}/", src.display()))
+        .arg(url)
+        .output()
+        .expect("run nfsync")
+}
+
+/// nfsync with `env` and nothing else of AWS's, its EFS key and HOME in `dir`, and
+/// instance metadata on a closed port.
+fn command(dir: &Scratch, env: &[(&str, &str)]) -> assert_cmd::Command {
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -65,12 +89,7 @@ fn run(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.arg("--timeout")
-        .arg("20")
-        .arg(format!("{}/", src.display()))
-        .arg(url)
-        .output()
-        .expect("run nfsync")
+    cmd
 }
 
 #[test]
@@ -164,4 +183,87 @@ fn iam_without_credentials_is_one_line_and_exit_10_quickly() {
         "{}",
         describe(&out)
     );
+}
+
+/// An access point gives every file its own user and group, so a run as root copies
+/// no owners through one unless asked (`-o`/`-g`), and says so once; a re-run then
+/// finds nothing to fix.
+#[test]
+fn an_access_point_leaves_owners_to_efs_unless_asked() {
+    if !crate::support::is_root() {
+        return;
+    }
+    let dir = Scratch::new();
+    let Some((g, ca, st)) = server(&dir) else {
+        return;
+    };
+    let tree = Tree::new(dir.join("src"));
+    tree.file("theirs", "x\n");
+    let theirs = tree.root().join("theirs");
+    rustix::fs::chown(
+        &theirs,
+        Some(rustix::fs::Uid::from_raw(1234)),
+        Some(rustix::fs::Gid::from_raw(1234)),
+    )
+    .unwrap();
+    let base = format!("nfs://127.0.0.1:{}{}", st.port, g.export.display());
+    let ca_q = format!("tls-ca={}", ca.cert.display());
+    let url =
+        |d: &str| format!("{base}/{d}?{ca_q}&fsid=fs-deadbeef&accesspoint=fsap-0123456789abcdef0");
+    let owner = |d: &str| {
+        let m = std::fs::metadata(g.export.join(d).join("theirs")).unwrap();
+        (m.uid(), m.gid())
+    };
+    for _ in 0..2 {
+        let out = run_with(&dir, tree.root(), &url("ap"), &[], &["-a", "--json"]);
+        assert!(out.status.success(), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches("EFS access point").count(),
+            1,
+            "said once: {err}"
+        );
+        assert_eq!(owner("ap"), (0, 0), "owners left to the access point");
+        let stats = crate::support::json_stats(&out);
+        assert_eq!(crate::support::stat(&stats, "attrs_updated"), 0, "{stats}");
+    }
+    let out = run_with(&dir, tree.root(), &url("asked"), &[], &["-a", "-o", "-g"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("EFS access point"));
+    assert_eq!(owner("asked"), (1234, 1234), "-o -g ask for them");
+}
+
+/// `--check` says which certificate it showed: the file system, the access point and
+/// where the IAM credentials came from.
+#[test]
+fn check_names_the_certificate_and_the_credentials_source() {
+    let dir = Scratch::new();
+    let Some((g, ca, st)) = server(&dir) else {
+        return;
+    };
+    std::fs::create_dir(g.export.join("chk")).unwrap();
+    let url = format!(
+        "nfs://127.0.0.1:{}{}/chk?tls-ca={}&fsid=fs-deadbeef&region=us-east-1&iam&accesspoint=fsap-0123456789abcdef0",
+        st.port,
+        g.export.display(),
+        ca.cert.display()
+    );
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "FAKE_AWS_ACCESS_KEY_ID"),
+        ("AWS_SECRET_ACCESS_KEY", "FAKE_AWS_SECRET_ACCESS_KEY"),
+    ];
+    let out = command(&dir, &env)
+        .args(["--check", "--json", "--jobs", "4", &url])
+        .output()
+        .expect("run nfsync");
+    assert!(out.status.success(), "{}", describe(&out));
+    let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let conn = f["connection"].as_str().unwrap();
+    for want in [
+        "over TLS with efs-utils' client certificate for fs-deadbeef",
+        "access point fsap-0123456789abcdef0",
+        "signed for IAM with credentials from",
+    ] {
+        assert!(conn.contains(want), "no {want:?} in {conn}");
+    }
 }

@@ -336,8 +336,8 @@ pub struct RsyncOpts {
     #[arg(long, value_name = "DIR")]
     pub compare_dest: Vec<std::path::PathBuf>,
 
-    /// Copy a file DEST lacks when DIR holds it unchanged (repeatable; the bytes come
-    /// from the source, the cheaper side of a local-to-NFS copy).
+    /// Copy a file DEST lacks from DIR's copy when that is unchanged, as rsync copies it
+    /// locally (repeatable; relative DIR: relative to DEST).
     #[arg(long, value_name = "DIR")]
     pub copy_dest: Vec<std::path::PathBuf>,
 
@@ -346,13 +346,10 @@ pub struct RsyncOpts {
     #[arg(long, alias = "remove-sent-files")]
     pub remove_source_files: bool,
 
-    /// Accepted, no effect: an update is written beside the old copy under a hidden
-    /// temporary name and renamed over it.
-    #[arg(
-        long,
-        value_name = "DIR",
-        help_heading = "Accepted for rsync, no effect"
-    )]
+    /// Where --delay-updates holds files back (relative: below each file's directory,
+    /// rsync's .~tmp~ by default); updates are otherwise written beside the old copy
+    /// under a hidden temporary name and renamed over it.
+    #[arg(long, value_name = "DIR")]
     pub partial_dir: Option<std::path::PathBuf>,
     // Which paths are sent (-R, --files-from, -d, -m, --list-only).
     /// Recreate each source's path under DEST (the part after a `/./`, or all of it).

@@ -62,10 +62,12 @@ fn check_order(calls: &[Call], deleted: &[&str]) -> usize {
                 );
                 checked += 1;
             }
-            // An update replaces the old copy in one step, after its content is written.
+            // An update replaces the old copy in one step, after its content is written
+            // (or, for a hard link, after it is linked to a complete copy).
             Call::Rename(from, _) => {
                 assert!(
-                    before.contains(&Call::Write(from.clone())),
+                    before.contains(&Call::Write(from.clone()))
+                        || before.contains(&Call::Link(from.clone())),
                     "{from:?} renamed before it was written:\n{calls:#?}"
                 );
                 checked += 1;
@@ -127,6 +129,22 @@ fn calls_come_in_the_order_crash_safety_needs() {
         "the update was not written under a temporary name:\n{second:#?}"
     );
     assert!(n >= 6, "only {n} orderings checked:\n{second:#?}");
+    // -H: both names of the updated file are replaced in one step each (the copy, and
+    // a link renamed over the other name), never removed first: another run may be
+    // linking to either of them at that moment.
+    for name in ["d1/a", "d2/a-link"] {
+        let name = Path::new(name);
+        assert!(
+            !second.contains(&Call::Remove(name.into())),
+            "{name:?} was removed to be replaced:\n{second:#?}"
+        );
+        assert!(
+            second
+                .iter()
+                .any(|c| matches!(c, Call::Rename(_, to) if to == name)),
+            "{name:?} was not renamed over:\n{second:#?}"
+        );
+    }
 
     // Nothing to do: no call changes anything.
     let third = sync(&src, &dest, true);

@@ -154,6 +154,11 @@ pub trait ObjectOps: NfsOps {
         target_dir: &Self::Dir,
         target_name: &[u8],
     ) -> dest::Result<()>;
+    /// Forgets what `hard_link` remembers of the object written at `name`, so the next
+    /// link to it looks the name up (see [`dest::Destination::hard_link_current`]).
+    fn forget_written(&self, dir: &Self::Dir, name: &[u8]) {
+        let _ = (dir, name);
+    }
     /// See [`dest::Destination::mknod`].
     fn mknod(&self, dir: &Self::Dir, name: &[u8], m: &Meta) -> dest::Result<()>;
     /// Removes one entry; `is_dir` when it is a directory (emptied already).

@@ -146,6 +146,23 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         )
     }
 
+    fn hard_link_current(
+        &self,
+        dir: &T::Dir,
+        name: &OsStr,
+        target_dir: &T::Dir,
+        target_name: &OsStr,
+    ) -> dest::Result<()> {
+        ObjectOps::forget_written(self, target_dir, target_name.as_bytes());
+        ObjectOps::hard_link(
+            self,
+            dir,
+            name.as_bytes(),
+            target_dir,
+            target_name.as_bytes(),
+        )
+    }
+
     fn mknod(&self, dir: &T::Dir, name: &OsStr, m: &Meta) -> dest::Result<()> {
         ObjectOps::mknod(self, dir, name.as_bytes(), m)
     }

@@ -185,10 +185,10 @@ impl RpcClient {
             "{n} connection{} to {}{}{bound}",
             if n == 1 { "" } else { "s" },
             self.ep.addr,
-            if self.ep.tls.is_some() {
-                " over TLS"
-            } else {
-                ""
+            match self.ep.tls.as_ref().map(|t| t.client_cert()) {
+                Some(Some(cert)) => format!(" over TLS with {}", cert.describe()),
+                Some(None) => " over TLS".into(),
+                None => String::new(),
             }
         )
     }

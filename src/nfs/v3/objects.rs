@@ -149,6 +149,14 @@ impl ObjectOps for NfsDest {
         })
     }
 
+    /// Another run may have renamed its own copy over a file we wrote, while ours lives
+    /// on under the names already linked to it: a link to the name must look it up.
+    fn forget_written(&self, dir: &NfsDir, name: &[u8]) {
+        if let Ok(mut c) = self.link_cache.lock() {
+            c.remove(&cache_key(&dir.fh, name));
+        }
+    }
+
     fn mknod(&self, dir: &NfsDir, name: &[u8], m: &Meta) -> dest::Result<()> {
         let attrs = self.create_attrs(m, Some(m.mode));
         let spec = v3::specdata3 {

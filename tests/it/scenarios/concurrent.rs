@@ -99,3 +99,102 @@ pub fn concurrent_runs(t: &dyn Target) {
         }
     }
 }
+
+/// A source of many hard-link groups spread over many directories: 40 directories of
+/// 30 files, each file given one or two more names in other directories (so every
+/// directory holds leaders of some groups and followers of others, and runs that walk
+/// in parallel each meet a group by a different name first).
+fn populate_linked(tree: &Tree) {
+    let mut rng = XorShift::new(26);
+    for d in 0..40 {
+        for f in 0..30 {
+            let size = 100 + rng.next() % 3000;
+            tree.random_file(format!("d{d:02}/f{f:02}"), size, rng.next());
+        }
+    }
+    for d in 0..40u64 {
+        for f in 0..30 {
+            let other = (d + 1 + rng.next() % 39) % 40;
+            let existing = format!("d{d:02}/f{f:02}");
+            tree.hardlink(format!("d{other:02}/h{d:02}_{f:02}"), &existing);
+            if rng.next().is_multiple_of(2) {
+                let third = (other + 1 + rng.next() % 38) % 40;
+                let third = if third == d { (third + 1) % 40 } else { third };
+                tree.hardlink(format!("d{third:02}/g{d:02}_{f:02}"), &existing);
+            }
+        }
+    }
+}
+
+/// Three `-H` runs started 30 ms apart into one DEST, ten rounds, into an empty DEST
+/// and into one a previous round left partly filled (some names removed, some replaced
+/// by separate copies, some groups split): every run exits 0 and DEST is exact,
+/// hard links included. (Each run took the first name of a group it met as the one to
+/// copy and removed whatever stood at the other names to link them to it, so one run
+/// removed the name another had just copied: 11–43 names lost per round.)
+pub fn concurrent_hard_link_runs(t: &dyn Target) {
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    populate_linked(&tree);
+    let dst = t.dest_path("dst");
+    let mut rng = XorShift::new(7);
+    for round in 0..10 {
+        let fresh = round % 2 == 0;
+        if fresh {
+            let _ = fs::remove_dir_all(&dst);
+        } else {
+            break_links(&dst, &mut rng);
+        }
+        let started = std::time::Instant::now();
+        let mut children = Vec::new();
+        for _ in 0..3 {
+            children.push(spawn(t, &["--jobs", "16"], tree.root(), "dst"));
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        let what = format!(
+            "round {round} ({} DEST)",
+            if fresh { "empty" } else { "partly filled" }
+        );
+        // The runs really overlap: the first is still going when the last has started.
+        assert!(
+            children[0].try_wait().unwrap().is_none(),
+            "{what}: the first run ended before the third started; nothing overlapped"
+        );
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{what}: a run ended with {}:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        eprintln!("{what}: three runs in {:?}", started.elapsed());
+        let diff = t.diff(tree.root(), "dst");
+        assert!(diff.is_empty(), "{what}: not exact afterwards:\n{diff}");
+    }
+}
+
+/// Leaves DEST partly filled: about one name in five removed, one in ten replaced by a
+/// separate copy of its bytes (a group split in two).
+fn break_links(dst: &std::path::Path, rng: &mut XorShift) {
+    for d in fs::read_dir(dst).unwrap() {
+        let d = d.unwrap().path();
+        for f in fs::read_dir(&d).unwrap() {
+            let p = f.unwrap().path();
+            match rng.next() % 10 {
+                0 | 1 => fs::remove_file(&p).unwrap(),
+                2 => {
+                    let bytes = fs::read(&p).unwrap();
+                    let meta = fs::metadata(&p).unwrap();
+                    fs::remove_file(&p).unwrap();
+                    fs::write(&p, bytes).unwrap();
+                    fs::set_permissions(&p, meta.permissions()).unwrap();
+                    let mtime = filetime::FileTime::from_last_modification_time(&meta);
+                    filetime::set_file_mtime(&p, mtime).unwrap();
+                }
+                _ => {}
+            }
+        }
+    }
+}

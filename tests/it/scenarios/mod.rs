@@ -143,7 +143,7 @@ pub use basics::{
     big_file, boundary_sizes, empty_files_and_dirs, job_counts, large_directory, nested_tree,
     odd_names,
 };
-pub use concurrent::concurrent_runs;
+pub use concurrent::{concurrent_hard_link_runs, concurrent_runs};
 pub use delete::{
     delete, delete_itemizes_every_entry_and_max_delete_limits, delete_keeps_excluded,
     delete_scope_without_slash,
@@ -255,6 +255,7 @@ define_scenarios!(
         rerun_copies_nothing,
         hard_links_many,
         concurrent_runs,
+        concurrent_hard_link_runs,
     ],
     // Fifos, sockets and devices (NFS MKNOD).
     specials: [specials],

@@ -202,6 +202,20 @@ impl ClientCert {
         Ok(certified)
     }
 
+    /// What the certificate says about us, in words for `--check`.
+    pub fn describe(&self) -> String {
+        let t = &self.maker.target;
+        let mut s = format!("efs-utils' client certificate for {}", t.fs_id);
+        if let Some(ap) = &t.access_point {
+            s.push_str(&format!(", access point {ap}"));
+        }
+        match self.credentials_source() {
+            Some(from) => s.push_str(&format!(", signed for IAM with credentials from {from}")),
+            None => s.push_str(", no IAM signature"),
+        }
+        s
+    }
+
     /// Where the credentials came from (`None` without `?iam`).
     pub fn credentials_source(&self) -> Option<String> {
         let cur = self.current.lock().expect("not poisoned");
