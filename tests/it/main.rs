@@ -29,6 +29,8 @@
 //!   `--list-only`), against rsync the same way.
 //! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run;
 //!   [`mpi`]: `mpirun -n 4 nfsync --mpi` (feature `mpi`).
+//! - [`efs_front`]: nfsync through a fake EFS front that judges its client certificate
+//!   (signature, token, access point, dates) in front of nfs-ganesha; `--check` there.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -37,6 +39,7 @@
 //! is skipped: a missing server or tool fails the test.
 
 mod check;
+mod efs_front;
 mod ganesha;
 mod generated;
 mod hostile;

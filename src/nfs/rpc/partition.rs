@@ -30,6 +30,7 @@ use super::RpcError;
 use super::efs_bind::{
     self, BindReply, BindReplyError, BindResponse, PartitionId, ProxyIdentifier,
 };
+use super::tls::Refused;
 use super::wire::read_record;
 
 /// How long no connection is added after EFS answered RETRY_LATER or ERROR (efs-proxy
@@ -220,12 +221,20 @@ impl Binder {
                 addr,
                 secs: timeout.as_secs(),
             })?
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::InvalidData => RpcError::Garbage {
-                    addr,
-                    what: e.to_string(),
-                },
-                _ => RpcError::Disconnected { addr, sent: true },
+            .map_err(|e| {
+                if let Some(r) = Refused::alert_after_handshake(&e) {
+                    return RpcError::Tls {
+                        addr,
+                        source: Box::new(r),
+                    };
+                }
+                match e.kind() {
+                    io::ErrorKind::InvalidData => RpcError::Garbage {
+                        addr,
+                        what: e.to_string(),
+                    },
+                    _ => RpcError::Disconnected { addr, sent: true },
+                }
             })?;
         Ok(self.judge(efs_bind::decode_reply(xid, &record)))
     }

@@ -132,6 +132,23 @@ pub struct Refused {
     hint: String,
 }
 
+impl Refused {
+    /// The server's TLS alert in place of the first reply, if `e` is one. In TLS 1.3
+    /// the client has finished its handshake before the server judges the client
+    /// certificate, so a refused certificate shows here, not in the handshake; EFS
+    /// connections all start with the bind call, whose reply is the first read.
+    pub(crate) fn alert_after_handshake(e: &io::Error) -> Option<Refused> {
+        let source = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+        matches!(source, rustls::Error::AlertReceived(_)).then(|| Refused {
+            source: source.clone(),
+            hint: " — the server refused the client certificate (for EFS: the file \
+                   system policy, the IAM credentials of ?iam, the access point, or this \
+                   machine's clock)"
+                .into(),
+        })
+    }
+}
+
 impl Tls {
     /// TLS to `host` (a DNS name or an IP address), trusting only the CAs in `ca` (a
     /// PEM file) or, without it, the compiled-in public roots.
@@ -338,6 +355,24 @@ fn rustls_error(e: io::Error) -> Result<rustls::Error, io::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_alert_after_the_handshake_is_a_refused_client_certificate() {
+        let alert = rustls::Error::AlertReceived(rustls::AlertDescription::HandshakeFailure);
+        let e = io::Error::new(io::ErrorKind::InvalidData, alert);
+        let r = Refused::alert_after_handshake(&e).expect("an alert");
+        assert!(
+            r.to_string().contains("refused the client certificate"),
+            "{r}"
+        );
+        for other in [
+            io::Error::new(io::ErrorKind::InvalidData, "record too large"),
+            io::Error::new(io::ErrorKind::InvalidData, rustls::Error::DecryptError),
+            io::Error::from(io::ErrorKind::UnexpectedEof),
+        ] {
+            assert!(Refused::alert_after_handshake(&other).is_none(), "{other}");
+        }
+    }
 
     #[test]
     fn a_ca_file_that_is_missing_or_holds_no_certificate_is_named() {

@@ -4,8 +4,8 @@
 //! destination (a local directory, the in-process NFSv3 server, nfs-ganesha).
 //!
 //! Submodules: [`ganesha`] (a private nfs-ganesha), [`efs_shim`] (EFS's partitions in
-//! front of it), [`inproc`] (the in-process NFSv3
-//! server and [`dirfs`], the file system it serves a local directory with), [`net`]
+//! front of it), [`efs_front`] (EFS's TLS front, judging client certificates),
+//! [`inproc`] (the in-process NFSv3 server and [`dirfs`], the file system it serves a local directory with), [`net`]
 //! (test TCP servers and proxies), [`nfs4probe`] (a minimal NFSv4.1 client that checks
 //! the test servers), [`nobody`] (runs as uid 65534 when root), [`sides`] (rsync and
 //! nfsync side by side), [`tree`] (scratch directories and the tree builder),
@@ -13,6 +13,7 @@
 
 mod compare;
 pub mod dirfs;
+pub mod efs_front;
 pub mod efs_shim;
 pub mod ganesha;
 pub mod inproc;
