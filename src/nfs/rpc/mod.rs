@@ -26,6 +26,8 @@ pub mod policy;
 mod seam;
 pub mod setup;
 pub mod shape;
+#[cfg(test)]
+mod test_verifier;
 pub mod tls;
 pub mod transport;
 pub(crate) mod tree;

@@ -434,56 +434,22 @@ mod tests {
     /// A TLS server on 127.0.0.1 that requires a client certificate (any, self-signed
     /// included; the handshake signature is still checked) and records each one shown.
     mod client_auth {
+        use crate::nfs::rpc::test_verifier::{Judge, Requiring};
         use crate::nfs::rpc::tls::*;
-        use rustls::client::danger::HandshakeSignatureValid;
-        use rustls::crypto::CryptoProvider;
-        use rustls::pki_types::{PrivateKeyDer, UnixTime};
-        use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-        use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+        use rustls::pki_types::PrivateKeyDer;
         use std::sync::Mutex;
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+        /// Keeps every client certificate shown and accepts it.
         #[derive(Debug)]
         pub struct Recorder {
             pub seen: Mutex<Vec<CertificateDer<'static>>>,
-            provider: Arc<CryptoProvider>,
         }
 
-        impl ClientCertVerifier for Recorder {
-            fn root_hint_subjects(&self) -> &[DistinguishedName] {
-                &[]
-            }
-            fn verify_client_cert(
-                &self,
-                cert: &CertificateDer<'_>,
-                _: &[CertificateDer<'_>],
-                _: UnixTime,
-            ) -> Result<ClientCertVerified, rustls::Error> {
+        impl Judge for Recorder {
+            fn judge(&self, cert: &CertificateDer<'_>) -> Result<(), String> {
                 self.seen.lock().unwrap().push(cert.clone().into_owned());
-                Ok(ClientCertVerified::assertion())
-            }
-            fn verify_tls12_signature(
-                &self,
-                m: &[u8],
-                c: &CertificateDer<'_>,
-                d: &DigitallySignedStruct,
-            ) -> Result<HandshakeSignatureValid, rustls::Error> {
-                let algs = &self.provider.signature_verification_algorithms;
-                rustls::crypto::verify_tls12_signature(m, c, d, algs)
-            }
-            fn verify_tls13_signature(
-                &self,
-                m: &[u8],
-                c: &CertificateDer<'_>,
-                d: &DigitallySignedStruct,
-            ) -> Result<HandshakeSignatureValid, rustls::Error> {
-                let algs = &self.provider.signature_verification_algorithms;
-                rustls::crypto::verify_tls13_signature(m, c, d, algs)
-            }
-            fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-                self.provider
-                    .signature_verification_algorithms
-                    .supported_schemes()
+                Ok(())
             }
         }
 
@@ -522,15 +488,14 @@ mod tests {
             conns: usize,
         ) -> (u16, PathBuf, Arc<Recorder>, tokio::task::JoinHandle<usize>) {
             let (cert, key) = server_cert(dir);
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
             let rec = Arc::new(Recorder {
                 seen: Mutex::new(Vec::new()),
-                provider: provider.clone(),
             });
-            let config = rustls::ServerConfig::builder_with_provider(provider)
+            let verifier = Requiring::new(rec.clone());
+            let config = rustls::ServerConfig::builder_with_provider(verifier.provider.clone())
                 .with_safe_default_protocol_versions()
                 .unwrap()
-                .with_client_cert_verifier(rec.clone())
+                .with_client_cert_verifier(verifier)
                 .with_single_cert(
                     vec![CertificateDer::from_pem_file(&cert).unwrap()],
                     PrivateKeyDer::from_pem_file(&key).unwrap(),

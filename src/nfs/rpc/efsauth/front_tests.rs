@@ -11,11 +11,9 @@
 use std::sync::{Arc, Mutex};
 
 use ring::digest;
-use rustls::DigitallySignedStruct;
-use rustls::client::danger::HandshakeSignatureValid;
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, UnixTime};
-use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::pki_types::CertificateDer;
+
+use crate::nfs::rpc::test_verifier::{Judge, Requiring};
 
 use super::cert::Credentials;
 use super::client_cert::ClientCert;
@@ -75,12 +73,11 @@ struct Front {
     access_point: Option<String>,
     known: Vec<Credentials>,
     now: i64,
-    provider: Arc<CryptoProvider>,
     verdicts: Mutex<Vec<Result<(), String>>>,
 }
 
 impl Front {
-    fn judge(&self, der: &[u8]) -> Result<(), String> {
+    fn check(&self, der: &[u8]) -> Result<(), String> {
         let bad = || "malformed certificate".to_string();
         let (_, cert, _) = tlv(der).ok_or_else(bad)?;
         let (_, tbs, _) = tlv(cert).ok_or_else(bad)?;
@@ -161,44 +158,11 @@ impl Front {
     }
 }
 
-impl ClientCertVerifier for Front {
-    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
-        &[]
-    }
-    fn verify_client_cert(
-        &self,
-        cert: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: UnixTime,
-    ) -> Result<ClientCertVerified, rustls::Error> {
-        let verdict = self.judge(cert);
+impl Judge for Front {
+    fn judge(&self, cert: &CertificateDer<'_>) -> Result<(), String> {
+        let verdict = self.check(cert);
         self.verdicts.lock().unwrap().push(verdict.clone());
         verdict
-            .map(|()| ClientCertVerified::assertion())
-            .map_err(rustls::Error::General)
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(m, c, d, algs)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(m, c, d, algs)
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
     }
 }
 
@@ -238,10 +202,9 @@ fn judged(c: Credentials, made: UtcTime, now: UtcTime) -> Result<(), String> {
             creds("ASIATEMP", "secret-temp", Some("tok/en+=")),
         ],
         now: now.unix(),
-        provider: Arc::new(rustls::crypto::ring::default_provider()),
         verdicts: Mutex::new(Vec::new()),
     };
-    front.judge(&cert.current_der())
+    front.check(&cert.current_der())
 }
 
 #[test]
@@ -289,20 +252,19 @@ fn the_front_judges_in_the_handshake() {
         .output()
         .expect("openssl is installed");
     assert!(out.status.success());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let front = Arc::new(Front {
         fs_id: "fs-0123abcd".into(),
         region: "eu-west-1".into(),
         access_point: None,
         known: vec![creds("AKIDLONG", "secret-long", None)],
         now: UtcTime::now().unix(),
-        provider: provider.clone(),
         verdicts: Mutex::new(Vec::new()),
     });
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let verifier = Requiring::new(front.clone());
+    let config = rustls::ServerConfig::builder_with_provider(verifier.provider.clone())
         .with_safe_default_protocol_versions()
         .unwrap()
-        .with_client_cert_verifier(front.clone())
+        .with_client_cert_verifier(verifier)
         .with_single_cert(
             vec![CertificateDer::from_pem_file(&cert).unwrap()],
             PrivateKeyDer::from_pem_file(&key).unwrap(),
