@@ -111,8 +111,10 @@ fn word(rec: &[u8], at: usize) -> Option<u32> {
 /// A CALL of EFS's bind procedure (RFC 5531 header: xid, CALL, rpcvers 2,
 /// program, version, procedure).
 fn is_bind_call(rec: &[u8]) -> bool {
-    [word(rec, 4), word(rec, 8), word(rec, 12), word(rec, 16), word(rec, 20)]
-        == [Some(0), Some(2), Some(PROGRAM), Some(VERSION), Some(PROC_BIND)]
+    [0, 2, PROGRAM, VERSION, PROC_BIND]
+        .iter()
+        .enumerate()
+        .all(|(i, &w)| word(rec, 4 + 4 * i) == Some(w))
 }
 
 /// The READY reply, record mark included: accepted, SUCCESS, BindResponse

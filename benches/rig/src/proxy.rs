@@ -141,8 +141,22 @@ pub async fn serve(client: TcpStream, server: TcpStream, o: &ProxyOpts) -> (u64,
         return (0, 0);
     };
     let (up_n, down_n) = (AtomicU64::new(0), AtomicU64::new(0));
-    let up = pipe(cr, sw, o.delay, o.cap.map(Bucket::new), &up_n, Arc::clone(&conn));
-    let down = pipe(sr, cw, o.delay, o.cap.map(Bucket::new), &down_n, Arc::clone(&conn));
+    let up = pipe(
+        cr,
+        sw,
+        o.delay,
+        o.cap.map(Bucket::new),
+        &up_n,
+        Arc::clone(&conn),
+    );
+    let down = pipe(
+        sr,
+        cw,
+        o.delay,
+        o.cap.map(Bucket::new),
+        &down_n,
+        Arc::clone(&conn),
+    );
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}
         _ = conn.reset.notified() => {}
