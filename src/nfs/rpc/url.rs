@@ -265,7 +265,10 @@ mod tests {
         assert_eq!(u.version, Some(Version::V41));
         assert_eq!((u.slots, u.tls, u.tls_ca), (Some(16), true, None));
         assert_eq!(u.efs_server, None);
-        assert_eq!(parse("nfs://10.0.0.5/d?efs").unwrap().efs_server, Some(true));
+        assert_eq!(
+            parse("nfs://10.0.0.5/d?efs").unwrap().efs_server,
+            Some(true)
+        );
         assert_eq!(parse("nfs://h/d?efs=0").unwrap().efs_server, Some(false));
         let u = parse("nfs://h/d?version=4&tls-ca=/etc/my%20ca.pem").unwrap();
         assert_eq!(u.version, Some(Version::V41));
