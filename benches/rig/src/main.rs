@@ -2,6 +2,7 @@
 //! and the one report writer of benches/ (reports, chart, history table). See benches/README.md.
 
 mod corpus;
+mod efs_front;
 mod latfs;
 mod preset;
 mod proxy;
@@ -42,6 +43,26 @@ enum Cmd {
         /// Reset each connection (RST) after this many forwarded bytes.
         #[arg(long)]
         reset_after_bytes: Option<u64>,
+        /// Pace each direction of each connection to this many MiB/s.
+        #[arg(long)]
+        cap_mibs: Option<f64>,
+    },
+    /// An EFS mount target's front for benchmarks: the delay proxy in front of
+    /// one NFSv4.1 port that answers EFS's bind call (READY, one partition)
+    /// itself, with a per-connection rate cap.
+    EfsFront {
+        /// LOCAL=REMOTE or REMOTE (the NFS port on 127.0.0.1; LOCAL 0 = free port).
+        #[arg(long = "forward", value_parser = proxy::parse_forward)]
+        forward: (u16, u16),
+        /// One-way delay: lan|efs|wan|<ms> (RTT is twice this).
+        #[arg(long, default_value = "0")]
+        delay: String,
+        /// Pace each direction of each connection to this many MiB/s.
+        #[arg(long)]
+        cap_mibs: Option<f64>,
+        /// `max_multiplexed_connections` in the bind reply.
+        #[arg(long, default_value_t = 5)]
+        max_conns: i32,
     },
     /// Print a preset's delay in milliseconds (NAME: lan, efs, wan or a
     /// number); without NAME, every preset.
@@ -107,13 +128,29 @@ fn main() {
             forwards,
             delay,
             reset_after_bytes,
+            cap_mibs,
         } => preset::parse_delay(&delay).and_then(|delay| {
             proxy::run(proxy::ProxyOpts {
                 forwards,
                 delay,
                 reset_after_bytes,
+                cap: cap_mibs.map(|m| m * 1048576.0),
             })
             .map_err(|e| format!("proxy: {e}"))
+        }),
+        Cmd::EfsFront {
+            forward,
+            delay,
+            cap_mibs,
+            max_conns,
+        } => preset::parse_delay(&delay).and_then(|delay| {
+            let opts = proxy::ProxyOpts {
+                forwards: vec![forward],
+                delay,
+                reset_after_bytes: None,
+                cap: cap_mibs.map(|m| m * 1048576.0),
+            };
+            efs_front::run(opts, max_conns).map_err(|e| format!("efs-front: {e}"))
         }),
         Cmd::Preset { name: Some(name) } => preset::ms(&name).map(|ms| println!("{ms}")),
         Cmd::Preset { name: None } => {

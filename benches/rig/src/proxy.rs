@@ -7,7 +7,10 @@
 //! flight, like on a long fat pipe; byte order is kept because there is one
 //! FIFO per direction. `--reset-after-bytes N` closes a connection with RST
 //! (SO_LINGER 0) after N bytes have been forwarded in total on it, to test
-//! client reconnect/retry paths.
+//! client reconnect/retry paths. `--cap-mibs R` paces each direction of
+//! each connection to R MiB/s (a token bucket, see [`Bucket`]), as a server
+//! with a per-connection limit would; `rig efs-front` serves through the same
+//! code.
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -26,6 +29,8 @@ pub struct ProxyOpts {
     pub forwards: Vec<(u16, u16)>,
     pub delay: Duration,
     pub reset_after_bytes: Option<u64>,
+    /// Bytes per second per direction of one connection (`None`: no cap).
+    pub cap: Option<f64>,
 }
 
 /// Parse `LOCAL=REMOTE` (LOCAL may be 0) or just `REMOTE`.
@@ -66,7 +71,7 @@ pub fn run(o: ProxyOpts) -> std::io::Result<()> {
     })
 }
 
-async fn sigterm() {
+pub async fn sigterm() {
     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(mut s) => {
             s.recv().await;
@@ -121,7 +126,9 @@ impl Conn {
     }
 }
 
-async fn serve(client: TcpStream, server: TcpStream, o: &ProxyOpts) {
+/// Forwards between `client` and `server` until both ends close (or the reset
+/// fires); returns the bytes carried up (client to server) and down.
+pub async fn serve(client: TcpStream, server: TcpStream, o: &ProxyOpts) -> (u64, u64) {
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     let conn = Arc::new(Conn {
@@ -131,13 +138,67 @@ async fn serve(client: TcpStream, server: TcpStream, o: &ProxyOpts) {
         fds: [client.as_raw_fd(), server.as_raw_fd()],
     });
     let (Ok((cr, cw)), Ok((sr, sw))) = (dup_split(client), dup_split(server)) else {
-        return;
+        return (0, 0);
     };
-    let up = pipe(cr, sw, o.delay, Arc::clone(&conn));
-    let down = pipe(sr, cw, o.delay, Arc::clone(&conn));
+    let (up_n, down_n) = (AtomicU64::new(0), AtomicU64::new(0));
+    let up = pipe(
+        cr,
+        sw,
+        o.delay,
+        o.cap.map(Bucket::new),
+        &up_n,
+        Arc::clone(&conn),
+    );
+    let down = pipe(
+        sr,
+        cw,
+        o.delay,
+        o.cap.map(Bucket::new),
+        &down_n,
+        Arc::clone(&conn),
+    );
     tokio::select! {
         _ = async { tokio::join!(up, down) } => {}
         _ = conn.reset.notified() => {}
+    }
+    (up_n.into_inner(), down_n.into_inner())
+}
+
+/// A token bucket: `rate` bytes per second, bursts of up to [`Bucket::BURST`]
+/// bytes. A chunk larger than what is in the bucket goes out at once and
+/// leaves a debt that the next chunk waits off, so the long-run rate is
+/// `rate` whatever the chunk sizes.
+pub struct Bucket {
+    rate: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    /// What an idle connection may send at once.
+    const BURST: f64 = 256.0 * 1024.0;
+
+    pub fn new(rate: f64) -> Bucket {
+        Bucket {
+            rate,
+            tokens: Self::BURST,
+            last: Instant::now(),
+        }
+    }
+
+    /// How long to wait before sending `n` bytes at `now` (after which they
+    /// are taken from the bucket).
+    pub fn take(&mut self, n: usize, now: Instant) -> Duration {
+        let refill = now.saturating_duration_since(self.last).as_secs_f64() * self.rate;
+        self.tokens = (self.tokens + refill).min(Self::BURST);
+        self.last = now;
+        let wait = if self.tokens < 0.0 {
+            Duration::from_secs_f64(-self.tokens / self.rate)
+        } else {
+            Duration::ZERO
+        };
+        self.tokens -= n as f64;
+        wait
     }
 }
 
@@ -151,7 +212,15 @@ fn dup_split(s: TcpStream) -> std::io::Result<(TcpStream, TcpStream)> {
 }
 
 /// One direction: read → timestamp → queue → release at t + delay → write.
-async fn pipe(mut r: TcpStream, mut w: TcpStream, delay: Duration, conn: Arc<Conn>) {
+/// With a bucket, a chunk also waits for its tokens after its delay.
+async fn pipe(
+    mut r: TcpStream,
+    mut w: TcpStream,
+    delay: Duration,
+    mut bucket: Option<Bucket>,
+    carried: &AtomicU64,
+    conn: Arc<Conn>,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
     let reader = async {
         let mut buf = vec![0u8; 256 * 1024];
@@ -182,6 +251,13 @@ async fn pipe(mut r: TcpStream, mut w: TcpStream, delay: Duration, conn: Arc<Con
     let writer = async {
         while let Some((due, chunk)) = rx.recv().await {
             tokio::time::sleep_until(due).await;
+            if let Some(b) = bucket.as_mut() {
+                let wait = b.take(chunk.len(), Instant::now());
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            carried.fetch_add(chunk.len() as u64, Ordering::Relaxed);
             if chunk.is_empty() {
                 // Reset marker: abort both directions with RST.
                 conn.abort();
@@ -203,5 +279,27 @@ mod tests {
         assert_eq!(super::parse_forward("2049"), Ok((0, 2049)));
         assert_eq!(super::parse_forward("12049=2049"), Ok((12049, 2049)));
         assert!(super::parse_forward("x=1").is_err());
+    }
+
+    #[test]
+    fn bucket_paces_to_its_rate() {
+        use super::Bucket;
+        use std::time::Duration;
+        let t0 = tokio::time::Instant::now();
+        let mut b = Bucket::new(1_000_000.0);
+        // The burst goes at once; then 1 MB more costs about a second, in
+        // whatever chunks.
+        assert_eq!(b.take(Bucket::BURST as usize, t0), Duration::ZERO);
+        let mut t = t0;
+        for _ in 0..10 {
+            t += b.take(100_000, t);
+        }
+        let waited = (t - t0).as_secs_f64();
+        assert!((0.85..=0.95).contains(&waited), "waited {waited}");
+        // Idle time refills the bucket up to the burst, no more.
+        let later = t + Duration::from_secs(10);
+        assert_eq!(b.take(1, later), Duration::ZERO);
+        assert_eq!(b.take(Bucket::BURST as usize, later), Duration::ZERO);
+        assert!(b.take(1, later) > Duration::ZERO);
     }
 }
