@@ -130,22 +130,31 @@ pub fn imds(env: Env) -> Step {
     }
 }
 
+/// Where the container endpoint is and what it is called: ECS's relative URI (on the
+/// ECS agent's fixed address, which the SDKs offer no override for, so tests check the
+/// URL built and reach the request through a full URI) before a full one.
+pub(super) fn container_endpoint(env: Env) -> Option<(String, &'static str)> {
+    if let Some(rel) = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").filter(|v| !v.is_empty()) {
+        Some((
+            format!("{ECS}{rel}"),
+            "ECS container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI)",
+        ))
+    } else {
+        env("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+            .filter(|v| !v.is_empty())
+            .map(|full| {
+                (
+                    full,
+                    "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI, EKS Pod Identity)",
+                )
+            })
+    }
+}
+
 /// The container endpoint: ECS (relative URI) or EKS Pod Identity / a full URI with an
 /// `Authorization` token.
 pub fn container(env: Env) -> Step {
-    let (url, name) = if let Some(rel) =
-        env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").filter(|v| !v.is_empty())
-    {
-        (
-            format!("{ECS}{rel}"),
-            "ECS container credentials (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI)",
-        )
-    } else if let Some(full) = env("AWS_CONTAINER_CREDENTIALS_FULL_URI").filter(|v| !v.is_empty()) {
-        (
-            full,
-            "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI, EKS Pod Identity)",
-        )
-    } else {
+    let Some((url, name)) = container_endpoint(env) else {
         return Step::Skipped(
             "container credentials: AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and _FULL_URI unset"
                 .into(),

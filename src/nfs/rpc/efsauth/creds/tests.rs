@@ -384,3 +384,23 @@ fn web_identity_over_https_with_a_test_ca() {
     let f = resolve(None, "r", &env_of(&with_ca)).unwrap();
     assert_eq!(keys(&f), ("ASIATLS", "s", Some("t")));
 }
+
+#[test]
+fn ecs_relative_uri_goes_to_the_ecs_agent_before_a_full_uri() {
+    let env = env_of(&[
+        (
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+            "/v2/credentials/abc",
+        ),
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:1/x"),
+    ]);
+    let (url, name) = super::remote::container_endpoint(&env).unwrap();
+    assert_eq!(url, "http://169.254.170.2/v2/credentials/abc");
+    assert!(name.contains("RELATIVE_URI"), "{name}");
+    let env = env_of(&[("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:1/x")]);
+    assert_eq!(
+        super::remote::container_endpoint(&env).unwrap().0,
+        "http://127.0.0.1:1/x"
+    );
+    assert!(super::remote::container_endpoint(&env_of(&[])).is_none());
+}
