@@ -192,12 +192,75 @@ fn scratch_name(what: &str) -> std::ffi::OsString {
 
 /// A connection failure before any check could run, as findings.
 pub fn not_connected(cfg: &Config, e: &Error) -> Findings {
+    let why = format!("{e:#}");
+    let failed = match advice(&why) {
+        Some(a) => format!("{why} ({a})"),
+        None => why,
+    };
     Findings {
         dest: cfg.dest.to_string_lossy().into_owned(),
         connection: "not connected".into(),
         estimate_files: cfg.check_files,
-        failed: Some(format!("{e:#}")),
+        failed: Some(failed),
         exit_code: e.exit_code().code(),
         ..Findings::default()
+    }
+}
+
+/// What a failure to connect most likely means before a migration, read from the
+/// error's words (the causes nfsync itself puts there): the first place to look.
+fn advice(why: &str) -> Option<&'static str> {
+    let has = |w: &str| why.contains(w);
+    Some(if has("cannot resolve") || has("has no address") {
+        "the name does not resolve here: EFS names resolve inside the file system's VPC \
+         (DNS hostnames on), or give a mount target's address with ?fsid= and ?region="
+    } else if has("refused the client certificate") {
+        "the file system policy, the IAM identity of ?iam, or the access point refused us"
+    } else if has("Connection refused") {
+        "nothing listens there: the port, or a firewall that rejects it"
+    } else if has("timed out") || has("sent nothing") {
+        "no answer: a security group or firewall dropping TCP 2049 (EFS: the mount \
+         target's security group must allow it from this host), or the wrong address"
+    } else if has("certificate") || has("TLS") {
+        "the server's TLS certificate does not match its name, or is not from the CA \
+         given (tls-ca=)"
+    } else {
+        return None;
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advice;
+
+    #[test]
+    fn each_cause_of_a_failed_connection_gets_its_advice() {
+        let cases = [
+            (
+                "cannot resolve NFS server fs-1.efs.x: failed to lookup",
+                "resolve",
+            ),
+            (
+                "NFS service: cannot connect to 10.0.0.1:2049: Connection refused",
+                "listens",
+            ),
+            (
+                "NFS service: connecting to 10.0.0.1:2049 timed out",
+                "security group",
+            ),
+            (
+                "TLS handshake with h: invalid peer certificate: UnknownIssuer",
+                "tls-ca",
+            ),
+            (
+                "TLS handshake with h failed: the server refused the client certificate",
+                "policy",
+            ),
+        ];
+        for (why, says) in cases {
+            let a = advice(why).unwrap_or_else(|| panic!("no advice for {why}"));
+            assert!(a.contains(says), "{why}: {a}");
+        }
+        assert_eq!(advice("MOUNT: export /x not found"), None);
     }
 }

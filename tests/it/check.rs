@@ -148,7 +148,10 @@ fn a_closed_port_is_exit_10_with_the_reason() {
     let f = findings(&out);
     assert_eq!(f["exit_code"], 10);
     let why = f["failed"].as_str().unwrap();
-    assert!(why.contains("refused"), "{why}");
+    assert!(
+        why.contains("refused") && why.contains("nothing listens"),
+        "{why}"
+    );
 }
 
 /// NFSv3 and NFSv4.1 against ganesha pass and say what they spoke; the same export
