@@ -195,6 +195,37 @@ fn nfs_path_same_as_rsync() {
 
 /// `--list-only` prints what rsync prints, in its order (no sorting needed: both list
 /// the top level, then each directory's files before its subdirectories).
+/// A tree with more directories than are listed ahead at once (4,096), deep and wide:
+/// the listing made by many threads is rsync's, byte for byte, and in its order.
+#[test]
+fn list_only_of_many_directories_is_rsyncs_listing() {
+    let s = Scratch::new();
+    let t = Tree::new(s.join("src"));
+    for a in 0..18 {
+        for b in 0..16 {
+            for c in 0..16 {
+                t.dir(format!("d{a:02}/e{b}/f{c}"));
+            }
+            t.file(format!("d{a:02}/e{b}/file"), "x\n");
+        }
+    }
+    t.file("d03/e7/f2/deep/er/still", "s\n").age();
+    let src = format!("{}/", t.root().display());
+    let r = Command::new("rsync")
+        .args(["-r", "--list-only", &src])
+        .output()
+        .unwrap();
+    let n = nfsync().args(["-r", "--list-only", &src]).output().unwrap();
+    assert_eq!(n.status.code(), r.status.code(), "{}", describe(&n));
+    assert!(String::from_utf8_lossy(&r.stdout).lines().count() > 4_600);
+    assert_eq!(
+        String::from_utf8_lossy(&n.stdout),
+        String::from_utf8_lossy(&r.stdout),
+        "--list-only -r over {} directories",
+        18 * 16 * 17
+    );
+}
+
 #[test]
 fn list_only_is_rsyncs_listing() {
     let s = Scratch::new();

@@ -5,8 +5,11 @@
 //! `-> target` after a symlink when `-l` is on. The order is its incremental file
 //! list's: the top level (`.` first for a `SRC/`), files before directories, each
 //! directory followed by what is below it. The listing is written as the walk goes,
-//! depth first, so memory is bounded by the depth of the tree times its widest
-//! directory, as for the copy.
+//! depth first, with the directories it comes to next listed ahead by a few threads
+//! ([`ahead`]), so memory is bounded by the depth of the tree times its widest
+//! directory plus what is listed ahead, as for the copy.
+
+mod ahead;
 
 use std::ffi::OsString;
 use std::fs;
@@ -21,17 +24,28 @@ use crate::meta::{Kind, Meta};
 use crate::options::relative::{self, Named};
 use crate::report::units::HumanLevel;
 use crate::report::{Output, escape_name};
-use crate::walk::{self, ListError, SrcEntry};
+use crate::walk::{self, ListError, Listing, SrcEntry};
+
+use ahead::{Ahead, Slot};
 
 /// Lists the sources on `w`; per-entry errors go to `out` and give exit 23.
 pub fn run(cfg: &Config, out: &Output, w: &mut dyn Write) -> ExitCode {
+    let ahead = Ahead::new();
     let mut l = Lister {
         cfg,
         out,
         w,
         errors: 0,
+        ahead: &ahead,
     };
-    let r = l.top();
+    let r = std::thread::scope(|s| {
+        for _ in 0..ahead::THREADS {
+            s.spawn(|| ahead.work());
+        }
+        let r = l.top();
+        ahead.close();
+        r
+    });
     match r {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::Success,
         Err(e) => {
@@ -48,6 +62,7 @@ struct Lister<'a> {
     out: &'a Output,
     w: &'a mut dyn Write,
     errors: u64,
+    ahead: &'a Ahead,
 }
 
 /// One entry to list: its path in the listing, where it is, and the `-R` names below it.
@@ -55,6 +70,8 @@ struct Item {
     shown: PathBuf,
     entry: SrcEntry,
     implied: Option<Arc<Named>>,
+    /// Its listing, asked for ahead once its turn was known.
+    listing: Option<Arc<Slot>>,
 }
 
 impl Lister<'_> {
@@ -104,7 +121,8 @@ impl Lister<'_> {
                     parent: None,
                 };
                 self.push(&mut items, Path::new("."), dot.clone(), None);
-                for e in self.list(&dot, Path::new("")) {
+                let listing = walk::list_entry(&dot);
+                for e in self.list(&dot, Path::new(""), listing) {
                     let shown = PathBuf::from(&e.name);
                     self.push(&mut items, &shown, e, None);
                 }
@@ -125,6 +143,7 @@ impl Lister<'_> {
             }
         }
         items.sort_by(order);
+        self.ask_ahead(&mut items);
         for item in items {
             self.item(&item)?;
             if item.entry.meta.kind == Kind::Dir && item.shown != Path::new(".") {
@@ -132,6 +151,26 @@ impl Lister<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Whether what is below a directory item is listed: all of it with -r, else only
+    /// `-R` names (and a `DIR/`'s top level).
+    fn lists_below(&self, item: &Item) -> bool {
+        item.entry.meta.kind == Kind::Dir
+            && item.shown != Path::new(".")
+            && match &item.implied {
+                None => self.cfg.recursive,
+                Some(t) => t.named && (self.cfg.recursive || t.contents),
+            }
+    }
+
+    /// Asks for the listings of `items`' directories, last first (see [`ahead`]).
+    fn ask_ahead(&self, items: &mut [Item]) {
+        for i in (0..items.len()).rev() {
+            if self.lists_below(&items[i]) {
+                items[i].listing = Some(self.ahead.ask(items[i].entry.clone()));
+            }
+        }
     }
 
     /// Keeps the first entry of a name, as rsync's file list does.
@@ -143,19 +182,20 @@ impl Lister<'_> {
             shown: shown.to_path_buf(),
             entry,
             implied: t,
+            listing: None,
         });
     }
 
     /// Lists what is below a directory item: all of it with -r, else only `-R` names
     /// (and a `DIR/`'s top level).
     fn below(&mut self, dir: &Item) -> io::Result<()> {
-        let list = match &dir.implied {
-            None => self.cfg.recursive,
-            Some(t) => t.named && (self.cfg.recursive || t.contents),
-        };
         let mut items = Vec::new();
-        if list {
-            for e in self.list(&dir.entry, &dir.shown) {
+        if self.lists_below(dir) {
+            let listing = match &dir.listing {
+                Some(slot) => self.ahead.take(slot),
+                None => walk::list_entry(&dir.entry),
+            };
+            for e in self.list(&dir.entry, &dir.shown, listing) {
                 let shown = dir.shown.join(&e.name);
                 let t = dir
                     .implied
@@ -176,6 +216,7 @@ impl Lister<'_> {
             }
         }
         items.sort_by(order);
+        self.ask_ahead(&mut items);
         for item in items {
             self.item(&item)?;
             if item.entry.meta.kind == Kind::Dir {
@@ -205,10 +246,10 @@ impl Lister<'_> {
         }
     }
 
-    /// A source directory's entries the filter lets through (`rel`: its path in the
-    /// listing, which the rules match).
-    fn list(&mut self, dir: &SrcEntry, rel: &Path) -> Vec<SrcEntry> {
-        let (entries, problems) = match walk::list_entry(dir) {
+    /// A source directory's entries in `listing` the filter lets through (`rel`: its
+    /// path in the listing, which the rules match), its problems reported.
+    fn list(&mut self, dir: &SrcEntry, rel: &Path, listing: Listing) -> Vec<SrcEntry> {
+        let (entries, problems) = match listing {
             Ok(r) => r,
             Err(ListError::Dir(e)) => {
                 self.fail(&dir.path, &e);
