@@ -7,12 +7,19 @@
 //! them meanwhile; the printing takes each listing when it gets there, or lists it
 //! itself when no thread has started on it yet. The threads take the newest request
 //! first: the printing goes depth first, so what was asked last (the first child of
-//! the directory just entered, asked last of its siblings) is what it needs next. At
-//! most [`AHEAD`] listings are asked for or held at once, so memory stays bounded;
-//! past that, a directory is listed when the printing gets to it.
+//! the directory just entered, asked last of its siblings) is what it needs next. A
+//! thread that lists a directory of a recursive listing asks for its subdirectories
+//! itself (those the filter lets through, as the printing will), so the listing runs
+//! ahead of the printing by more than one level. At most [`AHEAD`] listings are asked
+//! for or held at once, so memory stays bounded; past that, a directory is listed
+//! when the printing gets to it.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::meta::Kind;
+use crate::options::filter::Filter;
 use crate::walk::{self, Listing, SrcEntry};
 
 /// Directories asked for or listed and not yet taken, at most.
@@ -21,11 +28,20 @@ pub const AHEAD: usize = 4096;
 /// Threads listing ahead: each waits on the filesystem most of the time.
 pub const THREADS: usize = 16;
 
+/// The listings asked for below a listed directory, by name.
+pub type Kids = Vec<(OsString, Arc<Slot>)>;
+
 /// One directory's listing: asked for, being made, or made.
 pub struct Slot {
     entry: SrcEntry,
+    /// Its path in the listing (what the filter matches).
+    rel: PathBuf,
+    /// Whether everything below it is listed (`-r`, no `-R` names): then its lister
+    /// asks for its subdirectories too.
+    deep: bool,
     state: Mutex<State>,
     made: Condvar,
+    kids: Mutex<Kids>,
 }
 
 enum State {
@@ -40,9 +56,10 @@ enum State {
 }
 
 /// The requests and how many listings are out.
-pub struct Ahead {
+pub struct Ahead<'a> {
     queue: Mutex<Queue>,
     wake: Condvar,
+    filter: &'a Filter,
 }
 
 struct Queue {
@@ -53,8 +70,9 @@ struct Queue {
     closed: bool,
 }
 
-impl Ahead {
-    pub fn new() -> Ahead {
+impl<'a> Ahead<'a> {
+    /// Listing ahead for a listing that `filter` cuts.
+    pub fn new(filter: &'a Filter) -> Ahead<'a> {
         Ahead {
             queue: Mutex::new(Queue {
                 asked: Vec::new(),
@@ -62,16 +80,21 @@ impl Ahead {
                 closed: false,
             }),
             wake: Condvar::new(),
+            filter,
         }
     }
 
-    /// Asks for `entry`'s listing. Ask for siblings in reverse of the order they are
-    /// taken in, so that the one needed first is taken up first.
-    pub fn ask(&self, entry: SrcEntry) -> Arc<Slot> {
+    /// Asks for `entry`'s listing (`rel`: its path in the listing; `deep`: all below
+    /// it is listed). Ask for siblings in reverse of the order they are taken in, so
+    /// that the one needed first is taken up first.
+    pub fn ask(&self, entry: SrcEntry, rel: PathBuf, deep: bool) -> Arc<Slot> {
         let slot = Arc::new(Slot {
             entry,
+            rel,
+            deep,
             state: Mutex::new(State::Waiting),
             made: Condvar::new(),
+            kids: Mutex::new(Vec::new()),
         });
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         if q.out < AHEAD && !q.closed {
@@ -83,14 +106,17 @@ impl Ahead {
     }
 
     /// The listing of `slot`: the one made ahead, waited for while a thread makes it,
-    /// or made here when none has started.
-    pub fn take(&self, slot: &Slot) -> Listing {
+    /// or made here when none has started; with the listings its lister asked for
+    /// below it.
+    pub fn take(&self, slot: &Slot) -> (Listing, Kids) {
         let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             match std::mem::replace(&mut *st, State::Taken) {
                 State::Made(l) => {
                     self.taken();
-                    return l;
+                    let kids =
+                        std::mem::take(&mut *slot.kids.lock().unwrap_or_else(|e| e.into_inner()));
+                    return (l, kids);
                 }
                 State::Listing => {
                     *st = State::Listing;
@@ -108,7 +134,7 @@ impl Ahead {
                     if queued {
                         self.taken();
                     }
-                    return walk::list_entry(&slot.entry);
+                    return (walk::list_entry(&slot.entry), Vec::new());
                 }
                 State::Taken => unreachable!("a listing is taken once"),
             }
@@ -146,9 +172,34 @@ impl Ahead {
                 *st = State::Listing;
             }
             let listing = walk::list_entry(&slot.entry);
+            if slot.deep
+                && let Ok((entries, _)) = &listing
+            {
+                *slot.kids.lock().unwrap_or_else(|e| e.into_inner()) =
+                    self.ask_below(&slot, entries);
+            }
             *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = State::Made(listing);
             slot.made.notify_all();
         }
+    }
+
+    /// Asks for the listings of the subdirectories in `entries` (of `slot`) that the
+    /// printing will list: those the filter lets through, last first.
+    fn ask_below(&self, slot: &Slot, entries: &[SrcEntry]) -> Kids {
+        let mut dirs: Vec<&SrcEntry> = entries
+            .iter()
+            .filter(|e| e.meta.kind == Kind::Dir)
+            .filter(|e| {
+                self.filter.is_empty() || !self.filter.is_excluded(&slot.rel.join(&e.name), true)
+            })
+            .collect();
+        dirs.sort_by(|a, b| b.name.as_encoded_bytes().cmp(a.name.as_encoded_bytes()));
+        dirs.into_iter()
+            .map(|e| {
+                let kid = self.ask(e.clone(), slot.rel.join(&e.name), true);
+                (e.name.clone(), kid)
+            })
+            .collect()
     }
 
     /// Ends the threads' loops once the printing is done.

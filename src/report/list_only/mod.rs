@@ -26,11 +26,11 @@ use crate::report::units::HumanLevel;
 use crate::report::{Output, escape_name};
 use crate::walk::{self, ListError, Listing, SrcEntry};
 
-use ahead::{Ahead, Slot};
+use ahead::{Ahead, Kids, Slot};
 
 /// Lists the sources on `w`; per-entry errors go to `out` and give exit 23.
 pub fn run(cfg: &Config, out: &Output, w: &mut dyn Write) -> ExitCode {
-    let ahead = Ahead::new();
+    let ahead = Ahead::new(&cfg.filter);
     let mut l = Lister {
         cfg,
         out,
@@ -62,7 +62,7 @@ struct Lister<'a> {
     out: &'a Output,
     w: &'a mut dyn Write,
     errors: u64,
-    ahead: &'a Ahead,
+    ahead: &'a Ahead<'a>,
 }
 
 /// One entry to list: its path in the listing, where it is, and the `-R` names below it.
@@ -143,7 +143,7 @@ impl Lister<'_> {
             }
         }
         items.sort_by(order);
-        self.ask_ahead(&mut items);
+        self.ask_ahead(&mut items, Vec::new());
         for item in items {
             self.item(&item)?;
             if item.entry.meta.kind == Kind::Dir && item.shown != Path::new(".") {
@@ -164,12 +164,22 @@ impl Lister<'_> {
             }
     }
 
-    /// Asks for the listings of `items`' directories, last first (see [`ahead`]).
-    fn ask_ahead(&self, items: &mut [Item]) {
+    /// Gives `items`' directories their listings: the one a lister already asked for
+    /// (in `kids`), or one asked for now, last first (see [`ahead`]).
+    fn ask_ahead(&self, items: &mut [Item], mut kids: Kids) {
         for i in (0..items.len()).rev() {
-            if self.lists_below(&items[i]) {
-                items[i].listing = Some(self.ahead.ask(items[i].entry.clone()));
+            let item = &mut items[i];
+            if !self.lists_below(item) {
+                continue;
             }
+            let asked = kids.iter().position(|(n, _)| *n == item.entry.name);
+            item.listing = Some(match asked {
+                Some(k) => kids.swap_remove(k).1,
+                None => {
+                    let deep = item.implied.is_none() && self.cfg.recursive;
+                    self.ahead.ask(item.entry.clone(), item.shown.clone(), deep)
+                }
+            });
         }
     }
 
@@ -190,11 +200,13 @@ impl Lister<'_> {
     /// (and a `DIR/`'s top level).
     fn below(&mut self, dir: &Item) -> io::Result<()> {
         let mut items = Vec::new();
+        let mut kids = Vec::new();
         if self.lists_below(dir) {
-            let listing = match &dir.listing {
+            let (listing, asked) = match &dir.listing {
                 Some(slot) => self.ahead.take(slot),
-                None => walk::list_entry(&dir.entry),
+                None => (walk::list_entry(&dir.entry), Vec::new()),
             };
+            kids = asked;
             for e in self.list(&dir.entry, &dir.shown, listing) {
                 let shown = dir.shown.join(&e.name);
                 let t = dir
@@ -216,7 +228,7 @@ impl Lister<'_> {
             }
         }
         items.sort_by(order);
-        self.ask_ahead(&mut items);
+        self.ask_ahead(&mut items, kids);
         for item in items {
             self.item(&item)?;
             if item.entry.meta.kind == Kind::Dir {
