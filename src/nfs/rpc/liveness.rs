@@ -144,12 +144,18 @@ impl Liveness {
         conn_heard: &AtomicU64,
         probed: &AtomicU64,
         probe: impl Fn(),
+        resend: impl Fn(),
     ) -> Waited<F::Output> {
         let mut reply = pin!(reply);
         let t = self.timeout.as_millis().min(u128::from(u64::MAX / 64)) as u64;
         let sent = self.now();
+        let mut last_sent = sent;
         loop {
             let now = self.now();
+            if now - last_sent >= t {
+                resend();
+                last_sent = now;
+            }
             let quiet = now.saturating_sub(self.last_heard().max(sent));
             let conn_quiet = now.saturating_sub(conn_heard.load(Ordering::Relaxed).max(sent));
             if quiet >= t {
@@ -161,7 +167,9 @@ impl Liveness {
             if now - sent >= t.saturating_mul(SLOW_CALL_LIMIT) {
                 return Waited::TooSlow;
             }
-            let mut wake = (now - quiet + t).min(now - conn_quiet + t);
+            let mut wake = (now - quiet + t)
+                .min(now - conn_quiet + t)
+                .min(last_sent + t);
             if conn_quiet < t / 2 {
                 wake = wake.min(now - conn_quiet + t / 2);
             } else {
@@ -246,17 +254,18 @@ mod tests {
             let never = std::future::pending::<()>();
             let other = async {
                 tokio::time::sleep(Duration::from_millis(300)).await;
-                let w = l.wait_reply(std::future::pending::<()>(), &heard, &probed, || {});
+                let w = l.wait_reply(std::future::pending::<()>(), &heard, &probed, || {}, || {});
                 matches!(w.await, Waited::Gone(Gone::Silent))
             };
-            let (first, other) = tokio::join!(l.wait_reply(never, &heard, &probed, probe), other);
+            let (first, other) =
+                tokio::join!(l.wait_reply(never, &heard, &probed, probe, || {}), other);
             assert!(matches!(first, Waited::Gone(Gone::Silent)));
             assert!(other, "the later call ends with the first");
             let took = t.elapsed();
             assert!(took >= Duration::from_millis(400), "{took:?}");
             // Not at 700 ms, the later call's own timeout.
             assert!(took < Duration::from_millis(650), "{took:?}");
-            let late = l.wait_reply(std::future::pending::<()>(), &heard, &probed, || {});
+            let late = l.wait_reply(std::future::pending::<()>(), &heard, &probed, || {}, || {});
             assert!(matches!(late.await, Waited::Gone(Gone::Silent)));
         });
         assert_eq!(
@@ -280,7 +289,7 @@ mod tests {
                 }
             };
             let never = std::future::pending::<()>();
-            let (w, ()) = tokio::join!(l.wait_reply(never, &heard, &probed, || {}), others);
+            let (w, ()) = tokio::join!(l.wait_reply(never, &heard, &probed, || {}, || {}), others);
             assert!(matches!(w, Waited::ConnSilent));
         });
         assert_eq!(l.verdict(), None);
@@ -295,12 +304,20 @@ mod tests {
             heard.store(l.now(), Ordering::Relaxed);
             l.heard();
         };
+        let resent = AtomicU64::new(0);
+        let resend = || {
+            resent.fetch_add(1, Ordering::Relaxed);
+        };
         runtime().block_on(async {
             let slow = tokio::time::sleep(Duration::from_millis(350));
-            let w = l.wait_reply(slow, &heard, &probed, answer).await;
+            let w = l.wait_reply(slow, &heard, &probed, answer, resend).await;
             assert!(matches!(w, Waited::Reply(())));
         });
         assert_eq!(l.verdict(), None);
+        // Sent again after each timeout without its reply (100, 200, 300 ms): a
+        // request the server dropped is not waited for in vain.
+        let n = resent.load(Ordering::Relaxed);
+        assert!((2..=4).contains(&n), "sent again {n} times in 350 ms");
     }
 
     #[test]

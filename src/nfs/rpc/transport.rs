@@ -292,15 +292,28 @@ impl RpcClient {
         if generation.is_some_and(|g| g != conn.generation) {
             return Err(RpcError::Disconnected { addr, sent: false });
         }
-        let wrx = start(&conn, addr, xid, record)?;
+        let record = Arc::new(record);
+        let wrx = start(&conn, addr, xid, record.clone())?;
         let shared = &conn.shared;
         let probe = || {
             if let Ok(null) = self.encode(next_xid(), 0, &nfs3_types::xdr_codec::Void) {
-                let _ = conn.tx.send(null);
+                let _ = conn.tx.send(Arc::new(null));
+            }
+        };
+        // A server may drop a request and count on the client sending it again (ganesha
+        // does when it runs short of memory for a file handle, as RFC 1813 servers
+        // may): after each timeout without its reply, while the server answers, the
+        // same record goes again, same xid, as the kernel client retransmits (the
+        // server's duplicate request cache answers one it is still working on).
+        // NFSv4.1 must not: its sessions' slots replace retransmission on a live
+        // connection (RFC 8881 2.9.2).
+        let resend = || {
+            if self.ep.vers != 4 {
+                let _ = conn.tx.send(record.clone());
             }
         };
         let outcome = (self.live)
-            .wait_reply(wrx, &shared.heard, &shared.probed, probe)
+            .wait_reply(wrx, &shared.heard, &shared.probed, probe, resend)
             .await;
         drop(permit);
         // A connection that stopped answering is not used again: the calls still

@@ -48,7 +48,7 @@ impl Shared {
 /// One TCP connection with its reader and writer tasks.
 pub(super) struct Conn {
     pub(super) shared: Arc<Shared>,
-    pub(super) tx: mpsc::UnboundedSender<Vec<u8>>,
+    pub(super) tx: mpsc::UnboundedSender<Arc<Vec<u8>>>,
     pub(super) window: Arc<Semaphore>,
     pub(super) tasks: [AbortHandle; 2],
     /// The EFS connection set it belongs to ([`RpcClient::generation`]).
@@ -78,7 +78,7 @@ pub(super) fn start(
     conn: &Conn,
     addr: SocketAddr,
     xid: u32,
-    record: Vec<u8>,
+    record: Arc<Vec<u8>>,
 ) -> Result<oneshot::Receiver<Result<Vec<u8>, ()>>, RpcError> {
     let (wtx, wrx) = oneshot::channel();
     {
@@ -196,7 +196,7 @@ where
 /// Writes queued records, coalescing whatever is queued into one flush.
 async fn writer<W: AsyncWrite + Unpin>(
     wr: W,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut rx: mpsc::UnboundedReceiver<Arc<Vec<u8>>>,
     shared: Arc<Shared>,
 ) {
     let mut out = BufWriter::with_capacity(64 << 10, wr);
