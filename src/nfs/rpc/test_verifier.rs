@@ -1,7 +1,8 @@
-//! A client-certificate verifier for tests of the TLS client: a server that requires a
-//! certificate and lets a [`Judge`] decide each one, the handshake's own signatures
-//! checked as rustls checks them.
+//! For tests of the TLS client: a client-certificate verifier (a server that requires
+//! a certificate and lets a [`Judge`] decide each one, the handshake's own signatures
+//! checked as rustls checks them), and a server certificate for 127.0.0.1.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::DigitallySignedStruct;
@@ -70,4 +71,33 @@ impl<J: Judge> ClientCertVerifier for Requiring<J> {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// A self-signed server certificate for 127.0.0.1 made in `dir` by the `openssl` CLI
+/// (another implementation than the one checking it): (cert PEM path, key PEM path).
+pub fn server_cert(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("srv.pem"), dir.join("srv.key"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
 }

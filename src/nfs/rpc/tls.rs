@@ -434,7 +434,7 @@ mod tests {
     /// A TLS server on 127.0.0.1 that requires a client certificate (any, self-signed
     /// included; the handshake signature is still checked) and records each one shown.
     mod client_auth {
-        use crate::nfs::rpc::test_verifier::{Judge, Requiring};
+        use crate::nfs::rpc::test_verifier::{Judge, Requiring, server_cert};
         use crate::nfs::rpc::tls::*;
         use rustls::pki_types::PrivateKeyDer;
         use std::sync::Mutex;
@@ -451,35 +451,6 @@ mod tests {
                 self.seen.lock().unwrap().push(cert.clone().into_owned());
                 Ok(())
             }
-        }
-
-        /// A self-signed server certificate for 127.0.0.1 made by the `openssl` CLI
-        /// (another implementation than the one checking it): (cert PEM path, key PEM).
-        fn server_cert(dir: &Path) -> (PathBuf, PathBuf) {
-            let (cert, key) = (dir.join("srv.pem"), dir.join("srv.key"));
-            let out = std::process::Command::new("openssl")
-                .args([
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                ])
-                .args([
-                    "-subj",
-                    "/CN=127.0.0.1",
-                    "-addext",
-                    "subjectAltName=IP:127.0.0.1",
-                ])
-                .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-                .arg("-keyout")
-                .arg(&key)
-                .arg("-out")
-                .arg(&cert)
-                .output()
-                .expect("openssl is installed");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            (cert, key)
         }
 
         /// Serves `conns` connections (each: read 4 bytes, echo them), then returns.

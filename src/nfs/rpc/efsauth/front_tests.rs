@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use ring::digest;
 use rustls::pki_types::CertificateDer;
 
-use crate::nfs::rpc::test_verifier::{Judge, Requiring};
+use crate::nfs::rpc::test_verifier::{Judge, Requiring, server_cert};
 
 use super::cert::Credentials;
 use super::client_cert::ClientCert;
@@ -233,25 +233,7 @@ fn the_front_judges_in_the_handshake() {
     use rustls::pki_types::pem::PemObject;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().unwrap();
-    let (cert, key) = (dir.path().join("s.pem"), dir.path().join("s.key"));
-    let out = std::process::Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args([
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl is installed");
-    assert!(out.status.success());
+    let (cert, key) = server_cert(dir.path());
     let front = Arc::new(Front {
         fs_id: "fs-0123abcd".into(),
         region: "eu-west-1".into(),

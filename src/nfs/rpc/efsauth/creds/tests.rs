@@ -294,29 +294,7 @@ fn missing_credentials_name_what_was_tried_in_bounded_time() {
 fn https_fake(dir: &std::path::Path, body: &'static str) -> (u16, std::path::PathBuf) {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let (cert, key) = (dir.join("sts.pem"), dir.join("sts.key"));
-    let out = std::process::Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-        ])
-        .args([
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1",
-        ])
-        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl is installed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (cert, key) = crate::nfs::rpc::test_verifier::server_cert(dir);
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
