@@ -19,7 +19,7 @@ use crate::support::efs_front::{EfsFront, Known, Policy};
 use crate::support::efs_shim::{Answer, PartitionShim};
 use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
 use crate::support::tls::{self, Ca};
-use crate::support::{Scratch, Tree, describe, nfsync, root_or_skip, rsync_diff_with};
+use crate::support::{Scratch, Tree, describe, root_or_skip, rsync_diff_with};
 
 const FS: &str = "fs-0123abcd";
 const REGION: &str = "eu-west-1";
@@ -97,24 +97,7 @@ fn front(
 /// `nfsync ARGS` with a clean AWS environment (the host key under the scratch
 /// directory, `HOME` there, instance metadata at a closed loopback port) plus `env`.
 fn run(dir: &Scratch, env: &[(&str, String)], args: &[&str]) -> Output {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut cmd = nfsync();
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") {
-            cmd.env_remove(k);
-        }
-    }
-    std::fs::create_dir_all(dir.join("home")).unwrap();
-    cmd.env("HOME", dir.join("home"))
-        .env("NFSYNC_EFS_KEY", dir.join("efs-key/client-key.pem"))
-        .env(
-            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-            format!("http://127.0.0.1:{closed}"),
-        );
+    let mut cmd = crate::support::tls::efs_nfsync(dir.path(), &dir.join("efs-key/client-key.pem"));
     for (k, v) in env {
         cmd.env(k, v);
     }

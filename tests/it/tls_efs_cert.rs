@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::ganesha::{self, Ganesha, Nfs4, Options};
 use crate::support::tls::{self, Ca, Stunnel};
-use crate::support::{Scratch, Tree, describe, nfsync, rsync_diff_with};
+use crate::support::{Scratch, Tree, describe, rsync_diff_with};
 
 /// ganesha (NFSv4.1 only) behind stunnel demanding a client certificate; `None` when
 /// they cannot run here.
@@ -68,24 +68,7 @@ fn run_with(
 /// nfsync with `env` and nothing else of AWS's, its EFS key and HOME in `dir`, and
 /// instance metadata on a closed port.
 fn command(dir: &Scratch, env: &[(&str, &str)]) -> assert_cmd::Command {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut cmd = nfsync();
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") {
-            cmd.env_remove(k);
-        }
-    }
-    std::fs::create_dir_all(dir.join("home")).unwrap();
-    cmd.env("HOME", dir.join("home"))
-        .env("NFSYNC_EFS_KEY", dir.join("state-dir/efs-client-key.pem"))
-        .env(
-            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-            format!("http://127.0.0.1:{closed}"),
-        );
+    let mut cmd = tls::efs_nfsync(dir.path(), &dir.join("state-dir/efs-client-key.pem"));
     for (k, v) in env {
         cmd.env(k, v);
     }

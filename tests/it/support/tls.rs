@@ -188,3 +188,28 @@ fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free loopback port")
 }
+
+/// nfsync with nothing of the caller's AWS environment: `HOME` under `dir`, the EFS
+/// host key at `key`, instance metadata at a closed loopback port (so no credential
+/// is found by accident and nothing leaves the machine).
+pub fn efs_nfsync(dir: &Path, key: &Path) -> assert_cmd::Command {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = super::nfsync();
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") {
+            cmd.env_remove(k);
+        }
+    }
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    cmd.env("HOME", dir.join("home"))
+        .env("NFSYNC_EFS_KEY", key)
+        .env(
+            "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+            format!("http://127.0.0.1:{closed}"),
+        );
+    cmd
+}
