@@ -14,6 +14,7 @@ use nfsync::report::logfile::LogFile;
 use nfsync::report::progress::Progress;
 use nfsync::report::stats::RsyncStats;
 use nfsync::report::{Output, Stats, Summary};
+use nfsync::walk::{LocalPaths, Source};
 use nfsync::{engine, nfs};
 
 fn main() -> std::process::ExitCode {
@@ -88,8 +89,10 @@ fn real_main() -> Result<ExitCode, Error> {
     );
     let out = Arc::new(out);
     if cfg.paths.list_only {
+        let source = source(&cfg, &out)?;
         return Ok(nfsync::report::list_only::run(
             &cfg,
+            &*source,
             &out,
             &mut std::io::stdout().lock(),
         ));
@@ -172,20 +175,31 @@ fn mpi_sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
     Ok(summary.exit_code)
 }
 
-/// Picks the destination and runs the engine on it.
+/// Picks the source and the destination and runs the engine on them.
 fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
+    let source = source(cfg, out)?;
+    let source = &*source;
     if let Some(url) = cfg.dest.to_str().filter(|d| nfs::is_nfs_url(d)) {
         nfs::connect(url, cfg, out.clone()).and_then(|dest| match dest {
-            nfs::Dest::V3(d) => run(cfg, &d, out),
-            nfs::Dest::V41(d) => run(cfg, &d, out),
+            nfs::Dest::V3(d) => run(cfg, source, &d, out),
+            nfs::Dest::V41(d) => run(cfg, source, &d, out),
         })
     } else {
         run(
             cfg,
+            source,
             &local::LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust),
             out,
         )
     }
+}
+
+/// Where the sources are read: local paths, or `nfs://` servers connected now.
+fn source(cfg: &Config, out: &Arc<Output>) -> Result<Box<dyn Source>, Error> {
+    Ok(match nfs::source::any(cfg) {
+        true => Box::new(nfs::source::connect_all(cfg, out.clone())?),
+        false => Box::new(LocalPaths),
+    })
 }
 
 fn print_json(summary: &Summary) {
@@ -194,7 +208,12 @@ fn print_json(summary: &Summary) {
     let _ = writeln!(o);
 }
 
-fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<Summary, Error> {
+fn run<D: Destination>(
+    cfg: &Config,
+    source: &dyn Source,
+    dest: &D,
+    out: &Output,
+) -> Result<Summary, Error> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping exits at once.
@@ -209,7 +228,7 @@ fn run<D: Destination>(cfg: &Config, dest: &D, out: &Output) -> Result<Summary, 
     let stats = Arc::new(Stats::default());
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
-    let result = engine::run(cfg, dest, out, stats.clone(), interrupted);
+    let result = engine::run(cfg, source, dest, out, stats.clone(), interrupted);
     out.set_bar(None);
     drop(progress);
     result

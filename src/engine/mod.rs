@@ -116,6 +116,8 @@ pub struct Engine<'a, D: Destination> {
     /// What decisions depend on (a view of `cfg`).
     rules: plan::Rules<'a>,
     dest: &'a D,
+    /// Where the sources are read from (local paths, or a remote source).
+    source: &'a dyn crate::walk::Source,
     out: &'a Output,
     /// DEST as given, for messages.
     dest_display: PathBuf,
@@ -158,6 +160,7 @@ struct Load {
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
 pub fn run<D: Destination>(
     cfg: &Config,
+    source: &dyn crate::walk::Source,
     dest: &D,
     out: &Output,
     stats: Arc<Stats>,
@@ -169,6 +172,7 @@ pub fn run<D: Destination>(
         cfg,
         rules: cfg.rules(),
         dest,
+        source,
         out,
         dest_display: display_dest(&cfg.dest),
         stats,
@@ -391,9 +395,17 @@ impl<'a, D: Destination> Engine<'a, D> {
         });
     }
 
-    /// Reports a source error (or a vanished source).
+    /// Reports a source error (or a vanished source); a source server that went away
+    /// or stopped answering ends the run as a destination's does.
     fn source_error(&self, path: &Path, e: &io::Error) {
-        if e.kind() == io::ErrorKind::NotFound {
+        let gone = dest::Error::from(io::Error::new(e.kind(), e.to_string()));
+        if gone.is_fatal() {
+            Stats::bump(&self.stats.errors);
+            self.end_run(Error::Dest {
+                path: path.to_path_buf(),
+                source: gone,
+            });
+        } else if e.kind() == io::ErrorKind::NotFound {
             Stats::bump(&self.stats.vanished);
             self.out
                 .warn(format_args!("file has vanished: {}", path.display()));

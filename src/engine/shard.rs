@@ -159,6 +159,7 @@ mod tests {
         let out = Output::new(true, 0, false, false);
         super::super::run(
             &cfg,
+            &crate::walk::LocalPaths,
             &dest,
             &out,
             Arc::new(Stats::default()),

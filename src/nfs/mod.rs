@@ -20,6 +20,7 @@
 //! directory page).
 
 pub mod rpc;
+pub mod source;
 pub mod v3;
 pub mod v4;
 

@@ -6,7 +6,6 @@
 //! duplicate names) that no directory below the top needs.
 
 use std::collections::VecDeque;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -22,7 +21,8 @@ use crate::walk::SrcEntry;
 
 /// A source operand after applying rsync's trailing-slash rule.
 struct Operand {
-    path: PathBuf,
+    /// The entry the walk starts from: the directory itself with `contents`.
+    entry: SrcEntry,
     meta: Meta,
     /// `SRC/`: copy the contents, not the directory itself.
     contents: bool,
@@ -62,30 +62,28 @@ impl<D: Destination> Engine<'_, D> {
             self.cfg.paths.files_from.is_none()
                 && (!self.cfg.paths.relative || crate::options::relative::is_anchor_only(src))
         });
-        for src in given.chain(&listed) {
+        for given in given.chain(&listed) {
+            let src = &self.source.path_of(given);
             let contents = names_contents(src);
             // `SRC/` names the directory a symlink points to; `SRC` the link itself.
-            let m = if contents {
-                fs::metadata(src)
-            } else {
-                fs::symlink_metadata(src)
-            };
-            let meta = m.map_err(|source| Error::Select {
-                path: src.clone(),
-                source,
-            })?;
-            let meta = Meta::from_std(&meta);
+            let entry = self
+                .source
+                .operand(given, contents)
+                .map_err(|source| Error::Select {
+                    path: src.clone(),
+                    source,
+                })?;
             // A source named twice is copied once (rsync drops duplicate names).
             if operands
                 .iter()
-                .any(|o: &Operand| o.path == *src && o.contents == contents)
+                .any(|o: &Operand| o.entry.path == *src && o.contents == contents)
             {
                 continue;
             }
             operands.push(Operand {
-                path: src.clone(),
-                contents: contents && meta.kind == Kind::Dir,
-                meta,
+                contents: contents && entry.meta.kind == Kind::Dir,
+                meta: entry.meta,
+                entry,
             });
         }
         let state = self.dest.root_state().map_err(|e| self.unusable_dest(e))?;
@@ -96,7 +94,7 @@ impl<D: Destination> Engine<'_, D> {
         if operands.len() == 1
             && named.is_none()
             && operands[0].meta.kind != Kind::Dir
-            && !self.follows_to_dir(&operands[0].path, &operands[0].meta)
+            && !self.follows_to_dir(&operands[0].entry.path, &operands[0].meta)
             && !root_is_dir(&state)
             && !dest_slash
         {
@@ -114,12 +112,9 @@ impl<D: Destination> Engine<'_, D> {
                 RootState::Missing => DestKnown::Missing,
                 RootState::Exists(m) => DestKnown::Present(m),
             };
-            let mut entries = vec![SrcEntry {
-                name,
-                path: op.path,
-                meta: op.meta,
-                parent: None,
-            }];
+            // (A remote operand's entry is held by a directory that opens it
+            // whatever name it is given.)
+            let mut entries = vec![SrcEntry { name, ..op.entry }];
             // -L and friends, --chmod, --chown: as for any other entry.
             self.shape_entries(None, Path::new(""), &mut entries);
             if self
@@ -170,7 +165,7 @@ impl<D: Destination> Engine<'_, D> {
                     kind: Kind::Dir,
                     ..op.meta
                 };
-                let path = op.path.join(".");
+                let path = op.entry.path.join(".");
                 let src = crate::report::Source {
                     meta: &meta,
                     path: &path,
@@ -183,7 +178,7 @@ impl<D: Destination> Engine<'_, D> {
         let only_names = operands.iter().all(|o| !o.contents);
         // (-R and --files-from names beside it too: rsync sends its `.` with them.)
         let lone = operands.len() == 1 && operands[0].contents;
-        let root_src = lone.then(|| operands[0].path.clone());
+        let root_src = lone.then(|| operands[0].entry.path.clone());
         let root_meta = lone.then(|| self.shape_meta(operands[0].meta));
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
@@ -204,7 +199,7 @@ impl<D: Destination> Engine<'_, D> {
             None => Origin::Imagined,
         };
         if let (RootState::Exists(found), Some(meta)) = (&state, &root_meta) {
-            let path = operands[0].path.join(".");
+            let path = operands[0].entry.path.join(".");
             let src = crate::report::Source { meta, path: &path };
             self.itemize_dir(Path::new("./"), src, found);
         }
@@ -226,7 +221,7 @@ impl<D: Destination> Engine<'_, D> {
                 let name = if op.contents {
                     Path::new(".")
                 } else {
-                    Path::new(op.path.file_name().unwrap_or_default())
+                    Path::new(op.entry.path.file_name().unwrap_or_default())
                 };
                 self.out
                     .info(format_args!("skipping directory {}", name.display()));
@@ -235,31 +230,21 @@ impl<D: Destination> Engine<'_, D> {
             if op.contents {
                 Stats::bump(&self.stats.dirs_scanned);
                 let _listed = Listed(&self.stats);
-                let top = SrcEntry {
-                    name: Default::default(),
-                    path: op.path.clone(),
-                    meta: op.meta,
-                    parent: None,
-                };
-                match self.list_source(&top) {
+                match self.list_source(&op.entry) {
                     Some(list) => entries.extend(list),
                     None => listing_ok = false,
                 }
             } else {
-                let name =
-                    op.path
-                        .file_name()
-                        .map(|n| n.to_owned())
-                        .ok_or_else(|| Error::Unusable {
-                            path: op.path.clone(),
-                            why: "cannot copy a path with no name".into(),
-                        })?;
-                entries.push(SrcEntry {
-                    name,
-                    path: op.path,
-                    meta: op.meta,
-                    parent: None,
-                });
+                let name = op
+                    .entry
+                    .path
+                    .file_name()
+                    .map(|n| n.to_owned())
+                    .ok_or_else(|| Error::Unusable {
+                        path: op.entry.path.clone(),
+                        why: "cannot copy a path with no name".into(),
+                    })?;
+                entries.push(SrcEntry { name, ..op.entry });
             }
         }
         if let Some(t) = &node.implied {
@@ -283,17 +268,17 @@ impl<D: Destination> Engine<'_, D> {
             return Default::default();
         };
         let transfer = match op.contents {
-            true => op.path.as_path(),
-            false => op.path.parent().unwrap_or(Path::new(".")),
+            true => op.entry.path.as_path(),
+            false => op.entry.path.parent().unwrap_or(Path::new(".")),
         };
         let transfer = if transfer.as_os_str().is_empty() {
             Path::new(".")
         } else {
             transfer
         };
-        let first_dir = (op.meta.kind == Kind::Dir).then_some(op.path.as_path());
+        let first_dir = (op.meta.kind == Kind::Dir).then_some(op.entry.path.as_path());
         let (scope, errors) = self.cfg.filter.root_scope(transfer, first_dir, op.contents);
-        self.filter_errors(&op.path, errors);
+        self.filter_errors(&op.entry.path, errors);
         scope
     }
 }

@@ -24,7 +24,15 @@ fn a_directory_left_out_early_still_lets_its_parent_finish() {
     let dest = Recorder::default();
     let out = Output::new(true, 0, false, false);
     let stats = Arc::new(Stats::default());
-    let summary = run(&cfg, &dest, &out, stats, Arc::new(AtomicBool::new(false))).unwrap();
+    let summary = run(
+        &cfg,
+        &crate::walk::LocalPaths,
+        &dest,
+        &out,
+        stats,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
     assert_eq!(summary.exit_code, ExitCode::Success, "{summary:?}");
     let calls = dest.take_calls();
     assert!(

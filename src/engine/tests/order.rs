@@ -24,6 +24,7 @@ fn sync(src: &Path, dest: &Recorder, delete: bool) -> Vec<Call> {
     let out = Output::new(true, 0, false, false);
     let summary = run(
         &cfg,
+        &crate::walk::LocalPaths,
         dest,
         &out,
         Arc::new(Stats::default()),

@@ -29,7 +29,14 @@ fn a_panicking_job_ends_the_run_and_the_other_files_are_copied() {
         let dest = Recorder::panicking_on("zz-panics");
         let out = Output::new(true, 0, false, false);
         let stats = Arc::new(Stats::default());
-        let summary = run(&cfg, &dest, &out, stats, Arc::new(AtomicBool::new(false)));
+        let summary = run(
+            &cfg,
+            &crate::walk::LocalPaths,
+            &dest,
+            &out,
+            stats,
+            Arc::new(AtomicBool::new(false)),
+        );
         let _ = tx.send((summary, held(&dest)));
     });
     let (summary, held) = rx

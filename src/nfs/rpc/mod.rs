@@ -26,6 +26,7 @@ pub mod policy;
 mod seam;
 pub mod setup;
 pub mod shape;
+pub mod source;
 #[cfg(test)]
 mod test_verifier;
 pub mod tls;

@@ -160,3 +160,62 @@ where
     }
     Ok(true)
 }
+
+/// Reads `size` bytes with `read(offset, len)` into `file` at the same offsets, in
+/// `chunk`-byte pieces up to [`READS_INFLIGHT`] at once (an NFS source's file); returns
+/// the bytes read, fewer when the file ended early (it shrank).
+pub fn read_into<F, Fut>(
+    rt: &Runtime,
+    budget: &Arc<Semaphore>,
+    file: &File,
+    size: u64,
+    chunk: u64,
+    read: F,
+) -> dest::Result<u64>
+where
+    F: Fn(u64, u32) -> Fut,
+    Fut: Future<Output = dest::Result<Vec<u8>>> + Send + 'static,
+{
+    type Pending = (
+        u64,
+        u32,
+        OwnedSemaphorePermit,
+        JoinHandle<dest::Result<Vec<u8>>>,
+    );
+    let mut reads: VecDeque<Pending> = VecDeque::new();
+    let (mut next, mut done) = (0u64, 0u64);
+    while next < size || !reads.is_empty() {
+        while next < size && reads.len() < READS_INFLIGHT {
+            let len = chunk.min(size - next) as u32;
+            // As in `same_bytes`: never wait for budget while holding some.
+            let permit = match budget.clone().try_acquire_many_owned(len) {
+                Ok(p) => p,
+                Err(_) if !reads.is_empty() => break,
+                Err(_) => rt
+                    .block_on(budget.clone().acquire_many_owned(len))
+                    .map_err(io::Error::other)?,
+            };
+            reads.push_back((next, len, permit, rt.spawn(read(next, len))));
+            next += u64::from(len);
+        }
+        let Some((off, len, permit, h)) = reads.pop_front() else {
+            break;
+        };
+        let data = match rt.block_on(h).map_err(io::Error::other)? {
+            Ok(d) => d,
+            Err(e) => {
+                reads.iter().for_each(|(.., h)| h.abort());
+                return Err(e);
+            }
+        };
+        file.write_all_at(&data, off)?;
+        drop(permit);
+        done += data.len() as u64;
+        if data.len() < len as usize {
+            // The file ended early: what follows would read past its end.
+            reads.iter().for_each(|(.., h)| h.abort());
+            break;
+        }
+    }
+    Ok(done)
+}

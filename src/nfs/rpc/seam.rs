@@ -259,7 +259,7 @@ fn read_to_local<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result
 
 /// A new file in the temporary directory that no name leads to (`O_TMPFILE`, or a
 /// name removed at once where the filesystem has no such files).
-fn unnamed_local_file() -> io::Result<File> {
+pub(super) fn unnamed_local_file() -> io::Result<File> {
     use rustix::fs::{Mode, OFlags};
     let dir = std::env::temp_dir();
     let mode = Mode::from_raw_mode(0o600);

@@ -303,6 +303,12 @@ impl Filter {
         self.add_arg(Arg::Filter, b"-C")
     }
 
+    /// Whether rules are read from files inside the source's directories (`dir-merge`,
+    /// `-F`, `-C`'s `.cvsignore`).
+    pub fn reads_dirs(&self) -> bool {
+        !self.merges.is_empty()
+    }
+
     /// True when there are no rules (the common case: skip matching entirely).
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()

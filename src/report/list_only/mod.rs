@@ -24,15 +24,16 @@ use crate::meta::{Kind, Meta};
 use crate::options::relative::{self, Named};
 use crate::report::units::HumanLevel;
 use crate::report::{Output, escape_name};
-use crate::walk::{self, ListError, Listing, SrcEntry};
+use crate::walk::{self, ListError, Listing, Source, SrcEntry};
 
 use ahead::{Ahead, Kids, Slot};
 
 /// Lists the sources on `w`; per-entry errors go to `out` and give exit 23.
-pub fn run(cfg: &Config, out: &Output, w: &mut dyn Write) -> ExitCode {
+pub fn run(cfg: &Config, source: &dyn Source, out: &Output, w: &mut dyn Write) -> ExitCode {
     let ahead = Ahead::new(&cfg.filter);
     let mut l = Lister {
         cfg,
+        source,
         out,
         w,
         errors: 0,
@@ -59,6 +60,7 @@ pub fn run(cfg: &Config, out: &Output, w: &mut dyn Write) -> ExitCode {
 
 struct Lister<'a> {
     cfg: &'a Config,
+    source: &'a dyn Source,
     out: &'a Output,
     w: &'a mut dyn Write,
     errors: u64,
@@ -98,27 +100,26 @@ impl Lister<'_> {
                 operands.push(src);
             }
         }
-        for src in operands.into_iter().chain(&listed) {
+        for given in operands.into_iter().chain(&listed) {
+            let src = &self.source.path_of(given);
             let b = src.as_os_str().as_bytes();
             let contents = b.ends_with(b"/") || b.ends_with(b"/.") || b == b".";
-            let m = if contents {
-                fs::metadata(src)
-            } else {
-                fs::symlink_metadata(src)
-            };
-            let meta = match m {
-                Ok(m) => Meta::from_std(&m),
+            let entry = match self.source.operand(given, contents) {
+                Ok(e) => e,
                 Err(e) => {
                     self.fail(src, &e);
                     continue;
                 }
             };
-            if contents && meta.kind == Kind::Dir {
-                let dot = SrcEntry {
-                    name: ".".into(),
-                    path: src.clone(),
-                    meta,
-                    parent: None,
+            if contents && entry.meta.kind == Kind::Dir {
+                // (A local operand is listed by its path; a remote one's empty name
+                // stands for the directory its parent holds.)
+                let dot = match entry.parent {
+                    None => SrcEntry {
+                        name: ".".into(),
+                        ..entry
+                    },
+                    Some(_) => entry,
                 };
                 self.push(&mut items, Path::new("."), dot.clone(), None);
                 let listing = walk::list_entry(&dot);
@@ -130,9 +131,7 @@ impl Lister<'_> {
                 let name = src.file_name().map(OsString::from).unwrap_or(".".into());
                 let e = SrcEntry {
                     name: name.clone(),
-                    path: src.clone(),
-                    meta,
-                    parent: None,
+                    ..entry
                 };
                 self.push(&mut items, Path::new(&name), e, None);
             }
@@ -301,11 +300,14 @@ impl Lister<'_> {
     }
 
     fn line(&mut self, shown: &Path, e: &SrcEntry) -> io::Result<()> {
-        let size = match e.meta.kind {
-            Kind::Symlink => {
-                fs::read_link(&e.path).map_or(e.meta.size, |t| t.as_os_str().len() as u64)
-            }
-            Kind::File | Kind::Dir => e.meta.size,
+        let target = match e.meta.kind {
+            Kind::Symlink => walk::read_link(e).ok(),
+            _ => None,
+        };
+        let size = match (e.meta.kind, &target) {
+            (Kind::Symlink, Some(t)) => t.len() as u64,
+            (Kind::Symlink, None) => e.meta.size,
+            (Kind::File | Kind::Dir, _) => e.meta.size,
             _ => 0,
         };
         let name = escape_name(shown.as_os_str().as_bytes());
@@ -320,9 +322,8 @@ impl Lister<'_> {
             crate::report::format::timestring(e.meta.mtime.sec),
             name
         )?;
-        if e.meta.kind == Kind::Symlink
-            && self.cfg.links
-            && let Ok(t) = fs::read_link(&e.path)
+        if self.cfg.links
+            && let Some(t) = target
         {
             write!(self.w, " -> {}", escape_name(t.as_os_str().as_bytes()))?;
         }

@@ -11,6 +11,13 @@
 //! that descriptor, and its entries are opened relative to it. Whoever can write in
 //! the source cannot make a run read outside it by swapping a directory for a
 //! symlink between the listing and the copy.
+//!
+//! A source read through a client rather than the kernel (`nfs://`) comes in through
+//! [`remote`]: its directories are held as [`Held::Remote`], and every function here
+//! that reads an entry asks the directory that holds it. Above this module a listed
+//! entry is the same whatever it came from.
+
+pub mod remote;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -23,6 +30,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 
 use crate::meta::Meta;
+pub use remote::{Held, LocalPaths, RemoteDir, Source};
 
 /// One source entry.
 #[derive(Clone, Debug)]
@@ -36,9 +44,10 @@ pub struct SrcEntry {
     /// The source directory it was listed in, held open. The entry is opened relative
     /// to it, never through its path, so a directory on that path swapped for a
     /// symlink after the listing is never followed (rsync's confined open). `None`
-    /// for what the command line names and for symlinks followed on purpose (`-L`,
-    /// `-k`), which are opened by path.
-    pub parent: Option<Arc<OwnedFd>>,
+    /// for local paths the command line names and for symlinks followed on purpose
+    /// (`-L`, `-k`), which are opened by path. An entry of a remote source always has
+    /// one; with an empty `name` it stands for that directory itself (`SRC/`).
+    pub parent: Option<Arc<Held>>,
 }
 
 /// Why an entry could not be listed.
@@ -67,6 +76,11 @@ pub fn list_dir(dir: &Path) -> Listing {
 /// Lists a directory entry of the source, opened relative to the directory it was
 /// listed in (see [`open_dir`]).
 pub fn list_entry(e: &SrcEntry) -> Listing {
+    if let Some(p) = &e.parent
+        && let Held::Remote(d) = &**p
+    {
+        return remote::list(p, &**d, e);
+    }
     list_open(open_dir(e).map_err(ListError::Dir)?, &e.path)
 }
 
@@ -78,10 +92,14 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
 /// (one put there since the listing is refused with `ELOOP`, as rsync refuses it), or
 /// by path where it has no parent held.
 pub fn open_dir(e: &SrcEntry) -> io::Result<OwnedFd> {
-    let Some(p) = &e.parent else {
-        return short_path(&e.path, |p| {
-            Ok(rustix::fs::open(p, DIR_FLAGS, Mode::empty())?)
-        });
+    let p = match e.parent.as_deref() {
+        None => {
+            return short_path(&e.path, |p| {
+                Ok(rustix::fs::open(p, DIR_FLAGS, Mode::empty())?)
+            });
+        }
+        Some(Held::Fd(p)) => p,
+        Some(Held::Remote(_)) => return Err(remote::no_descriptor()),
     };
     match rustix::fs::openat(p, &e.name, DIR_FLAGS | OFlags::NOFOLLOW, Mode::empty()) {
         Ok(fd) => Ok(fd),
@@ -106,7 +124,7 @@ fn list_open(fd: OwnedFd, dir: &Path) -> Listing {
         .try_clone()
         .and_then(|d| Ok(rustix::fs::Dir::new(d)?))
         .map_err(ListError::Dir)?;
-    let fd = Arc::new(fd);
+    let fd = Arc::new(Held::Fd(fd));
     let mut entries = Vec::new();
     let mut problems = Vec::new();
     while let Some(e) = rd.read() {
@@ -118,7 +136,10 @@ fn list_open(fd: OwnedFd, dir: &Path) -> Listing {
         let name = OsString::from_vec(cname.to_bytes().to_vec());
         let path = dir.join(&name);
         // fstatat on the open directory: no path to resolve again.
-        match rustix::fs::statat(&*fd, cname, AtFlags::SYMLINK_NOFOLLOW) {
+        let Held::Fd(dirfd) = &*fd else {
+            unreachable!("made above")
+        };
+        match rustix::fs::statat(dirfd, cname, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => entries.push(SrcEntry {
                 name,
                 meta: Meta::from_stat(&st),
@@ -139,11 +160,15 @@ fn list_open(fd: OwnedFd, dir: &Path) -> Listing {
 /// Opened without blocking, so a FIFO put in its place cannot hold the worker waiting
 /// for a writer, and without following a symlink; the descriptor then reads normally.
 pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
+    if let Some(Held::Remote(d)) = e.parent.as_deref() {
+        return d.open_file(&e.name, &e.meta);
+    }
     let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
     let open = |flags: OFlags| -> io::Result<OwnedFd> {
         let flags = flags | OFlags::NONBLOCK;
-        Ok(match &e.parent {
-            Some(p) => rustix::fs::openat(p, &e.name, flags, Mode::empty())?,
+        Ok(match e.parent.as_deref() {
+            Some(Held::Fd(p)) => rustix::fs::openat(p, &e.name, flags, Mode::empty())?,
+            Some(Held::Remote(_)) => unreachable!("read above"),
             None => short_path(&e.path, |p| Ok(rustix::fs::open(p, flags, Mode::empty())?))?,
         })
     };
@@ -163,8 +188,9 @@ pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
 
 /// A listed symlink's target, read relative to the directory it was listed in.
 pub fn read_link(e: &SrcEntry) -> io::Result<OsString> {
-    let target = match &e.parent {
-        Some(p) => rustix::fs::readlinkat(p, &e.name, Vec::new())?,
+    let target = match e.parent.as_deref() {
+        Some(Held::Fd(p)) => rustix::fs::readlinkat(p, &e.name, Vec::new())?,
+        Some(Held::Remote(d)) => return d.read_link(&e.name),
         None => return short_path(&e.path, |p| std::fs::read_link(p)).map(|t| t.into()),
     };
     Ok(OsString::from_vec(target.into_bytes()))
@@ -172,8 +198,9 @@ pub fn read_link(e: &SrcEntry) -> io::Result<OsString> {
 
 /// A listed entry's `lstat` now, relative to the directory it was listed in.
 pub fn lstat(e: &SrcEntry) -> io::Result<Meta> {
-    match &e.parent {
-        Some(p) => Ok(Meta::from_stat(&rustix::fs::statat(
+    match e.parent.as_deref() {
+        Some(Held::Remote(d)) => d.lstat(&e.name),
+        Some(Held::Fd(p)) => Ok(Meta::from_stat(&rustix::fs::statat(
             p,
             &e.name,
             AtFlags::SYMLINK_NOFOLLOW,
@@ -186,8 +213,9 @@ pub fn lstat(e: &SrcEntry) -> io::Result<Meta> {
 /// (`--remove-source-files`): never one outside the source reached through a
 /// directory swapped for a symlink.
 pub fn remove(e: &SrcEntry) -> io::Result<()> {
-    match &e.parent {
-        Some(p) => Ok(rustix::fs::unlinkat(p, &e.name, AtFlags::empty())?),
+    match e.parent.as_deref() {
+        Some(Held::Remote(d)) => d.remove(&e.name),
+        Some(Held::Fd(p)) => Ok(rustix::fs::unlinkat(p, &e.name, AtFlags::empty())?),
         None => short_path(&e.path, |p| std::fs::remove_file(p)),
     }
 }
@@ -197,8 +225,10 @@ pub fn remove(e: &SrcEntry) -> io::Result<()> {
 /// `*at` form (`lgetxattr`): a directory on the entry's own path swapped for a symlink
 /// is not followed. Without `/proc`, or for an entry with no directory held, its path.
 pub fn in_listed_dir<T>(e: &SrcEntry, f: impl Fn(&Path) -> io::Result<T>) -> io::Result<T> {
-    let Some(p) = &e.parent else {
-        return short_path(&e.path, f);
+    let p = match e.parent.as_deref() {
+        None => return short_path(&e.path, f),
+        Some(Held::Fd(p)) => p,
+        Some(Held::Remote(_)) => return Err(remote::no_descriptor()),
     };
     let held = PathBuf::from(format!("/proc/self/fd/{}", p.as_raw_fd()));
     match f(&held.join(&e.name)) {

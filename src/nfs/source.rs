@@ -1,0 +1,165 @@
+//! `nfs://` sources: trees read from an NFS server with no mount, through the same
+//! client as a destination (the walk's seam is [`Source`], the directories
+//! [`rpc::source::SourceDir`]).
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::rpc::ops::{FileOps, ObjectOps, PathOps};
+use super::rpc::source::{Operand, SourceDir, to_io};
+use super::{Dest, connect, is_nfs_url};
+use crate::config::Config;
+use crate::dest::{Destination, RootState};
+use crate::exit::{Error, Why};
+use crate::meta::Kind;
+use crate::report::Output;
+use crate::walk::{Held, RemoteDir, Source, SrcEntry};
+
+/// The run's `nfs://` sources, each connected once before the run starts.
+pub struct NfsSources {
+    /// By the operand as given.
+    clients: HashMap<PathBuf, Connected>,
+}
+
+enum Connected {
+    V3(Arc<super::v3::NfsDest>),
+    V41(Arc<super::v4::Nfs4Dest>),
+}
+
+/// Whether the command line reads an `nfs://` source.
+pub fn any(cfg: &Config) -> bool {
+    cfg.sources
+        .iter()
+        .any(|s| s.to_str().is_some_and(is_nfs_url))
+}
+
+/// Connects every `nfs://` source of the command line; an error when the sources mix
+/// local paths and URLs, or the run asks for what a source read over NFS cannot give.
+pub fn connect_all(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Error> {
+    if let Some(local) = cfg
+        .sources
+        .iter()
+        .find(|s| !s.to_str().is_some_and(is_nfs_url))
+    {
+        return Err(refused(format!(
+            "{} is a local path beside nfs:// sources: give local and NFS sources in separate runs",
+            local.display()
+        )));
+    }
+    refuse_options(cfg)?;
+    let mut clients = HashMap::new();
+    for src in &cfg.sources {
+        let url = src.to_str().unwrap_or_default();
+        let connected = match connect(url, cfg, out.clone())? {
+            Dest::V3(d) => Connected::V3(Arc::new(d)),
+            Dest::V41(d) => Connected::V41(Arc::new(d)),
+        };
+        clients.insert(src.clone(), connected);
+    }
+    Ok(NfsSources { clients })
+}
+
+fn refused(why: String) -> Error {
+    Error::Usage(Why::new(why))
+}
+
+/// What reads the source by local path, and so cannot read one on a server yet.
+fn refuse_options(cfg: &Config) -> Result<(), Error> {
+    let f = &cfg.follow;
+    let by_path = [
+        (f.all, "-L/--copy-links"),
+        (f.unsafe_links, "--copy-unsafe-links"),
+        (f.skip_unsafe, "--safe-links"),
+        (f.dirlinks, "-k/--copy-dirlinks"),
+        (cfg.xattrs.xattrs, "-X/--xattrs"),
+        (cfg.xattrs.acls, "-A/--acls"),
+        (cfg.paths.relative, "-R/--relative"),
+        (cfg.paths.files_from.is_some(), "--files-from"),
+        (
+            cfg.filter.reads_dirs(),
+            "per-directory filter files (dir-merge, -F, -C)",
+        ),
+        (cfg.shard.is_some() || cfg.mpi, "--shard/--mpi"),
+    ];
+    match by_path.iter().find(|(on, _)| *on) {
+        Some((_, what)) => Err(refused(format!(
+            "{what} is not available with an nfs:// source yet: copy from a mounted path for it"
+        ))),
+        None => Ok(()),
+    }
+}
+
+impl Source for NfsSources {
+    fn path_of(&self, given: &Path) -> PathBuf {
+        without_query(given)
+    }
+
+    fn operand(&self, given: &Path, contents: bool) -> io::Result<SrcEntry> {
+        let path = without_query(given);
+        match self.clients.get(given) {
+            Some(Connected::V3(d)) => operand(d, path, contents),
+            Some(Connected::V41(d)) => operand(d, path, contents),
+            None => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not an nfs:// source of this run",
+            )),
+        }
+    }
+}
+
+/// `nfs://host/path/?opts` as `nfs://host/path/`: the name messages give, and the
+/// operand rsync's trailing-slash rule reads.
+fn without_query(given: &Path) -> PathBuf {
+    let s = given.to_string_lossy();
+    PathBuf::from(s.split_once('?').map_or(&*s, |(p, _)| p))
+}
+
+/// The entry the walk starts from for the URL's path on `ops`'s server.
+fn operand<T>(ops: &Arc<T>, path: PathBuf, contents: bool) -> io::Result<SrcEntry>
+where
+    T: FileOps + ObjectOps + PathOps + 'static,
+{
+    let meta = match Destination::root_state(&**ops).map_err(to_io)? {
+        RootState::Exists(m) => m,
+        RootState::Missing => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+    };
+    let open = |at: &str| -> io::Result<Box<dyn RemoteDir>> {
+        match PathOps::open_path(&**ops, Path::new(at), false).map_err(to_io)? {
+            Some(dir) => Ok(Box::new(SourceDir::new(ops.clone(), dir))),
+            None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
+        }
+    };
+    let held = |d: Box<dyn RemoteDir>| Some(Arc::new(Held::Remote(d)));
+    if contents && meta.kind == Kind::Dir {
+        return Ok(SrcEntry {
+            name: OsString::new(),
+            path,
+            meta,
+            parent: held(open("")?),
+        });
+    }
+    let comps = ops.dest_path();
+    let (parent, root) = match comps.is_empty() {
+        true => (None, Some(open("")?)),
+        false => (Some(open("..")?), None),
+    };
+    let name = match comps.last() {
+        Some(n) => OsString::from_vec(n.clone()),
+        None => path.file_name().map(|n| n.to_owned()).unwrap_or_default(),
+    };
+    Ok(SrcEntry {
+        name: name.clone(),
+        path,
+        meta,
+        parent: held(Box::new(Operand {
+            parent,
+            name,
+            root,
+            meta,
+        })),
+    })
+}
