@@ -69,12 +69,7 @@ fn refused(why: String) -> Error {
 
 /// What reads the source by local path, and so cannot read one on a server yet.
 fn refuse_options(cfg: &Config) -> Result<(), Error> {
-    let f = &cfg.follow;
     let by_path = [
-        (f.all, "-L/--copy-links"),
-        (f.unsafe_links, "--copy-unsafe-links"),
-        (f.skip_unsafe, "--safe-links"),
-        (f.dirlinks, "-k/--copy-dirlinks"),
         (cfg.xattrs.xattrs, "-X/--xattrs"),
         (cfg.xattrs.acls, "-A/--acls"),
         (cfg.paths.relative, "-R/--relative"),

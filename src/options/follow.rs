@@ -5,12 +5,11 @@
 //! on exactly what it points to (a file copied, a directory entered) and nothing
 //! downstream needs to know it was a link.
 
-use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::meta::{Kind, Meta};
+use crate::meta::Kind;
 use crate::walk::{self, SrcEntry};
 
 /// The link options of one run.
@@ -57,7 +56,8 @@ impl Follow {
         // judged by --safe-links.
         let mut unsafe_target = None;
         if !self.all && (self.unsafe_links || self.skip_unsafe) {
-            match walk::short_path(&entry.path, |p| fs::read_link(p)) {
+            // Read where it was listed (through the held directory, also on a server).
+            match walk::read_link(entry).map(PathBuf::from) {
                 Ok(t) if is_unsafe(t.as_os_str().as_bytes(), rel) => unsafe_target = Some(t),
                 Ok(_) => {}
                 Err(e) => return Verdict::Failed(e),
@@ -65,28 +65,18 @@ impl Follow {
         }
         let follow = self.all || (self.unsafe_links && unsafe_target.is_some());
         if follow || self.dirlinks {
-            let meta = match walk::short_path(&entry.path, |p| fs::metadata(p)) {
-                Ok(m) => Some(Meta::from_std(&m)),
+            match walk::referent(entry) {
                 // -k alone: a link that cannot be followed stays a link.
-                Err(_) if !follow => None,
+                Err(_) if !follow => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Verdict::NoReferent,
                 Err(e) => return Verdict::Failed(e),
-            };
-            if let Some(meta) = meta.filter(|m| follow || m.kind == Kind::Dir) {
-                // The referent's own path: the copy opens it without following links.
-                return match walk::short_path(&entry.path, |p| fs::canonicalize(p)) {
-                    Ok(path) => Verdict::Followed(
-                        SrcEntry {
-                            name: entry.name.clone(),
-                            path,
-                            meta,
-                            parent: None,
-                        },
+                Ok(r) if follow || r.meta.kind == Kind::Dir => {
+                    return Verdict::Followed(
+                        r,
                         unsafe_target.filter(|_| self.unsafe_links && !self.all),
-                    ),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Verdict::NoReferent,
-                    Err(e) => Verdict::Failed(e),
-                };
+                    );
+                }
+                Ok(_) => {}
             }
         }
         match unsafe_target {

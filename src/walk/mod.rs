@@ -209,6 +209,28 @@ pub fn lstat(e: &SrcEntry) -> io::Result<Meta> {
     }
 }
 
+/// What a listed symlink leads to, to be copied in its place (`-L`, `-k`): the
+/// referent's attributes, and where it is read from (a local one by its real path,
+/// opened without following links from there; a remote one through its directory).
+pub fn referent(e: &SrcEntry) -> io::Result<SrcEntry> {
+    if let Some(Held::Remote(d)) = e.parent.as_deref() {
+        let (meta, holder) = d.referent(&e.name)?;
+        return Ok(SrcEntry {
+            name: e.name.clone(),
+            path: e.path.clone(),
+            meta,
+            parent: Some(Arc::new(Held::Remote(holder))),
+        });
+    }
+    let meta = short_path(&e.path, |p| std::fs::metadata(p))?;
+    Ok(SrcEntry {
+        name: e.name.clone(),
+        path: short_path(&e.path, |p| std::fs::canonicalize(p))?,
+        meta: Meta::from_std(&meta),
+        parent: None,
+    })
+}
+
 /// Removes a listed non-directory, relative to the directory it was listed in
 /// (`--remove-source-files`): never one outside the source reached through a
 /// directory swapped for a symlink.

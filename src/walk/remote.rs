@@ -58,6 +58,9 @@ pub trait RemoteDir: Send + Sync {
     fn lstat(&self, name: &OsStr) -> io::Result<Meta>;
     /// Removes the non-directory `name` (`--remove-source-files`).
     fn remove(&self, name: &OsStr) -> io::Result<()>;
+    /// What the symlink `name` leads to (`-L`, `-k`), resolved on the server: its
+    /// attributes, and a directory that answers for it under any name.
+    fn referent(&self, name: &OsStr) -> io::Result<(Meta, Box<dyn RemoteDir>)>;
 }
 
 /// Lists the directory `e` stands for (its parent's entry `e.name`, or with an empty

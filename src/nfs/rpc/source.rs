@@ -31,20 +31,132 @@ type Handles<F> = HashMap<Vec<u8>, (F, Meta)>;
 pub struct SourceDir<T: NfsOps> {
     ops: Arc<T>,
     dir: T::Dir,
+    /// The top of the transfer, where symlinks followed on the server are resolved
+    /// from, and this directory's path below it.
+    top: T::Dir,
+    at: Vec<Vec<u8>>,
     /// What [`RemoteDir::entries`] found, by name.
     handles: Mutex<Handles<T::Fh>>,
 }
 
 impl<T: NfsOps> SourceDir<T> {
-    /// The directory `dir` of the client `ops`.
+    /// The directory `dir` of the client `ops`, the top of a transfer.
     pub fn new(ops: Arc<T>, dir: T::Dir) -> Self {
         SourceDir {
             ops,
+            top: dir.clone(),
             dir,
+            at: Vec::new(),
             handles: Mutex::new(HashMap::new()),
         }
     }
 
+    /// The directory `name` in it, whose handle is `fh`.
+    fn child(&self, fh: T::Fh, name: &[u8]) -> SourceDir<T> {
+        let mut at = self.at.clone();
+        at.push(name.to_vec());
+        SourceDir {
+            ops: self.ops.clone(),
+            dir: T::child(&self.dir, fh, name),
+            top: self.top.clone(),
+            at,
+            handles: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The directory at `path` below the top, looked up a component at a time (never
+    /// through a symlink).
+    fn below_top(&self, path: &[Vec<u8>]) -> io::Result<SourceDir<T>> {
+        let mut d = SourceDir::new(self.ops.clone(), self.top.clone());
+        for c in path {
+            d = match self.ops.find(&d.dir, c).map_err(to_io)? {
+                Some((fh, m)) if m.kind == Kind::Dir => d.child(fh, c),
+                Some(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
+                None => return Err(not_found()),
+            };
+        }
+        Ok(d)
+    }
+
+    /// Where the symlink `name` leads, resolved on the server from the top of the
+    /// transfer (`-L`, `-k`): the directory holding its referent, the referent's
+    /// name and attributes. A target that is absolute or climbs above the top names
+    /// a place of the client's namespace, not the server's: refused.
+    fn resolve(&self, name: &[u8]) -> io::Result<(SourceDir<T>, Vec<u8>, Meta)> {
+        let outside = |t: &[u8]| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "symlink to {} leads outside the transfer, which an nfs:// source cannot follow",
+                    String::from_utf8_lossy(t)
+                ),
+            )
+        };
+        let mut done: Vec<Vec<u8>> = self.at.clone();
+        let mut dir = SourceDir::new(self.ops.clone(), self.dir.clone());
+        dir.top = self.top.clone();
+        dir.at = self.at.clone();
+        let mut todo: std::collections::VecDeque<Vec<u8>> = [name.to_vec()].into();
+        let mut hops = 0;
+        while let Some(c) = todo.pop_front() {
+            match &c[..] {
+                b"" | b"." => continue,
+                b".." => {
+                    if done.pop().is_none() {
+                        return Err(outside(b".."));
+                    }
+                    dir = self.below_top(&done)?;
+                    continue;
+                }
+                _ => {}
+            }
+            let Some((fh, m)) = self.ops.find(&dir.dir, &c).map_err(to_io)? else {
+                return Err(not_found());
+            };
+            if m.kind == Kind::Symlink {
+                hops += 1;
+                if hops > MAX_HOPS {
+                    return Err(io::Error::from_raw_os_error(libc::ELOOP));
+                }
+                let t = self.ops.read_link(&dir.dir, &c).map_err(to_io)?;
+                if t.first() == Some(&b'/') {
+                    return Err(outside(&t));
+                }
+                for part in t.split(|&b| b == b'/').rev() {
+                    todo.push_front(part.to_vec());
+                }
+                continue;
+            }
+            if todo.iter().all(|t| t.is_empty() || t == b".") {
+                return Ok((dir, c, m));
+            }
+            if m.kind != Kind::Dir {
+                return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+            }
+            dir = dir.child(fh, &c);
+            done.push(c);
+        }
+        // The walk ended on a directory (a target ending in `..`): name it from its
+        // parent.
+        match done.pop() {
+            Some(last) => {
+                let parent = self.below_top(&done)?;
+                match self.ops.find(&parent.dir, &last).map_err(to_io)? {
+                    Some((_, m)) => Ok((parent, last, m)),
+                    None => Err(not_found()),
+                }
+            }
+            // The top itself: copying it into itself would never end.
+            None => Err(io::Error::from_raw_os_error(libc::ELOOP)),
+        }
+    }
+}
+
+/// Symlinks followed in one resolution before it is given up as a loop (Linux's
+/// `MAXSYMLINKS`).
+const MAX_HOPS: u32 = 40;
+
+impl<T: NfsOps> SourceDir<T> {
     /// `name`'s handle and attributes: the listing's, else a LOOKUP.
     fn handle(&self, name: &[u8]) -> io::Result<Option<(T::Fh, Meta)>> {
         if let Some(hit) = self.handles.lock().ok().and_then(|h| h.get(name).cloned()) {
@@ -98,14 +210,14 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
 
     fn open_dir(&self, name: &OsStr) -> io::Result<Box<dyn RemoteDir>> {
         if name.is_empty() {
-            return Ok(Box::new(SourceDir::new(self.ops.clone(), self.dir.clone())));
+            let mut again = SourceDir::new(self.ops.clone(), self.dir.clone());
+            again.top = self.top.clone();
+            again.at = self.at.clone();
+            return Ok(Box::new(again));
         }
         let name = name.as_bytes();
         match self.handle(name)? {
-            Some((fh, m)) if m.kind == Kind::Dir => Ok(Box::new(SourceDir::new(
-                self.ops.clone(),
-                T::child(&self.dir, fh, name),
-            ))),
+            Some((fh, m)) if m.kind == Kind::Dir => Ok(Box::new(self.child(fh, name))),
             // Never through a symlink, as a local source is never.
             Some((_, m)) if m.kind == Kind::Symlink => {
                 Err(io::Error::from_raw_os_error(libc::ELOOP))
@@ -175,6 +287,17 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
     fn remove(&self, name: &OsStr) -> io::Result<()> {
         ObjectOps::remove(&*self.ops, &self.dir, name.as_bytes(), false).map_err(to_io)
     }
+
+    fn referent(&self, name: &OsStr) -> io::Result<(Meta, Box<dyn RemoteDir>)> {
+        let (dir, name, meta) = self.resolve(name.as_bytes())?;
+        let holder = Operand {
+            parent: Some(Box::new(dir)),
+            name: OsString::from_vec(name),
+            root: None,
+            meta,
+        };
+        Ok((meta, Box::new(holder)))
+    }
 }
 
 /// An operand of the command line that names an entry rather than a directory's
@@ -230,6 +353,13 @@ impl RemoteDir for Operand {
         match &self.parent {
             Some(p) => p.remove(&self.name),
             None => Err(io::Error::from_raw_os_error(libc::EBUSY)),
+        }
+    }
+
+    fn referent(&self, _: &OsStr) -> io::Result<(Meta, Box<dyn RemoteDir>)> {
+        match &self.parent {
+            Some(p) => p.referent(&self.name),
+            None => Err(io::Error::from_raw_os_error(libc::EINVAL)),
         }
     }
 }
