@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::dir::ChildDone;
 use super::{DestKnown, DirNode, Engine, Origin};
 use crate::dest::{self, Destination};
-use crate::meta::{Kind, Meta};
+use crate::meta::Kind;
 use crate::options::relative::Named;
 use crate::report::Stats;
 use crate::walk::{self, SrcEntry};
@@ -22,9 +22,10 @@ impl<D: Destination> Engine<'_, D> {
         let mut operands = Vec::new();
         if let Some(names) = &self.cfg.paths.files_from {
             if let Some(source) = self.cfg.sources.first() {
+                let source = self.source.path_of(source);
                 for name in names {
                     operands.extend(tree.add_listed(
-                        source,
+                        &source,
                         Path::new(name),
                         self.cfg.paths.relative,
                     ));
@@ -178,17 +179,10 @@ impl<D: Destination> Engine<'_, D> {
         let mut out = Vec::with_capacity(t.children.len());
         for (name, child) in &t.children {
             // `DIR/` names what a symlink points to, as a plain `SRC/` does.
-            let m = if child.contents {
-                fs::metadata(&child.src)
-            } else {
-                fs::symlink_metadata(&child.src)
-            };
-            match m {
-                Ok(m) => out.push(SrcEntry {
+            match self.source.operand(&child.src, child.contents) {
+                Ok(e) => out.push(SrcEntry {
                     name: name.clone(),
-                    path: child.src.clone(),
-                    meta: Meta::from_std(&m),
-                    parent: None,
+                    ..e
                 }),
                 // Named, so not vanished: rsync's "link_stat failed", exit 23.
                 Err(e) => {
@@ -223,22 +217,30 @@ impl<D: Destination> Engine<'_, D> {
     fn named_hold_files(&self, t: &Named, rel: &Path, dev: u64) -> bool {
         if t.named
             && (self.cfg.recursive || t.contents)
-            && self.holds_files(rel, walk::list_dir(&t.src), dev, self.cfg.recursive)
+            && self.holds_files(rel, self.list_named(t), dev, self.cfg.recursive)
         {
             return true;
         }
         t.children.iter().any(|(name, child)| {
             let crel = rel.join(name);
-            match fs::symlink_metadata(&child.src) {
+            match self.source.operand(&child.src, false) {
                 // Unreadable: kept, so the error is reported where it is copied.
                 Err(_) => true,
-                Ok(m) if m.is_dir() => self.named_hold_files(child, &crel, dev),
+                Ok(e) if e.meta.kind == Kind::Dir => self.named_hold_files(child, &crel, dev),
                 Ok(_) => {
                     let f = &self.cfg.filter;
                     f.is_empty() || !f.is_excluded(&crel, false)
                 }
             }
         })
+    }
+
+    /// The listing of the directory `t` names.
+    fn list_named(&self, t: &Named) -> walk::Listing {
+        match self.source.operand(&t.src, true) {
+            Ok(dir) => walk::list_entry(&dir),
+            Err(e) => Err(walk::ListError::Dir(e)),
+        }
     }
 
     /// Whether a file (any entry but a directory) not excluded lies in `listing` or below; a

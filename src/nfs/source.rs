@@ -3,9 +3,10 @@
 //! [`rpc::source::SourceDir`]).
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -72,8 +73,10 @@ fn refuse_options(cfg: &Config) -> Result<(), Error> {
     let by_path = [
         (cfg.xattrs.xattrs, "-X/--xattrs"),
         (cfg.xattrs.acls, "-A/--acls"),
-        (cfg.paths.relative, "-R/--relative"),
-        (cfg.paths.files_from.is_some(), "--files-from"),
+        (
+            cfg.paths.relative && cfg.paths.files_from.is_none(),
+            "-R/--relative",
+        ),
         (
             cfg.filter.reads_dirs(),
             "per-directory filter files (dir-merge, -F, -C)",
@@ -95,13 +98,26 @@ impl Source for NfsSources {
 
     fn operand(&self, given: &Path, contents: bool) -> io::Result<SrcEntry> {
         let path = without_query(given);
-        match self.clients.get(given) {
-            Some(Connected::V3(d)) => operand(d, path, contents),
-            Some(Connected::V41(d)) => operand(d, path, contents),
-            None => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not an nfs:// source of this run",
-            )),
+        // An operand, or a path below one (a `--files-from` name).
+        let (client, below) = match self.clients.get(given) {
+            Some(c) => (c, PathBuf::new()),
+            None => self
+                .clients
+                .iter()
+                .find_map(|(k, c)| {
+                    let rest = path.strip_prefix(without_query(k)).ok()?;
+                    Some((c, rest.to_path_buf()))
+                })
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "not below an nfs:// source of this run",
+                    )
+                })?,
+        };
+        match client {
+            Connected::V3(d) => operand(d, path, &below, contents),
+            Connected::V41(d) => operand(d, path, &below, contents),
         }
     }
 }
@@ -113,48 +129,80 @@ fn without_query(given: &Path) -> PathBuf {
     PathBuf::from(s.split_once('?').map_or(&*s, |(p, _)| p))
 }
 
-/// The entry the walk starts from for the URL's path on `ops`'s server.
-fn operand<T>(ops: &Arc<T>, path: PathBuf, contents: bool) -> io::Result<SrcEntry>
+/// The entry the walk starts from for the URL's path on `ops`'s server, or for
+/// `below` it. Its directory answers for it under any name (DEST's name for a lone
+/// file, `.` in a listing); with `contents` (`SRC/`) the walk lists it.
+fn operand<T>(ops: &Arc<T>, path: PathBuf, below: &Path, contents: bool) -> io::Result<SrcEntry>
 where
     T: FileOps + ObjectOps + PathOps + 'static,
 {
-    let meta = match Destination::root_state(&**ops).map_err(to_io)? {
-        RootState::Exists(m) => m,
-        RootState::Missing => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
-    };
-    let open = |at: &str| -> io::Result<Box<dyn RemoteDir>> {
-        match PathOps::open_path(&**ops, Path::new(at), false).map_err(to_io)? {
-            Some(dir) => Ok(Box::new(SourceDir::new(ops.clone(), dir))),
+    let open = |at: &Path| -> io::Result<T::Dir> {
+        match PathOps::open_path(&**ops, at, false).map_err(to_io)? {
+            Some(dir) => Ok(dir),
             None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
         }
     };
-    let held = |d: Box<dyn RemoteDir>| Some(Arc::new(Held::Remote(d)));
-    if contents && meta.kind == Kind::Dir {
-        return Ok(SrcEntry {
-            name: OsString::new(),
-            path,
-            meta,
-            parent: held(open("")?),
-        });
-    }
-    let comps = ops.dest_path();
-    let (parent, root) = match comps.is_empty() {
-        true => (None, Some(open("")?)),
-        false => (Some(open("..")?), None),
+    let top = open(Path::new(""))?;
+    let comps: Vec<Vec<u8>> = below
+        .components()
+        .map(|c| c.as_os_str().as_bytes().to_vec())
+        .collect();
+    let holder = match comps.split_last() {
+        // The URL's own path: the export root has no parent to be named in.
+        None => {
+            let meta = match Destination::root_state(&**ops).map_err(to_io)? {
+                RootState::Exists(m) => m,
+                RootState::Missing => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            };
+            let name = ops.dest_path().last().cloned();
+            match name {
+                Some(name) => Operand {
+                    parent: Some(Box::new(SourceDir::new(
+                        ops.clone(),
+                        open(Path::new(".."))?,
+                    ))),
+                    name: OsString::from_vec(name),
+                    root: None,
+                    meta,
+                },
+                None => Operand {
+                    parent: None,
+                    name: OsString::new(),
+                    root: Some(Box::new(SourceDir::new(ops.clone(), top))),
+                    meta,
+                },
+            }
+        }
+        Some((last, up)) => {
+            let parent = SourceDir::below(
+                ops.clone(),
+                top,
+                open(&below.parent().unwrap_or(Path::new("")))?,
+                up.to_vec(),
+            );
+            let meta = RemoteDir::lstat(&parent, OsStr::from_bytes(last))?;
+            Operand {
+                parent: Some(Box::new(parent)),
+                name: OsString::from_vec(last.clone()),
+                root: None,
+                meta,
+            }
+        }
     };
-    let name = match comps.last() {
-        Some(n) => OsString::from_vec(n.clone()),
-        None => path.file_name().map(|n| n.to_owned()).unwrap_or_default(),
+    let name = match holder.name.is_empty() {
+        true => OsString::from("."),
+        false => holder.name.clone(),
     };
+    // `SRC/` names what a symlink there leads to, resolved on the server.
+    let (meta, holder): (_, Box<dyn RemoteDir>) =
+        match contents && holder.meta.kind == Kind::Symlink {
+            true => holder.referent(&name)?,
+            false => (holder.meta, Box::new(holder)),
+        };
     Ok(SrcEntry {
-        name: name.clone(),
+        name,
         path,
         meta,
-        parent: held(Box::new(Operand {
-            parent,
-            name,
-            root,
-            meta,
-        })),
+        parent: Some(Arc::new(Held::Remote(holder))),
     })
 }

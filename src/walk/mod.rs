@@ -46,7 +46,7 @@ pub struct SrcEntry {
     /// symlink after the listing is never followed (rsync's confined open). `None`
     /// for local paths the command line names and for symlinks followed on purpose
     /// (`-L`, `-k`), which are opened by path. An entry of a remote source always has
-    /// one; with an empty `name` it stands for that directory itself (`SRC/`).
+    /// one (for an operand, one that answers for it under any name).
     pub parent: Option<Arc<Held>>,
 }
 
@@ -76,10 +76,8 @@ pub fn list_dir(dir: &Path) -> Listing {
 /// Lists a directory entry of the source, opened relative to the directory it was
 /// listed in (see [`open_dir`]).
 pub fn list_entry(e: &SrcEntry) -> Listing {
-    if let Some(p) = &e.parent
-        && let Held::Remote(d) = &**p
-    {
-        return remote::list(p, &**d, e);
+    if let Some(Held::Remote(d)) = e.parent.as_deref() {
+        return remote::list(&**d, e);
     }
     list_open(open_dir(e).map_err(ListError::Dir)?, &e.path)
 }

@@ -63,17 +63,12 @@ pub trait RemoteDir: Send + Sync {
     fn referent(&self, name: &OsStr) -> io::Result<(Meta, Box<dyn RemoteDir>)>;
 }
 
-/// Lists the directory `e` stands for (its parent's entry `e.name`, or with an empty
-/// name the held directory itself), sorted by name as a local listing is.
-pub(super) fn list(parent: &Arc<Held>, dir: &dyn RemoteDir, e: &SrcEntry) -> Listing {
-    let held = match e.name.is_empty() {
-        true => parent.clone(),
-        false => Arc::new(Held::Remote(dir.open_dir(&e.name).map_err(ListError::Dir)?)),
-    };
-    let Held::Remote(listed_dir) = &*held else {
-        unreachable!("a remote directory's entries are remote")
-    };
-    let (listed, problems) = listed_dir.entries().map_err(ListError::Dir)?;
+/// Lists the directory `e` (its parent's entry `e.name`), sorted by name as a local
+/// listing is.
+pub(super) fn list(parent: &dyn RemoteDir, e: &SrcEntry) -> Listing {
+    let dir = parent.open_dir(&e.name).map_err(ListError::Dir)?;
+    let (listed, problems) = dir.entries().map_err(ListError::Dir)?;
+    let held = Arc::new(Held::Remote(dir));
     let mut entries: Vec<SrcEntry> = listed
         .into_iter()
         .map(|(name, meta)| SrcEntry {
@@ -110,9 +105,10 @@ pub trait Source: Send + Sync {
     fn path_of(&self, given: &Path) -> PathBuf {
         given.to_path_buf()
     }
-    /// The operand's attributes, following a final symlink when `contents` (`SRC/`).
-    /// With `contents` the entry stands for the directory itself (an empty name);
-    /// else it is named by the operand's last component.
+    /// The entry for the operand `given` (or a path below one, as `--files-from`
+    /// names it), its attributes following a final symlink when `contents` (`SRC/`)
+    /// where the source can. The walk lists it for `SRC/`, or copies it under the
+    /// name it gives the entry.
     fn operand(&self, given: &Path, contents: bool) -> io::Result<SrcEntry>;
 }
 

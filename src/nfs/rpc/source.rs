@@ -51,6 +51,17 @@ impl<T: NfsOps> SourceDir<T> {
         }
     }
 
+    /// The directory `dir`, at `at` below the top of a transfer `top`.
+    pub fn below(ops: Arc<T>, top: T::Dir, dir: T::Dir, at: Vec<Vec<u8>>) -> Self {
+        SourceDir {
+            ops,
+            dir,
+            top,
+            at,
+            handles: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// The directory `name` in it, whose handle is `fh`.
     fn child(&self, fh: T::Fh, name: &[u8]) -> SourceDir<T> {
         let mut at = self.at.clone();

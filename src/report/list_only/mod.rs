@@ -12,7 +12,6 @@
 mod ahead;
 
 use std::ffi::OsString;
-use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -84,8 +83,9 @@ impl Lister<'_> {
         if let Some(names) = &self.cfg.paths.files_from
             && let Some(source) = self.cfg.sources.first()
         {
+            let source = self.source.path_of(source);
             for n in names {
-                listed.extend(tree.add_listed(source, Path::new(n), self.cfg.paths.relative));
+                listed.extend(tree.add_listed(&source, Path::new(n), self.cfg.paths.relative));
             }
         }
         let given = match self.cfg.paths.files_from {
@@ -112,14 +112,9 @@ impl Lister<'_> {
                 }
             };
             if contents && entry.meta.kind == Kind::Dir {
-                // (A local operand is listed by its path; a remote one's empty name
-                // stands for the directory its parent holds.)
-                let dot = match entry.parent {
-                    None => SrcEntry {
-                        name: ".".into(),
-                        ..entry
-                    },
-                    Some(_) => entry,
+                let dot = SrcEntry {
+                    name: ".".into(),
+                    ..entry
                 };
                 self.push(&mut items, Path::new("."), dot.clone(), None);
                 let listing = walk::list_entry(&dot);
@@ -238,17 +233,10 @@ impl Lister<'_> {
     }
 
     fn stat_named(&mut self, name: &OsString, t: &Named) -> Option<SrcEntry> {
-        let m = if t.contents {
-            fs::metadata(&t.src)
-        } else {
-            fs::symlink_metadata(&t.src)
-        };
-        match m {
-            Ok(m) => Some(SrcEntry {
+        match self.source.operand(&t.src, t.contents) {
+            Ok(e) => Some(SrcEntry {
                 name: name.clone(),
-                path: t.src.clone(),
-                meta: Meta::from_std(&m),
-                parent: None,
+                ..e
             }),
             Err(e) => {
                 self.fail(&t.src, &e);
