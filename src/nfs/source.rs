@@ -177,7 +177,7 @@ where
             let parent = SourceDir::below(
                 ops.clone(),
                 top,
-                open(&below.parent().unwrap_or(Path::new("")))?,
+                open(below.parent().unwrap_or(Path::new("")))?,
                 up.to_vec(),
             );
             let meta = RemoteDir::lstat(&parent, OsStr::from_bytes(last))?;
