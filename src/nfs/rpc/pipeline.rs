@@ -163,7 +163,8 @@ where
 
 /// Reads `size` bytes with `read(offset, len)` into `file` at the same offsets, in
 /// `chunk`-byte pieces up to [`READS_INFLIGHT`] at once (an NFS source's file); returns
-/// the bytes read, fewer when the file ended early (it shrank).
+/// the bytes read, fewer when the file ended early (it shrank). Pieces of zeros are
+/// not written: the file is as long as what was read, with holes there.
 pub fn read_into<F, Fut>(
     rt: &Runtime,
     budget: &Arc<Semaphore>,
@@ -208,7 +209,11 @@ where
                 return Err(e);
             }
         };
-        file.write_all_at(&data, off)?;
+        // Zeros are left as a hole of the local file, so `-S` finds them as the
+        // mount path finds a source's holes.
+        if data.iter().any(|&b| b != 0) {
+            file.write_all_at(&data, off)?;
+        }
         drop(permit);
         done += data.len() as u64;
         if data.len() < len as usize {
@@ -217,5 +222,6 @@ where
             break;
         }
     }
+    file.set_len(done)?;
     Ok(done)
 }
