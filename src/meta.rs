@@ -169,6 +169,11 @@ pub struct Meta {
     pub ino: u64,
     /// Device number for character and block devices.
     pub rdev: u64,
+    /// A number that changes whenever the object does, as a server reports it (the
+    /// NFSv4 change attribute; NFSv3's ctime): what tells a file read from a server
+    /// changed while it was read even where its mtime was put back. 0 where unknown
+    /// (a local source is checked by size and mtime on the open file).
+    pub change: u64,
 }
 
 #[cfg(test)]
@@ -187,6 +192,7 @@ impl Meta {
             dev: 0,
             ino: 0,
             rdev: 0,
+            change: 0,
         }
     }
 }
@@ -208,6 +214,7 @@ impl Meta {
             dev: m.dev(),
             ino: m.ino(),
             rdev: m.rdev(),
+            change: 0,
         }
     }
 
@@ -230,6 +237,7 @@ impl Meta {
             dev: st.st_dev.into(),
             ino: st.st_ino.into(),
             rdev: st.st_rdev.into(),
+            change: 0,
         }
     }
 }

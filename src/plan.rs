@@ -336,6 +336,7 @@ mod tests {
             dev: 0,
             ino: 0,
             rdev: 0,
+            change: 0,
         }
     }
 

@@ -133,6 +133,7 @@ impl Destination for Recorder {
             dev: 0,
             ino: 0,
             rdev: 0,
+            change: 0,
         };
         let _ = self.create(PathBuf::new(), root, None);
         Ok(PathBuf::new())

@@ -263,7 +263,8 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
             Some((_, now)) => now,
             None => return Err(not_found()),
         };
-        if now.size != read || read != listed.size || now.mtime != listed.mtime {
+        let changed = now.change != listed.change && now.change != 0 && listed.change != 0;
+        if changed || now.size != read || read != listed.size || now.mtime != listed.mtime {
             // A size the listing cannot have: the copy's check fails however the
             // times compare.
             local.set_len(listed.size + 1)?;

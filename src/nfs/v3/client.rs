@@ -251,6 +251,7 @@ pub fn meta(a: &fattr3) -> Meta {
         dev: a.fsid,
         ino: a.fileid,
         rdev: libc::makedev(a.rdev.specdata1, a.rdev.specdata2),
+        change: (u64::from(a.ctime.seconds) << 32) | u64::from(a.ctime.nseconds),
     }
 }
 

@@ -23,6 +23,7 @@ use crate::meta::{Kind, Meta, Time};
 /// (so a listed directory is entered without a LOOKUP).
 pub const WANTED: &[u32] = &[
     attr::TYPE,
+    attr::CHANGE,
     attr::SIZE,
     attr::FSID,
     attr::FILEHANDLE,
@@ -66,6 +67,7 @@ pub fn decode(a: &Fattr, ids: &IdMap) -> Result<Decoded, String> {
         dev: 0,
         ino: 0,
         rdev: 0,
+        change: 0,
     };
     let mut fh = None;
     let mut have = 0u32;
@@ -89,6 +91,7 @@ pub fn decode(a: &Fattr, ids: &IdMap) -> Result<Decoded, String> {
                         t => return Err(format!("object type {t}")),
                     })
                 }
+                attr::CHANGE => m.change = d.u64().map_err(e)?,
                 attr::SIZE => m.size = d.u64().map_err(e)?,
                 attr::FSID => m.dev = d.u64().map_err(e)? ^ d.u64().map_err(e)?,
                 attr::FILEHANDLE => fh = Some(d.opaque(super::proto::FH_MAX).map_err(e)?.to_vec()),

@@ -177,6 +177,7 @@ impl Pack for Bitmap {
 /// Attribute numbers (RFC 8881 section 5.8).
 pub mod attr {
     pub const TYPE: u32 = 1;
+    pub const CHANGE: u32 = 3;
     pub const SIZE: u32 = 4;
     pub const FILEID: u32 = 20;
     pub const MODE: u32 = 33;
