@@ -140,6 +140,14 @@ pub trait FileOps: NfsOps {
         off: u64,
         len: u32,
     ) -> impl Future<Output = dest::Result<Vec<u8>>> + Send + 'static;
+    /// READ of up to `len` bytes at `off` (0: none, for the attributes alone), with the
+    /// file's attributes after it from the same call where the version carries them.
+    fn read_with_attrs(
+        &self,
+        fh: &Self::Fh,
+        off: u64,
+        len: u32,
+    ) -> dest::Result<(Vec<u8>, Option<Meta>)>;
 }
 
 /// A version's objects other than files and directories, and their removal.

@@ -14,6 +14,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
 use super::ops::{FileOps, NfsOps, ObjectOps};
@@ -246,40 +247,18 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
         if m.kind != Kind::File {
             return Ok(None);
         }
-        let local = unnamed_local_file()?;
-        let read = pipeline::read_into(
-            self.ops.runtime(),
-            self.ops.budget(),
-            &local,
-            listed.size,
-            self.ops.read_size(),
-            |off, len| self.ops.read(&fh, off, len),
-        )
-        .map_err(to_io)?;
-        // What the file is now, after the last byte: the copy compares it with the
-        // listing, so a file that changed while it was read is reported and left
-        // without the source's mtime.
-        let now = match self.ops.find(&self.dir, name).map_err(to_io)? {
-            Some((_, now)) => now,
-            None => return Err(not_found()),
-        };
-        let changed = now.change != listed.change && now.change != 0 && listed.change != 0;
-        if changed || now.size != read || read != listed.size || now.mtime != listed.mtime {
-            // A size the listing cannot have: the copy's check fails however the
-            // times compare.
-            local.set_len(listed.size + 1)?;
+        match self.read_file(&fh, name, listed) {
+            // Replaced since the listing: what has the name now is read (and, being
+            // another file, reported as changed).
+            Err(e) if e.raw_os_error() == Some(libc::ESTALE) => {
+                match self.ops.find(&self.dir, name).map_err(to_io)? {
+                    Some((fh, m)) if m.kind == Kind::File => self.read_file(&fh, name, listed),
+                    Some(_) => Ok(None),
+                    None => Err(not_found()),
+                }
+            }
+            r => r,
         }
-        let mtime = now.mtime;
-        let t = rustix::fs::Timespec {
-            tv_sec: mtime.sec,
-            tv_nsec: mtime.nsec.into(),
-        };
-        let times = rustix::fs::Timestamps {
-            last_access: t,
-            last_modification: t,
-        };
-        rustix::fs::futimens(&local, &times)?;
-        Ok(Some(local))
     }
 
     fn read_link(&self, name: &OsStr) -> io::Result<OsString> {
@@ -309,6 +288,65 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
             meta,
         };
         Ok((meta, Box::new(holder)))
+    }
+}
+
+impl<T: FileOps> SourceDir<T> {
+    /// Reads the file `fh` (`name` in this directory) into an unnamed local file; see
+    /// [`RemoteDir::open_file`].
+    fn read_file(&self, fh: &T::Fh, name: &[u8], listed: &Meta) -> io::Result<Option<File>> {
+        let local = unnamed_local_file()?;
+        let ops = &*self.ops;
+        // A small file is one call with its attributes after it; a larger one many
+        // READs in flight, then its attributes.
+        let (read, after) = if listed.size <= ops.read_size() {
+            let (data, after) = ops
+                .read_with_attrs(fh, 0, listed.size as u32)
+                .map_err(to_io)?;
+            if data.iter().any(|&b| b != 0) {
+                local.write_all_at(&data, 0)?;
+            }
+            local.set_len(data.len() as u64)?;
+            (data.len() as u64, after)
+        } else {
+            let read = pipeline::read_into(
+                ops.runtime(),
+                ops.budget(),
+                &local,
+                listed.size,
+                ops.read_size(),
+                |off, len| ops.read(fh, off, len),
+            )
+            .map_err(to_io)?;
+            (read, ops.read_with_attrs(fh, read, 0).map_err(to_io)?.1)
+        };
+        // What the file is now, after the last byte: the copy compares it with the
+        // listing, so a file that changed while it was read is reported and left
+        // without the source's mtime.
+        let now = match after {
+            Some(now) => now,
+            None => match ops.find(&self.dir, name).map_err(to_io)? {
+                Some((_, now)) => now,
+                None => return Err(not_found()),
+            },
+        };
+        let changed = now.change != listed.change && now.change != 0 && listed.change != 0;
+        if changed || now.size != read || read != listed.size || now.mtime != listed.mtime {
+            // A size the listing cannot have: the copy's check fails however the
+            // times compare.
+            local.set_len(listed.size + 1)?;
+        }
+        let mtime = now.mtime;
+        let t = rustix::fs::Timespec {
+            tv_sec: mtime.sec,
+            tv_nsec: mtime.nsec.into(),
+        };
+        let times = rustix::fs::Timestamps {
+            last_access: t,
+            last_modification: t,
+        };
+        rustix::fs::futimens(&local, &times)?;
+        Ok(Some(local))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod error;
 pub mod mount;
 mod named_dirs;
 mod objects;
+mod read;
 mod write;
 
 pub use dest::{NfsDest, NfsDir};

@@ -421,35 +421,16 @@ impl FileOps for NfsDest {
         len: u32,
     ) -> impl Future<Output = dest::Result<Vec<u8>>> + Send + 'static {
         let (nfs, fh) = (self.nfs.clone(), fh.clone());
-        async move { read_exact(&nfs, &fh, off, len).await }
+        async move { super::read::read_exact(&nfs, &fh, off, len).await }
     }
-}
 
-/// READs `len` bytes at `off` (several calls if the server returns less).
-async fn read_exact(nfs: &Nfs, fh: &nfs_fh3, off: u64, len: u32) -> dest::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(len as usize);
-    while out.len() < len as usize {
-        let args = v3::READ3args {
-            file: fh.clone(),
-            offset: off + out.len() as u64,
-            count: len - out.len() as u32,
-        };
-        let r = ok(nfs
-            .call::<_, v3::READ3resok<'static>, v3::READ3resfail>(P::NFSPROC3_READ, &args)
-            .await?)?;
-        let want = len as usize - out.len();
-        let data = r.data.0;
-        if data.len() > want {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "READ returned more than asked",
-            )
-            .into());
-        }
-        out.extend_from_slice(&data);
-        if data.is_empty() || r.eof {
-            break;
-        }
+    fn read_with_attrs(
+        &self,
+        fh: &nfs_fh3,
+        off: u64,
+        len: u32,
+    ) -> dest::Result<(Vec<u8>, Option<Meta>)> {
+        self.rt
+            .block_on(super::read::read_with_attrs(&self.nfs, fh, off, len))
     }
-    Ok(out)
 }

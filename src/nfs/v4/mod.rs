@@ -26,6 +26,7 @@ mod named_dirs;
 mod objects;
 mod owners;
 pub mod proto;
+mod read;
 pub mod reply;
 mod root;
 pub mod session;

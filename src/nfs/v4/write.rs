@@ -20,7 +20,7 @@ use super::dest::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok, put};
 use super::error::{self, errno_err};
 use super::proto::{
     AttrsBuilder, CloseArgs, CommitArgs, CreateHow, Op, OpenArgs, OpenClaim, OpenHow, OpenOwner,
-    ReadArgs, SHARE_WRITE_NO_DELEG, SetAttrArgs, StateId, Verifier, WriteArgs, name, status,
+    SHARE_WRITE_NO_DELEG, SetAttrArgs, StateId, Verifier, WriteArgs, name, status,
 };
 use super::reply::Res;
 use crate::dest::{self, CopyError, SourceFile, read_full, sparse};
@@ -407,7 +407,16 @@ impl FileOps for Nfs4Dest {
         len: u32,
     ) -> impl Future<Output = dest::Result<Vec<u8>>> + Send + 'static {
         let (client, fh) = (self.client.clone(), fh.clone());
-        async move { read_exact(&client, &fh, off, len).await }
+        async move { super::read::read_exact(&client, &fh, off, len).await }
+    }
+
+    fn read_with_attrs(
+        &self,
+        fh: &Vec<u8>,
+        off: u64,
+        len: u32,
+    ) -> dest::Result<(Vec<u8>, Option<Meta>)> {
+        self.read_attrs(fh, off, len)
     }
 }
 
@@ -467,32 +476,4 @@ async fn write_chunk(
         }
     }
     Ok(verf)
-}
-
-/// READs `len` bytes at `off` with the anonymous stateid.
-async fn read_exact(client: &Client, fh: &[u8], off: u64, len: u32) -> dest::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(len as usize);
-    while out.len() < len as usize {
-        let r = ok(client
-            .compound(vec![
-                put(fh),
-                Op::Read(ReadArgs {
-                    stateid: StateId::ANONYMOUS,
-                    offset: off + out.len() as u64,
-                    count: len - out.len() as u32,
-                }),
-            ])
-            .await?)?;
-        let Some(Res::Read { eof, data }) = nth(&r, 25, 0) else {
-            return Err(error::garbage("READ reply without data"));
-        };
-        if data.len() > len as usize - out.len() {
-            return Err(error::garbage("READ returned more than asked"));
-        }
-        out.extend_from_slice(data);
-        if data.is_empty() || *eof {
-            break;
-        }
-    }
-    Ok(out)
 }

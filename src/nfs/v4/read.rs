@@ -1,0 +1,93 @@
+//! READ with the anonymous stateid (no OPEN), for `--checksum`'s comparison, the old
+//! copy a backup keeps, and a tree read as a source, where the same COMPOUND asks for
+//! the file's attributes after the data: a small source file is one call.
+
+use super::dest::{Nfs4Dest, nth, ok, put};
+use super::error;
+use super::proto::{Op, ReadArgs, StateId};
+use super::reply::{Reply, Res};
+use super::{attrs, client::Client};
+use crate::dest;
+use crate::meta::Meta;
+
+/// READs `len` bytes at `off` (several calls if the server returns less).
+pub async fn read_exact(client: &Client, fh: &[u8], off: u64, len: u32) -> dest::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(len as usize);
+    while out.len() < len as usize {
+        let r = read_once(
+            client,
+            fh,
+            off + out.len() as u64,
+            len - out.len() as u32,
+            false,
+        )
+        .await?;
+        let (data, eof) = data_of(&r, len as usize - out.len())?;
+        out.extend_from_slice(data);
+        if data.is_empty() || eof {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+async fn read_once(
+    client: &Client,
+    fh: &[u8],
+    off: u64,
+    count: u32,
+    attrs: bool,
+) -> dest::Result<Reply> {
+    let mut ops = vec![
+        put(fh),
+        Op::Read(ReadArgs {
+            stateid: StateId::ANONYMOUS,
+            offset: off,
+            count,
+        }),
+    ];
+    if attrs {
+        ops.push(Op::GetAttr(attrs::wanted()));
+    }
+    ok(client.compound(ops).await?)
+}
+
+fn data_of(r: &Reply, want: usize) -> dest::Result<(&[u8], bool)> {
+    let Some(Res::Read { eof, data }) = nth(r, 25, 0) else {
+        return Err(error::garbage("READ reply without data"));
+    };
+    if data.len() > want {
+        return Err(error::garbage("READ returned more than asked"));
+    }
+    Ok((data, *eof))
+}
+
+impl Nfs4Dest {
+    /// READs `len` bytes at `off` (several compounds if the server returns less),
+    /// each with a GETATTR after the READ; the last one's attributes.
+    pub(super) fn read_attrs(
+        &self,
+        fh: &[u8],
+        off: u64,
+        len: u32,
+    ) -> dest::Result<(Vec<u8>, Option<Meta>)> {
+        self.rt.block_on(async {
+            let mut out = Vec::with_capacity(len as usize);
+            loop {
+                let r = read_once(
+                    &self.client,
+                    fh,
+                    off + out.len() as u64,
+                    len - out.len() as u32,
+                    true,
+                )
+                .await?;
+                let (data, eof) = data_of(&r, len as usize - out.len())?;
+                out.extend_from_slice(data);
+                if out.len() >= len as usize || data.is_empty() || eof {
+                    return Ok((out, self.attrs_in(&r, 0)?.meta));
+                }
+            }
+        })
+    }
+}
