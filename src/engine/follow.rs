@@ -4,6 +4,7 @@
 //! file list, so everything after (the quick check, `-i`, what is set) sees the
 //! entry as rsync's receiver would.
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 
@@ -19,14 +20,17 @@ impl<D: Destination> Engine<'_, D> {
     /// DEST, `node` the directory itself (`None` for the operands). Returns false when
     /// a followed link pointed nowhere or back into its own ancestry: as with rsync,
     /// the listing then counts as incomplete and nothing is deleted in the directory.
+    /// Also returns the names of links left out as unsafe (`--safe-links`): rsync keeps
+    /// them in its file list, so `--delete` spares DEST's entries of those names.
     pub(super) fn shape_entries(
         &self,
         node: Option<&DirNode<D>>,
         rel: &Path,
         entries: &mut Vec<SrcEntry>,
-    ) -> bool {
+    ) -> (bool, Vec<OsString>) {
         let follow = self.cfg.follow;
         let mut whole = true;
+        let mut spared = Vec::new();
         if follow.is_active() {
             entries.retain_mut(|e| {
                 if e.meta.kind != Kind::Symlink {
@@ -65,6 +69,7 @@ impl<D: Destination> Engine<'_, D> {
                                 t.display()
                             ));
                         }
+                        spared.push(e.name.clone());
                         false
                     }
                     Verdict::NoReferent => {
@@ -87,7 +92,7 @@ impl<D: Destination> Engine<'_, D> {
         for e in entries.iter_mut() {
             e.meta = self.shape_meta(e.meta);
         }
-        whole
+        (whole, spared)
     }
 
     /// Whether a source named on the command line is a symlink that `-L` or `-k`

@@ -32,12 +32,14 @@ fn link_source(s: &Path, dangling: bool) -> Tree {
     t
 }
 
-/// A destination with an older copy of `a`, an extra file and a link where the
-/// source's `int` is (so each option must replace or keep it as rsync does).
+/// A destination with an older copy of `a`, an extra file, a link where the
+/// source's `int` is and a file where its unsafe `ext` is (so each option must replace
+/// or keep them as rsync does: `--safe-links --delete` keeps `ext`).
 fn link_start(root: &Path) {
     Tree::new(root)
         .file("a", "old\n")
         .file("extra", "extra\n")
+        .file("ext", "DEST's own\n")
         .symlink("int", "elsewhere")
         .age()
         .mtime("a", 1_500_000_000, 0);

@@ -154,7 +154,8 @@ impl<D: Destination> Engine<'_, D> {
         fresh: bool,
         source_whole: bool,
     ) {
-        let source_whole = self.shape_entries(Some(node), &node.rel, &mut entries) && source_whole;
+        let (whole, spared) = self.shape_entries(Some(node), &node.rel, &mut entries);
+        let source_whole = whole && source_whole;
         if self.cfg.paths.prune_empty_dirs {
             entries.retain(|e| !self.prunes(node, e));
         }
@@ -190,6 +191,7 @@ impl<D: Destination> Engine<'_, D> {
             &self.rules,
             &node.filters,
         );
+        plan.deletions.retain(|(name, _)| !spared.contains(name));
         if let Some(share) = share {
             self.keep_share(&node.rel, &mut plan, &share);
         }
