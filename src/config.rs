@@ -29,6 +29,9 @@ pub struct Config {
     pub dry_run: bool,
     /// `--delete`: remove destination entries the source lacks.
     pub delete: bool,
+    /// `--force`: a non-empty directory in the way of a non-directory is removed
+    /// (also with `--delete`; without either, rsync refuses).
+    pub force: bool,
     /// `--max-delete`: how many entries may be removed in all.
     pub max_delete: Option<u64>,
     /// Exclude/include rules.

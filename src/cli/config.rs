@@ -197,6 +197,7 @@ impl Cli {
             dest,
             dry_run: self.dry_run,
             delete: self.delete || r.del > 0 || r.delete_excluded,
+            force: r.force,
             max_delete: self.max_delete,
             filter,
             compare: if r.ignore_times {

@@ -39,6 +39,18 @@ struct Deleter<'a, 'e, D: Destination> {
     /// `--delete`'s per-directory filter rules: what the receiver's rules protect
     /// inside a removed directory stays (with the directories above it).
     protect: Option<&'a crate::options::filter::Scope>,
+    /// Making room for an entry of another type: the entry in the way is neither
+    /// itemized, counted nor limited by `--max-delete` (rsync's `DEL_MAKE_ROOM`: a
+    /// script counting `*deleting` lines counts what the source lacks), what is inside
+    /// it is.
+    making_room: bool,
+}
+
+impl<D: Destination> Deleter<'_, '_, D> {
+    /// Whether `rel` is the entry being made room for itself.
+    fn is_in_the_way(&self, rel: &Path) -> bool {
+        self.making_room && rel.components().nth(1).is_none()
+    }
 }
 
 impl<D: Destination> Removal for Deleter<'_, '_, D> {
@@ -52,10 +64,13 @@ impl<D: Destination> Removal for Deleter<'_, '_, D> {
                 return false;
             }
         }
-        self.budget == Budget::Free || self.engine.take_delete()
+        self.budget == Budget::Free || self.is_in_the_way(rel) || self.engine.take_delete()
     }
 
     fn removed(&self, rel: &Path, kind: Kind) {
+        if self.is_in_the_way(rel) {
+            return;
+        }
         Stats::bump(&self.engine.stats.files_deleted);
         self.engine.out.deletion(&self.base.join(rel), kind);
     }
@@ -81,8 +96,8 @@ impl<D: Destination> Engine<'_, D> {
         self.delete_budget.0.load(Ordering::Relaxed) > 0
     }
 
-    /// Removes `name` of kind `kind` from `dir` (`at`, below DEST), a directory with
-    /// everything in it. Returns whether it is gone (`false`: `--max-delete` kept it or
+    /// Removes `name` of kind `kind` from `dir` (`at`, below DEST) to make room for an
+    /// entry of another type, a directory with everything in it. Returns whether it is gone (`false`: `--max-delete` kept it or
     /// part of it). A dry run itemizes and counts the same entries and removes nothing.
     pub(super) fn delete(
         &self,
@@ -97,6 +112,7 @@ impl<D: Destination> Engine<'_, D> {
             base: &at.rel,
             budget,
             protect: None,
+            making_room: true,
         };
         self.delete_with(dir, name, at, kind, &each)
     }
@@ -115,6 +131,7 @@ impl<D: Destination> Engine<'_, D> {
             base: &node.rel,
             budget,
             protect: (!self.cfg.filter.is_empty()).then_some(&*node.filters),
+            making_room: false,
         };
         self.delete_with(node.dir.as_ref(), name, node, kind, &each)
     }

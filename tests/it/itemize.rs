@@ -105,3 +105,79 @@ fn itemized_lines_are_rsyncs_byte_for_byte() {
     compare(src.root(), Some(old.root()), &s, "update", &["--delete"]);
     compare(src.root(), Some(old.root()), &s, "dry", &["--delete", "-n"]);
 }
+
+/// An entry replaced by one of another type is not itemized as deleted (rsync's
+/// "make room" removals are not logged; a script counting `*deleting` lines counts
+/// what the source lacks), what was inside a replaced directory is; the same with
+/// `--stats`' count of deleted files.
+#[test]
+fn type_changes_itemize_only_what_was_inside() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("was_dir", "now a file")
+        .file("was_link/f", "now a directory")
+        .symlink("was_file", "was_dir");
+    src.age();
+    let old = Tree::new(s.join("old"));
+    old.file("was_dir/f", "f")
+        .file("was_dir/sub/g", "g")
+        .symlink("was_link", "elsewhere")
+        .file("was_file", "a file");
+    old.age();
+    for (i, extra) in [&["--delete"][..], &["--force"], &["--delete", "-n"]]
+        .iter()
+        .enumerate()
+    {
+        compare(src.root(), Some(old.root()), &s, &format!("tc{i}"), extra);
+    }
+    let dst = s.join("stats");
+    copy_tree(old.root(), &dst);
+    let out = nfsync()
+        .args(["-a", "--stats", "--delete"])
+        .arg(slash(src.root()))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Number of deleted files: 3 (reg: 2, dir: 1)"),
+        "{}",
+        describe(&out)
+    );
+}
+
+/// Without `--delete` or `--force` a non-empty directory in the way of a file stays,
+/// with rsync's two lines and exit 23; an empty one is replaced.
+#[test]
+fn a_non_empty_directory_in_the_way_needs_force_or_delete() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("full", "a file").file("empty", "a file").age();
+    let old = Tree::new(s.join("old"));
+    old.file("full/f", "f").dir("empty").age();
+    for (tool, dst) in [("rsync", s.join("r")), ("nfsync", s.join("n"))] {
+        copy_tree(old.root(), &dst);
+        let args = [OsStr::new("-ai"), &slash(src.root()), dst.as_os_str()];
+        let out = match tool {
+            "rsync" => Command::new("rsync").args(args).output().unwrap(),
+            _ => nfsync().args(args).output().unwrap(),
+        };
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(23), "{tool}: {}", describe(&out));
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l == "cannot delete non-empty directory: full"),
+            "{tool}: {stdout}"
+        );
+        assert!(
+            stderr.contains("could not make way for new regular file: full"),
+            "{tool}: {stderr}"
+        );
+        assert!(dst.join("full/f").is_file(), "{tool} removed full/");
+        assert!(dst.join("empty").is_file(), "{tool} kept empty/");
+    }
+}

@@ -86,6 +86,25 @@ impl<D: Destination> Engine<'_, D> {
                     r => r.map(|()| true),
                 }
             }
+            Some(d)
+                if existing.kind == Kind::Dir
+                    && !(self.cfg.delete || self.cfg.force)
+                    && !self.is_empty_dir(d, &job.entry.name) =>
+            {
+                // rsync removes a directory in the way only when it is empty, or
+                // with --force or --delete.
+                self.out.info(format_args!(
+                    "cannot delete non-empty directory: {}",
+                    rel.display()
+                ));
+                Stats::bump(&self.stats.errors);
+                self.out.note(format_args!(
+                    "could not make way for new {}: {}",
+                    kind_words(job.entry.meta.kind),
+                    rel.display()
+                ));
+                return false;
+            }
             _ => self.delete(
                 dir,
                 &job.entry.name,
@@ -110,6 +129,14 @@ impl<D: Destination> Engine<'_, D> {
                 self.dest_error(rel, e);
                 false
             }
+        }
+    }
+
+    /// Whether the directory `name` of `dir` holds nothing (or is gone).
+    fn is_empty_dir(&self, dir: &D::Dir, name: &std::ffi::OsStr) -> bool {
+        match self.dest.open_dir(dir, name) {
+            Ok((sub, _)) => self.dest.list(&sub).is_ok_and(|l| l.is_empty()),
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
         }
     }
 
@@ -317,6 +344,12 @@ impl<D: Destination> Engine<'_, D> {
     ) -> Attempt {
         job.parent.changed.store(true, Ordering::Relaxed);
         if self.cfg.dry_run {
+            // What would be removed for it is itemized (and refused) as in a real run.
+            if let Put::MakeWay(d) = &put
+                && !self.make_way(job, rel, d)
+            {
+                return Attempt::Done(false);
+            }
             Stats::bump(&self.stats.files_copied);
             self.stats
                 .bytes_copied
@@ -468,5 +501,16 @@ impl<D: Destination> Engine<'_, D> {
         } else {
             (!src.mtime.matches(dst.mtime, self.rules.modify_window)).into()
         }
+    }
+}
+
+/// rsync's words for the kind of entry a removal made way for.
+fn kind_words(kind: Kind) -> &'static str {
+    match kind {
+        Kind::File => "regular file",
+        Kind::Dir => "directory",
+        Kind::Symlink => "symlink",
+        Kind::CharDev | Kind::BlockDev => "device file",
+        Kind::Fifo | Kind::Socket => "special file",
     }
 }

@@ -349,6 +349,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         dest: PathBuf::from("fake"),
         dry_run: false,
         delete,
+        force: false,
         max_delete: None,
         filter: Default::default(),
         compare: Compare::QuickCheck,
