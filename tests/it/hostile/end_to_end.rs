@@ -1,5 +1,6 @@
 //! The end-to-end half: the binary under an address-space limit against servers
-//! whose replies claim 4 GiB, where an allocation by the claimed length would abort.
+//! whose replies claim 4 GiB, where an allocation by the claimed length would abort,
+//! the server being the destination or the source.
 //!
 //! Apart from the decoder tests because it needs none of their machinery (no counting
 //! allocator, no random replies), only fake servers on real sockets.
@@ -212,4 +213,63 @@ fn garbage_reply_for_one_file_is_a_per_file_error() {
         "{err}"
     );
     assert_copied(&out, 2);
+}
+
+/// A source server claiming 4 GiB in every reply: the run ends 10 with one line naming
+/// it, as for a destination.
+#[test]
+fn source_claiming_4gib_in_every_reply_gets_an_error_exit() {
+    let mut servers = Servers::default();
+    let port = answering(&mut servers, |xid, _, _| verifier_claims_4gib(xid));
+    let s = Scratch::new();
+    let url = format!("nfs://127.0.0.1/x/?nfsport={port}&mountport={port}");
+    let out = nfsync_limited(&[
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        url.as_ref(),
+        s.join("dst").as_os_str(),
+    ]);
+    assert_refused_cleanly(&out, port);
+    assert!(!s.join("dst").exists(), "{}", describe(&out));
+}
+
+/// A garbage reply to one source file's call (the LOOKUP that checks it after its
+/// READs names it) is that file's error (exit 23); the rest is copied.
+#[test]
+fn garbage_reply_for_one_source_file_is_a_per_file_error() {
+    let server = Server::memfs();
+    let memfs = server.port;
+    let s = Scratch::new();
+    Tree::new(s.join("src"))
+        .file("a", "x")
+        .file("b", "y")
+        .file("hostile", "z");
+    let out = crate::support::run_nfsync(&[], &s.join("src"), server.url("/d"));
+    assert!(out.status.success(), "{}", describe(&out));
+    let mut servers = Servers::default();
+    let proxy = poisoning_proxy(&mut servers, memfs, b"hostile");
+    let url = format!("nfs://127.0.0.1/d/?nfsport={proxy}&mountport={memfs}");
+    let dst = s.join("dst");
+    let out = nfsync_limited(&[
+        "--json".as_ref(),
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        url.as_ref(),
+        dst.as_os_str(),
+    ]);
+    drop(servers);
+    drop(server);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), None, "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("/d/hostile") && l.contains("invalid RPC reply")),
+        "{err}"
+    );
+    assert_copied(&out, 2);
+    assert_eq!(std::fs::read(dst.join("a")).unwrap(), b"x");
+    assert_eq!(std::fs::read(dst.join("b")).unwrap(), b"y");
+    assert!(!dst.join("hostile").exists());
 }
