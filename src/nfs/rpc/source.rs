@@ -131,8 +131,19 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
             listed.size,
             self.ops.read_size(),
             |off, len| self.ops.read(&fh, off, len),
-        )
-        .map_err(to_io)?;
+        );
+        let read = match read {
+            Ok(read) => read,
+            // The listing's handle went stale: the file was removed since. Gone by
+            // name too, it vanished, as a local source's file would.
+            Err(e) if e.raw_os_error() == Some(libc::ESTALE) => {
+                return match self.ops.find(&self.dir, name).map_err(to_io)? {
+                    None => Err(not_found()),
+                    Some(_) => Err(to_io(e)),
+                };
+            }
+            Err(e) => return Err(to_io(e)),
+        };
         // What the file is now, after the last byte: the copy compares it with the
         // listing, so a file that changed while it was read is reported and left
         // without the source's mtime.

@@ -141,6 +141,11 @@ macro_rules! protocol_tests {
         fn source_file_permission_denied_is_named() {
             super::source_faults::source_file_permission_denied_is_named($proto);
         }
+
+        #[test]
+        fn source_files_vanishing_mid_run_end_24() {
+            super::source_faults::source_files_vanishing_mid_run_end_24($proto);
+        }
     };
 }
 use protocol_tests;

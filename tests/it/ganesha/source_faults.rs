@@ -1,7 +1,8 @@
 //! Faults of an `nfs://` source, for both NFS versions (one `#[test]` per version, made
 //! by [`protocol_tests!`](super::protocol_tests)): the source server killed mid-run
 //! and restarted, stopped or killed for good, connections cut; a file growing and one
-//! shrinking while they are read, a file the run may not read. Each case reads from a server of its own that
+//! shrinking while they are read, a file the run may not read, entries removed
+//! between the listing and the copy. Each case reads from a server of its own that
 //! speaks its version alone, into a local directory, and is judged against the
 //! export's backing directory with `rsync -anciH --delete`.
 
@@ -355,4 +356,76 @@ pub(super) fn source_file_permission_denied_is_named(proto: Proto) {
     let diff = crate::support::rsync_diff_with(&src, &dst, &["--exclude=/d1/secret"]);
     assert!(diff.is_empty(), "the others:\n{diff}");
     assert_eq!(stat(&json_stats(&out), "errors"), 1, "{}", describe(&out));
+}
+
+/// Files deleted from the source after the listing and before their copy (a slow
+/// proxy keeps the copy going): each one not copied by then is reported as vanished,
+/// the run ends 24 as rsync's does, and every other file is copied.
+pub(super) fn source_files_vanishing_mid_run_end_24(proto: Proto) {
+    let Some((dir, g)) = ganesha::own(proto.alone()) else {
+        return;
+    };
+    let src = g.export.join("src");
+    const FILES: usize = 1500;
+    let t = Tree::new(&src);
+    for f in 0..FILES {
+        t.random_file(format!("f{f:04}"), 2_000, f as u64);
+    }
+    let mut servers = Servers::default();
+    let slow = servers.slow_proxy(g.nfs_port, Duration::from_millis(3), 1e9);
+    let through_proxy = Export {
+        nfs_port: slow,
+        ..g.export(proto)
+    };
+    let dst = dir.join("dst");
+    let started = Instant::now();
+    let child = start(
+        &["--timeout", "30"],
+        &contents_of(&through_proxy, "src", ""),
+        &dst,
+    );
+    copied_at_least(&dst, 20);
+    let deleted: Vec<String> = (FILES / 2..FILES).map(|f| format!("f{f:04}")).collect();
+    for name in &deleted {
+        fs::remove_file(src.join(name)).unwrap();
+    }
+    let deleted_at = started.elapsed();
+    let out = wait_at_most(child, Duration::from_secs(120), "nfsync hangs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "{proto:?} {} files deleted {:.1} s into a run of {:.1} s: exit {:?}\n{}",
+        deleted.len(),
+        deleted_at.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        out.status.code(),
+        err.lines().take(5).collect::<Vec<_>>().join("\n")
+    );
+    assert_eq!(out.status.code(), Some(24), "{}", describe(&out));
+    let mut vanished = 0;
+    for name in &deleted {
+        let reported = err
+            .lines()
+            .any(|l| l.contains("vanished") && l.ends_with(&format!("src/{name}")));
+        match dst.join(name).exists() {
+            true => assert!(!reported, "{name} copied and reported as vanished"),
+            false => {
+                assert!(reported, "{name} neither copied nor reported:\n{err}");
+                vanished += 1;
+            }
+        }
+    }
+    assert!(vanished > 0, "the deletion came too late to test anything");
+    let lines = err.lines().filter(|l| !l.trim().is_empty()).count();
+    assert_eq!(
+        lines, vanished,
+        "one line per vanished file, nothing else:\n{err}"
+    );
+    for f in 0..FILES / 2 {
+        let name = format!("f{f:04}");
+        assert_eq!(
+            fs::read(dst.join(&name)).ok(),
+            fs::read(src.join(&name)).ok(),
+            "{name}"
+        );
+    }
 }
