@@ -70,7 +70,21 @@ pub(super) fn list(parent: &Arc<Held>, dir: &dyn RemoteDir, e: &SrcEntry) -> Lis
     let Held::Remote(listed_dir) = &*held else {
         unreachable!("a remote directory's entries are remote")
     };
-    let (listed, problems) = listed_dir.entries().map_err(ListError::Dir)?;
+    let (listed, problems) = match listed_dir.entries() {
+        Ok(listed) => listed,
+        // Its handle went stale: it was removed since its parent's listing. Gone by
+        // name too, it vanished, as a local directory would.
+        Err(err)
+            if err.raw_os_error() == Some(libc::ESTALE)
+                && !e.name.is_empty()
+                && dir
+                    .lstat(&e.name)
+                    .is_err_and(|gone| gone.kind() == io::ErrorKind::NotFound) =>
+        {
+            return Err(ListError::Dir(io::Error::from_raw_os_error(libc::ENOENT)));
+        }
+        Err(err) => return Err(ListError::Dir(err)),
+    };
     let mut entries: Vec<SrcEntry> = listed
         .into_iter()
         .map(|(name, meta)| SrcEntry {

@@ -146,6 +146,11 @@ macro_rules! protocol_tests {
         fn source_files_vanishing_mid_run_end_24() {
             super::source_faults::source_files_vanishing_mid_run_end_24($proto);
         }
+
+        #[test]
+        fn source_dirs_vanishing_mid_run_end_24() {
+            super::source_faults::source_dirs_vanishing_mid_run_end_24($proto);
+        }
     };
 }
 use protocol_tests;

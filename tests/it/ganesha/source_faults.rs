@@ -429,3 +429,86 @@ pub(super) fn source_files_vanishing_mid_run_end_24(proto: Proto) {
         );
     }
 }
+
+/// Directories removed from the source after their parent's listing (once the copy
+/// made the first of them; a slow proxy keeps the walk going): each one not listed by
+/// then is reported as vanished, as the files of those listed and not yet copied are;
+/// the run ends 24 and every other directory is copied exactly.
+pub(super) fn source_dirs_vanishing_mid_run_end_24(proto: Proto) {
+    let Some((dir, g)) = ganesha::own(proto.alone()) else {
+        return;
+    };
+    let src = g.export.join("src");
+    const DIRS: usize = 60;
+    many_small_dirs(&src, DIRS);
+    let mut servers = Servers::default();
+    let slow = servers.slow_proxy(g.nfs_port, Duration::from_millis(10), 1e9);
+    let through_proxy = Export {
+        nfs_port: slow,
+        ..g.export(proto)
+    };
+    let dst = dir.join("dst");
+    let started = Instant::now();
+    let child = start(
+        &["--timeout", "30"],
+        &contents_of(&through_proxy, "src", ""),
+        &dst,
+    );
+    while !dst.join("d00").exists() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let deleted: Vec<String> = (DIRS / 2..DIRS).map(|d| format!("d{d:02}")).collect();
+    for name in &deleted {
+        fs::remove_dir_all(src.join(name)).unwrap();
+    }
+    let deleted_at = started.elapsed();
+    let out = wait_at_most(child, Duration::from_secs(120), "nfsync hangs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "{proto:?} {} directories deleted {:.1} s into a run of {:.1} s: exit {:?}\n{}",
+        deleted.len(),
+        deleted_at.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        out.status.code(),
+        err.lines().take(5).collect::<Vec<_>>().join("\n")
+    );
+    assert_eq!(out.status.code(), Some(24), "{}", describe(&out));
+    assert!(
+        err.lines().all(|l| l.contains("file has vanished: ")),
+        "only vanished entries are reported:\n{err}"
+    );
+    // A directory listed while it was being removed lists what was left of it: its
+    // files are judged by what the run reported, not one by one.
+    for line in err.lines() {
+        assert!(
+            deleted.iter().any(|d| line.contains(&format!("src/{d}"))),
+            "{line}: not in a removed directory"
+        );
+    }
+    let dirs_vanished = deleted
+        .iter()
+        .filter(|d| err.lines().any(|l| l.ends_with(&format!("src/{d}"))))
+        .count();
+    assert!(
+        dirs_vanished > 0,
+        "the directories were removed too late to test anything:\n{err}"
+    );
+    for d in 0..DIRS / 2 {
+        let rel = format!("d{d:02}");
+        let diff = rsync_diff(&src.join(&rel), &dst.join(&rel));
+        assert!(diff.is_empty(), "{rel}:\n{diff}");
+    }
+}
+
+/// Files per directory of [`many_small_dirs`].
+const PER_DIR: usize = 25;
+
+/// `dirs` directories `dNN` of [`PER_DIR`] files `fNN` of 2,000 bytes.
+fn many_small_dirs(root: &Path, dirs: usize) {
+    let t = Tree::new(root);
+    for d in 0..dirs {
+        for f in 0..PER_DIR {
+            t.random_file(format!("d{d:02}/f{f:02}"), 2_000, (d * 100 + f) as u64);
+        }
+    }
+}
