@@ -135,12 +135,14 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
         let read = match read {
             Ok(read) => read,
             // The listing's handle went stale: the file was removed since. Gone by
-            // name too, it vanished, as a local source's file would.
+            // name too, it vanished, as a local source's file would; replaced (a new
+            // file renamed over it), nothing of what was listed was read, which the
+            // check below reports as a change.
             Err(e) if e.raw_os_error() == Some(libc::ESTALE) => {
-                return match self.ops.find(&self.dir, name).map_err(to_io)? {
-                    None => Err(not_found()),
-                    Some(_) => Err(to_io(e)),
-                };
+                match self.ops.find(&self.dir, name).map_err(to_io)? {
+                    None => return Err(not_found()),
+                    Some(_) => 0,
+                }
             }
             Err(e) => return Err(to_io(e)),
         };

@@ -148,6 +148,11 @@ macro_rules! protocol_tests {
         }
 
         #[test]
+        fn source_files_replaced_mid_run_are_reported() {
+            super::source_faults::source_files_replaced_mid_run_are_reported($proto);
+        }
+
+        #[test]
         fn source_dirs_vanishing_mid_run_end_24() {
             super::source_faults::source_dirs_vanishing_mid_run_end_24($proto);
         }

@@ -9,7 +9,7 @@
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,8 @@ use super::faults::{ROUNDS, TIMEOUT, assert_clear_failure, assert_ended_alone, m
 use crate::support::ganesha::{self, Export, Ganesha, Proto};
 use crate::support::net::Servers;
 use crate::support::{
-    Tree, assert_copied, bin, count_files, describe, json_stats, rsync_diff, stat,
+    Scratch, Tree, assert_copied, bin, count_files, describe, json_stats, rsync_diff,
+    rsync_diff_with, stat,
 };
 
 /// The URL of the contents of `rel` (`rel/`) on `export`, with `extra` query options.
@@ -353,18 +354,28 @@ pub(super) fn source_file_permission_denied_is_named(proto: Proto) {
         "{err}"
     );
     assert!(!dst.join("d1/secret").exists());
-    let diff = crate::support::rsync_diff_with(&src, &dst, &["--exclude=/d1/secret"]);
+    let diff = rsync_diff_with(&src, &dst, &["--exclude=/d1/secret"]);
     assert!(diff.is_empty(), "the others:\n{diff}");
     assert_eq!(stat(&json_stats(&out), "errors"), 1, "{}", describe(&out));
 }
 
-/// Files deleted from the source after the listing and before their copy (a slow
-/// proxy keeps the copy going): each one not copied by then is reported as vanished,
-/// the run ends 24 as rsync's does, and every other file is copied.
-pub(super) fn source_files_vanishing_mid_run_end_24(proto: Proto) {
-    let Some((dir, g)) = ganesha::own(proto.alone()) else {
-        return;
-    };
+/// What [`copy_changing_half`] leaves: the run's output, where it read and wrote, and
+/// the names it changed.
+struct HalfChanged {
+    /// Holds the export and the destination.
+    _dir: Scratch,
+    g: Ganesha,
+    src: PathBuf,
+    dst: PathBuf,
+    out: Output,
+    changed: Vec<String>,
+}
+
+/// A copy of 1,500 small files through a slow proxy, the second half of them given to
+/// `change` once the copy is under way (after the listing, before most files are
+/// read); `None` when ganesha cannot run here.
+fn copy_changing_half(proto: Proto, what: &str, change: impl Fn(&Path)) -> Option<HalfChanged> {
+    let (dir, g) = ganesha::own(proto.alone())?;
     let src = g.export.join("src");
     const FILES: usize = 1500;
     let t = Tree::new(&src);
@@ -385,24 +396,46 @@ pub(super) fn source_files_vanishing_mid_run_end_24(proto: Proto) {
         &dst,
     );
     copied_at_least(&dst, 20);
-    let deleted: Vec<String> = (FILES / 2..FILES).map(|f| format!("f{f:04}")).collect();
-    for name in &deleted {
-        fs::remove_file(src.join(name)).unwrap();
+    let changed: Vec<String> = (FILES / 2..FILES).map(|f| format!("f{f:04}")).collect();
+    for name in &changed {
+        change(&src.join(name));
     }
-    let deleted_at = started.elapsed();
+    let changed_at = started.elapsed();
     let out = wait_at_most(child, Duration::from_secs(120), "nfsync hangs");
-    let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
-        "{proto:?} {} files deleted {:.1} s into a run of {:.1} s: exit {:?}\n{}",
-        deleted.len(),
-        deleted_at.as_secs_f64(),
+        "{proto:?} {} files {what} {:.1} s into a run of {:.1} s: exit {:?}\n{}",
+        changed.len(),
+        changed_at.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         out.status.code(),
-        err.lines().take(5).collect::<Vec<_>>().join("\n")
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
     );
-    assert_eq!(out.status.code(), Some(24), "{}", describe(&out));
+    Some(HalfChanged {
+        _dir: dir,
+        g,
+        src,
+        dst,
+        out,
+        changed,
+    })
+}
+
+/// Files deleted from the source after the listing and before their copy: each one not
+/// copied by then is reported as vanished, the run ends 24 as rsync's does, and every
+/// other file is copied.
+pub(super) fn source_files_vanishing_mid_run_end_24(proto: Proto) {
+    let Some(run) = copy_changing_half(proto, "deleted", |p| fs::remove_file(p).unwrap()) else {
+        return;
+    };
+    let (src, dst, out, deleted) = (&run.src, &run.dst, &run.out, &run.changed);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(24), "{}", describe(out));
     let mut vanished = 0;
-    for name in &deleted {
+    for name in deleted {
         let reported = err
             .lines()
             .any(|l| l.contains("vanished") && l.ends_with(&format!("src/{name}")));
@@ -420,14 +453,45 @@ pub(super) fn source_files_vanishing_mid_run_end_24(proto: Proto) {
         lines, vanished,
         "one line per vanished file, nothing else:\n{err}"
     );
-    for f in 0..FILES / 2 {
-        let name = format!("f{f:04}");
+    for left in fs::read_dir(src).unwrap() {
+        let name = left.unwrap().file_name();
         assert_eq!(
             fs::read(dst.join(&name)).ok(),
             fs::read(src.join(&name)).ok(),
-            "{name}"
+            "{name:?}"
         );
     }
+}
+
+/// Files replaced on the source (a new file renamed over each, as editors save) after
+/// the listing and before their copy: each one not copied by then is reported as
+/// changed while being copied, the run ends 23, and a re-run is exact.
+pub(super) fn source_files_replaced_mid_run_are_reported(proto: Proto) {
+    let replace = |p: &Path| {
+        let new = p.with_extension("new");
+        fs::write(&new, [9u8; 3_000]).unwrap();
+        fs::rename(&new, p).unwrap();
+    };
+    let Some(run) = copy_changing_half(proto, "replaced", replace) else {
+        return;
+    };
+    let (g, src, dst, out, replaced) = (&run.g, &run.src, &run.dst, &run.out, &run.changed);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(23), "{}", describe(out));
+    let reported: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        !reported.is_empty(),
+        "the change came too late to test anything"
+    );
+    for line in reported {
+        assert!(
+            line.contains("changed while being copied")
+                && replaced.iter().any(|n| line.contains(&format!("src/{n}:"))),
+            "not a replaced file's change: {line}"
+        );
+    }
+    let url = contents_of(&g.export(proto), "src", "");
+    rerun_is_exact(g, &url, src, dst, &[]);
 }
 
 /// Directories removed from the source after their parent's listing (once the copy
