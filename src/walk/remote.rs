@@ -67,7 +67,20 @@ pub trait RemoteDir: Send + Sync {
 /// listing is.
 pub(super) fn list(parent: &dyn RemoteDir, e: &SrcEntry) -> Listing {
     let dir = parent.open_dir(&e.name).map_err(ListError::Dir)?;
-    let (listed, problems) = dir.entries().map_err(ListError::Dir)?;
+    let (listed, problems) = match dir.entries() {
+        Ok(listed) => listed,
+        // Its handle went stale: it was removed since its parent's listing. Gone by
+        // name too, it vanished, as a local directory would.
+        Err(err)
+            if err.raw_os_error() == Some(libc::ESTALE)
+                && parent
+                    .lstat(&e.name)
+                    .is_err_and(|gone| gone.kind() == io::ErrorKind::NotFound) =>
+        {
+            return Err(ListError::Dir(io::Error::from_raw_os_error(libc::ENOENT)));
+        }
+        Err(err) => return Err(ListError::Dir(err)),
+    };
     let held = Arc::new(Held::Remote(dir));
     let mut entries: Vec<SrcEntry> = listed
         .into_iter()

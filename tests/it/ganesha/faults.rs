@@ -63,7 +63,7 @@ pub(super) fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Ou
 /// 11 I/O, 23 some files failed, 30 timeout), no panic, and something on stderr; when
 /// the run ended as a whole (not 23, where each failed file has its line), one line says
 /// why.
-fn assert_clear_failure(out: &Output, what: &str) {
+pub(super) fn assert_clear_failure(out: &Output, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{what}: {}", describe(out));
     let code = out.status.code();
@@ -186,14 +186,14 @@ pub(super) fn connections_cut_mid_run_end_exact(proto: Proto) {
 }
 
 /// `--timeout` of the runs that lose their server: short, so that the bound is tight.
-const TIMEOUT: Duration = Duration::from_secs(3);
+pub(super) const TIMEOUT: Duration = Duration::from_secs(3);
 /// What a run that lost its server may take beyond `--timeout` to end: every worker
 /// stops, the summary is printed, the process exits, and the test notices (it polls
 /// every 50 ms). That is well under half a second alone; the rest is for a loaded
 /// two-core machine, where a process may wait that long for a core.
-const SLACK: Duration = Duration::from_millis(1500);
+pub(super) const SLACK: Duration = Duration::from_millis(1500);
 /// Runs per case: the same server state must end with the same code every time.
-const ROUNDS: usize = 3;
+pub(super) const ROUNDS: usize = 3;
 
 /// The server stopped mid-run (SIGSTOP: its connections stay up, nothing answers): the
 /// run ends `--timeout` after the stop with exit 30, with the default connections and
@@ -285,7 +285,7 @@ pub(super) fn server_killed_mid_run_ends_within_timeout(proto: Proto) {
 /// A run whose server went away `took` ago ended with `code`, no sooner than
 /// `--timeout` (it waited for the server) and within [`SLACK`] after it; one line on
 /// stderr names the server, and the summary was printed.
-fn assert_ended_alone(out: &Output, took: Duration, code: i32, what: &str) {
+pub(super) fn assert_ended_alone(out: &Output, took: Duration, code: i32, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!(
         "{what}: exit {:?} {:.2} s after --timeout {} s\n{err}",

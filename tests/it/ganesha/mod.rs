@@ -6,7 +6,8 @@
 //! shared scenario, against the server the tests of that version share (each in its own
 //! directory of the export, judged by reading that directory back locally with
 //! `rsync -anciH --delete`), and every case of [`faults`] (the server killed mid-run,
-//! stopped or killed for good, connections cut), against a server of its own. [`v3`]
+//! stopped or killed for good, connections cut) and of [`source_faults`] (the same
+//! and more with the server as the source), against a server of its own. [`v3`]
 //! and [`v41`] each expand [`protocol_tests!`] for their version, beside the tests of
 //! that version alone.
 //!
@@ -28,6 +29,7 @@ mod efs;
 mod faults;
 mod operator_paths;
 mod servers;
+mod source_faults;
 mod v3;
 mod v41;
 
@@ -78,7 +80,7 @@ impl Target for GaneshaTarget {
 
 /// The tests every NFS version runs, as `#[test]`s of the module that expands it for
 /// its version `$proto`: each scenario group a server can hold, and each case of
-/// [`faults`].
+/// [`faults`] and [`source_faults`].
 macro_rules! protocol_tests {
     ($proto:expr) => {
         crate::scenarios::scenario_tests!(files, super::GaneshaTarget::new($proto));
@@ -113,6 +115,46 @@ macro_rules! protocol_tests {
         #[test]
         fn connections_cut_mid_run_end_exact() {
             super::faults::connections_cut_mid_run_end_exact($proto);
+        }
+
+        #[test]
+        fn source_killed_mid_run_then_restarted() {
+            super::source_faults::source_killed_mid_run_then_restarted($proto);
+        }
+
+        #[test]
+        fn source_gone_mid_run_ends_within_timeout() {
+            super::source_faults::source_gone_mid_run_ends_within_timeout($proto);
+        }
+
+        #[test]
+        fn source_connections_cut_mid_run_end_exact() {
+            super::source_faults::source_connections_cut_mid_run_end_exact($proto);
+        }
+
+        #[test]
+        fn source_file_changing_while_read_is_reported() {
+            super::source_faults::source_file_changing_while_read_is_reported($proto);
+        }
+
+        #[test]
+        fn source_file_permission_denied_is_named() {
+            super::source_faults::source_file_permission_denied_is_named($proto);
+        }
+
+        #[test]
+        fn source_files_vanishing_mid_run_end_24() {
+            super::source_faults::source_files_vanishing_mid_run_end_24($proto);
+        }
+
+        #[test]
+        fn source_files_replaced_mid_run_are_reported() {
+            super::source_faults::source_files_replaced_mid_run_are_reported($proto);
+        }
+
+        #[test]
+        fn source_dirs_vanishing_mid_run_end_24() {
+            super::source_faults::source_dirs_vanishing_mid_run_end_24($proto);
         }
     };
 }

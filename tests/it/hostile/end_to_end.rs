@@ -1,5 +1,6 @@
 //! The end-to-end half: the binary under an address-space limit against servers
-//! whose replies claim 4 GiB, where an allocation by the claimed length would abort.
+//! whose replies claim 4 GiB, where an allocation by the claimed length would abort,
+//! the server being the destination or the source.
 //!
 //! Apart from the decoder tests because it needs none of their machinery (no counting
 //! allocator, no random replies), only fake servers on real sockets.
@@ -61,9 +62,14 @@ fn answering(servers: &mut Servers, answer: fn(u32, u32, u32) -> Vec<u32>) -> u1
     })
 }
 
-/// A proxy to `target` that answers calls whose arguments contain `needle` itself, with
+/// Whether a call's arguments contain the name `hostile`.
+fn names_hostile(call: &[u8]) -> bool {
+    call.windows(7).any(|w| w == b"hostile")
+}
+
+/// A proxy to `target` that answers the calls `poison` picks itself, with
 /// [`verifier_claims_4gib`]; every other call and reply passes unchanged.
-fn poisoning_proxy(servers: &mut Servers, target: u16, needle: &'static [u8]) -> u16 {
+fn poisoning_proxy(servers: &mut Servers, target: u16, poison: fn(&[u8]) -> bool) -> u16 {
     servers.listen(move |client| {
         let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
             return;
@@ -74,7 +80,7 @@ fn poisoning_proxy(servers: &mut Servers, target: u16, needle: &'static [u8]) ->
         let (mut c_out, mut s_in) = (client, server);
         let up = std::thread::spawn(move || {
             while let Some(call) = read_rec(&mut c_in) {
-                if call.windows(needle.len()).any(|w| w == needle) {
+                if poison(&call) {
                     marked.lock().unwrap().insert(word(&call, 0));
                 }
                 let mut out = (0x8000_0000u32 | call.len() as u32).to_be_bytes().to_vec();
@@ -186,7 +192,7 @@ fn garbage_reply_for_one_file_is_a_per_file_error() {
     let server = Server::memfs();
     let memfs = server.port;
     let mut servers = Servers::default();
-    let proxy = poisoning_proxy(&mut servers, memfs, b"hostile");
+    let proxy = poisoning_proxy(&mut servers, memfs, names_hostile);
     let s = Scratch::new();
     Tree::new(s.join("src"))
         .file("a", "x")
@@ -212,4 +218,126 @@ fn garbage_reply_for_one_file_is_a_per_file_error() {
         "{err}"
     );
     assert_copied(&out, 2);
+}
+
+/// A source server claiming 4 GiB in every reply: the run ends 10 with one line naming
+/// it, as for a destination.
+#[test]
+fn source_claiming_4gib_in_every_reply_gets_an_error_exit() {
+    let mut servers = Servers::default();
+    let port = answering(&mut servers, |xid, _, _| verifier_claims_4gib(xid));
+    let s = Scratch::new();
+    let url = format!("nfs://127.0.0.1/x/?nfsport={port}&mountport={port}");
+    let out = nfsync_limited(&[
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        url.as_ref(),
+        s.join("dst").as_os_str(),
+    ]);
+    assert_refused_cleanly(&out, port);
+    assert!(!s.join("dst").exists(), "{}", describe(&out));
+}
+
+/// A garbage reply to one source file's call is that file's error (exit 23); the rest
+/// is copied. (The call that names it: its LOOKUP as a `--files-from` name; a listed
+/// file is read by its handle alone.)
+#[test]
+fn garbage_reply_for_one_source_file_is_a_per_file_error() {
+    let server = Server::memfs();
+    let memfs = server.port;
+    let s = Scratch::new();
+    Tree::new(s.join("src"))
+        .file("a", "x")
+        .file("b", "y")
+        .file("hostile", "z");
+    let out = crate::support::run_nfsync(&[], &s.join("src"), server.url("/d"));
+    assert!(out.status.success(), "{}", describe(&out));
+    let mut servers = Servers::default();
+    let proxy = poisoning_proxy(&mut servers, memfs, names_hostile);
+    let url = format!("nfs://127.0.0.1/d/?nfsport={proxy}&mountport={memfs}");
+    let dst = s.join("dst");
+    let list = s.join("list");
+    std::fs::write(&list, "a\nb\nhostile\n").unwrap();
+    let mut from = std::ffi::OsString::from("--files-from=");
+    from.push(&list);
+    let out = nfsync_limited(&[
+        "--json".as_ref(),
+        "--timeout".as_ref(),
+        "5".as_ref(),
+        from.as_ref(),
+        url.as_ref(),
+        dst.as_os_str(),
+    ]);
+    drop(servers);
+    drop(server);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), None, "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("/d/hostile") && l.contains("invalid RPC reply")),
+        "{err}"
+    );
+    assert_copied(&out, 2);
+    assert_eq!(std::fs::read(dst.join("a")).unwrap(), b"x");
+    assert_eq!(std::fs::read(dst.join("b")).unwrap(), b"y");
+    assert!(!dst.join("hostile").exists());
+}
+
+/// Every reply to one kind of NFSv3 call a source makes is garbage: the run ends with
+/// the error exit of what could not be read, whose lines name it and say why, never a
+/// panic or an abort. LOOKUP first finds the operand (exit 3, as for a source operand
+/// that cannot be looked at), READDIRPLUS lists the operand (23), READ reads each file
+/// (23, a line each).
+#[test]
+fn garbage_replies_to_each_kind_of_source_call_end_in_an_error_exit() {
+    let server = Server::memfs();
+    let memfs = server.port;
+    let s = Scratch::new();
+    Tree::new(s.join("src"))
+        .file("a", "x")
+        .file("dir/b", "y")
+        .random_file("big", 3_000_000, 1);
+    let out = crate::support::run_nfsync(&[], &s.join("src"), server.url("/d"));
+    assert!(out.status.success(), "{}", describe(&out));
+    type Case = (
+        &'static str,
+        fn(&[u8]) -> bool,
+        i32,
+        &'static [&'static str],
+    );
+    let cases: [Case; 3] = [
+        ("LOOKUP", |call| word(call, 5) == 3, 3, &["/d/:"]),
+        (
+            "READ",
+            |call| word(call, 5) == 6,
+            23,
+            &["/d/a:", "/d/big:", "/d/dir/b:"],
+        ),
+        ("READDIRPLUS", |call| word(call, 5) == 17, 23, &["/d/:"]),
+    ];
+    for (what, poison, code, named) in cases {
+        let mut servers = Servers::default();
+        let proxy = poisoning_proxy(&mut servers, memfs, poison);
+        let url = format!("nfs://127.0.0.1/d/?nfsport={proxy}&mountport={memfs}");
+        let dst = s.join(format!("dst-{what}"));
+        let out = nfsync_limited(&[
+            "--timeout".as_ref(),
+            "5".as_ref(),
+            url.as_ref(),
+            dst.as_os_str(),
+        ]);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), None, "{what}: {}", describe(&out));
+        assert_eq!(out.status.code(), Some(code), "{what}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        for path in named {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(path) && l.contains("invalid RPC reply")),
+                "{what}: no line names {path}:\n{err}"
+            );
+        }
+    }
 }
