@@ -139,6 +139,14 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn hard_linked_file(&self, job: EntryJob<D>, done: ChildDone<'_, '_, D>) {
         let key = (job.entry.meta.dev, job.entry.meta.ino);
         let rel = job.parent.rel.join(&job.entry.name);
+        // --ignore-existing: a name DEST has stays as it is, neither a copy for the
+        // others to link to (its old bytes are not the source's) nor linked (rsync).
+        if self.cfg.skip.ignore_existing
+            && matches!(self.dest_meta(&job, job.known, &rel), Ok(Some(_)))
+        {
+            self.file(&job, &rel);
+            return;
+        }
         let leader = {
             let mut links = self.links.0.lock().unwrap();
             match links.get_mut(&key) {

@@ -23,6 +23,8 @@
 //! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
 //!   --delay-updates, --bwlimit).
 //! - [`rsync_safety`]: `--backup`, `--link-dest` and its kin, `--remove-source-files`.
+//! - [`rsync_scripts`]: command lines from public scripts where nfsync differed
+//!   (`-H --ignore-existing`, a file where the source has a directory, owners without `-p`).
 //! - [`rsync_trust`]: symlinks owned by another user in the paths options name and in
 //!   merge files are not followed (`--insecure-links` follows them).
 //! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
@@ -58,6 +60,7 @@ mod rsync_links;
 mod rsync_output;
 mod rsync_paths;
 mod rsync_safety;
+mod rsync_scripts;
 mod rsync_trust;
 mod rsync_unsafe_links;
 mod scenarios;

@@ -303,6 +303,12 @@ impl<D: Destination> Engine<'_, D> {
                 Some(d)
             }
             other => {
+                if other.is_some() && self.cfg.skip.ignore_existing {
+                    // --ignore-existing leaves it, and nothing can go inside (rsync).
+                    let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+                    self.dest_error(&rel, crate::dest::Error::Entry(e));
+                    return;
+                }
                 if let Some(kind) = other {
                     // Something else is in the way of the directory.
                     match self.delete(pdir, &entry.name, &parent, kind, Budget::Counted) {

@@ -157,10 +157,19 @@ impl<D: Destination> Engine<'_, D> {
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            match self
-                .dest
-                .set_attrs(dir, &job.entry.name, &self.give(&job.entry.meta), what)
-            {
+            let mut given = self.give(&job.entry.meta);
+            // Without -p the owner is fixed and the mode left as DEST has it (rsync);
+            // the backend restores it after the chown, which clears setuid bits.
+            if !self.cfg.perms && !what.mode && what.owner {
+                let now = match job.known {
+                    DestKnown::Present(m) => Some(m),
+                    _ => self.dest.stat(dir, &job.entry.name).ok().flatten(),
+                };
+                if let Some(m) = now {
+                    given.mode = m.mode;
+                }
+            }
+            match self.dest.set_attrs(dir, &job.entry.name, &given, what) {
                 Ok(()) => {}
                 // Another run removed the name, or renamed its own copy over it, between
                 // our look and the change: look again.

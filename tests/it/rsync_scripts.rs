@@ -1,0 +1,94 @@
+//! Command lines taken from public deploy, backup and mirror scripts, where nfsync gave
+//! another result than rsync: each run by rsync and nfsync side by side from the same
+//! trees, the results compared with `rsync -anciH --delete` and the exit codes with
+//! each other.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use crate::support::sides::{Sides, Via};
+use crate::support::{Tree, describe};
+
+/// Runs `flags SRC/ DEST` from `start` on both sides; asserts the same exit code and
+/// the same tree.
+fn same_as_rsync(s: &Sides, flags: &[&str]) {
+    s.copy_start("start");
+    let src = crate::support::slash(&s.join("src"));
+    let ran = s.run("", b"", &|_, cmd| {
+        cmd.args(flags).arg(&src);
+    });
+    assert_eq!(
+        ran.nfsync.status.code(),
+        ran.rsync.status.code(),
+        "{flags:?}: rsync {}\nnfsync {}",
+        describe(&ran.rsync),
+        describe(&ran.nfsync)
+    );
+    let d = s.diff(&[]);
+    assert!(d.is_empty(), "{flags:?}: nfsync differs from rsync:\n{d}");
+}
+
+/// `-H --ignore-existing`: a name DEST has is left as it is, neither linked to the
+/// others of its group nor the copy they link to (its bytes are DEST's, not the
+/// source's); the new names are copied and linked among themselves.
+#[test]
+fn hard_links_with_ignore_existing_leave_existing_names() {
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src"))
+        .file("a", "source\n")
+        .hardlink("b", "a")
+        .hardlink("c", "a")
+        .age();
+    Tree::new(s.join("start"))
+        .file("a", "DEST's own, longer\n")
+        .age();
+    same_as_rsync(&s, &["-aH", "--ignore-existing"]);
+    assert_eq!(fs::read(s.nfsync("b")).unwrap(), b"source\n");
+    assert_eq!(
+        fs::metadata(s.nfsync("b")).unwrap().ino(),
+        fs::metadata(s.nfsync("c")).unwrap().ino()
+    );
+}
+
+/// `--ignore-existing` with a file in DEST where the source has a directory: the file
+/// stays, nothing goes inside it, exit 23; the rest is copied (and deleted).
+#[test]
+fn ignore_existing_keeps_a_file_where_the_source_has_a_directory() {
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src"))
+        .file("x/f", "in\n")
+        .file("other", "o\n")
+        .age();
+    Tree::new(s.join("start"))
+        .file("x", "a file\n")
+        .file("extra", "e\n")
+        .age();
+    for flags in [
+        &["-a", "--ignore-existing"][..],
+        &["-a", "--ignore-existing", "--delete"],
+    ] {
+        same_as_rsync(&s, flags);
+        assert!(s.nfsync("x").is_file());
+    }
+}
+
+/// Without `-p`, fixing an up-to-date file's owner leaves its mode as DEST has it.
+#[test]
+fn owner_fixed_without_perms_keeps_dests_mode() {
+    if !crate::support::root_or_skip("owner tests") {
+        return;
+    }
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src"))
+        .file("f", "same\n")
+        .chmod("f", 0o755)
+        .age();
+    let start = Tree::new(s.join("start"));
+    start.file("f", "same\n").chmod("f", 0o640).age();
+    start.chown("f", 1234, 2345);
+    for flags in [&["-rt", "-o"][..], &["-rt", "-og"], &["-rt", "--chown=0:0"]] {
+        same_as_rsync(&s, flags);
+        let mode = fs::metadata(s.nfsync("f")).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o640, "{flags:?}");
+    }
+}
