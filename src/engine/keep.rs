@@ -364,6 +364,57 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
+    /// What the basis directories do for a regular file DEST has out of date (`dst`):
+    /// as rsync, a basis that matches exactly replaces it: `--link-dest` links it in
+    /// its place, `--compare-dest` removes it (the basis stands for it). `None`: copy
+    /// as usual.
+    pub(super) fn stale_from_basis(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        (src, dst): (&Meta, &Meta),
+        last: bool,
+    ) -> Option<Attempt> {
+        let basis = self.cfg.basis.as_ref()?;
+        if basis.used == BasisUse::Copy {
+            return None;
+        }
+        let name = &job.entry.name;
+        let (found, _) = self.basis_match(job, src, |dir| {
+            self.same_content(dir, name, &job.entry).unwrap_or(false)
+        });
+        let (bdir, Match::Exact, bmeta) = found? else {
+            return None;
+        };
+        // Already that very file: nothing to do that a copy would not undo.
+        if basis.used == BasisUse::Link && (bmeta.dev, bmeta.ino) == (dst.dev, dst.ino) {
+            return None;
+        }
+        job.parent.changed.store(true, Ordering::Relaxed);
+        if !self.cfg.dry_run {
+            let dir = job.parent.dir.as_ref()?;
+            let done = match basis.used {
+                BasisUse::Link => self.link_over(dir, name, &bdir, name),
+                _ => self.dest.remove(dir, name, Kind::File),
+            };
+            match done {
+                Ok(()) => {}
+                Err(e) if !last && is_race(&e) => return Some(Attempt::Raced),
+                Err(e) if e.is_fatal() => {
+                    self.dest_error(rel, e);
+                    return Some(Attempt::Done(false));
+                }
+                Err(_) => return None,
+            }
+        }
+        match basis.used {
+            BasisUse::Link => Stats::bump(&self.stats.links_created),
+            _ => Stats::bump(&self.stats.files_skipped),
+        }
+        self.source_done(job);
+        Some(Attempt::Done(true))
+    }
+
     /// What the basis directories do for a symlink (`target` its target) or special
     /// file DEST lacks: `Some` when it is done (linked or left out), `None` to create
     /// it as usual.

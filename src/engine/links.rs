@@ -305,7 +305,7 @@ impl<D: Destination> Engine<'_, D> {
     /// usual case). Only a name that held another object comes here, so the link looks
     /// `lname` up afresh ([`Destination::hard_link_current`]): another run may have
     /// renamed its copy over our leader.
-    fn link_over(
+    pub(super) fn link_over(
         &self,
         dir: &D::Dir,
         name: &OsString,

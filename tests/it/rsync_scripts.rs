@@ -92,3 +92,31 @@ fn owner_fixed_without_perms_keeps_dests_mode() {
         assert_eq!(mode, 0o640, "{flags:?}");
     }
 }
+
+/// `rsync -a --link-dest=PREV` over a stale snapshot: a DEST file out of date whose
+/// basis matches is replaced by a hard link to the basis (`--compare-dest`: removed,
+/// the basis stands for it; `--copy-dest`: copied as usual).
+#[test]
+fn basis_dirs_replace_a_stale_dest_file() {
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src"))
+        .file("same", "source\n")
+        .file("changed", "new\n")
+        .mtime("same", 1_600_000_000, 0)
+        .mtime("changed", 1_700_000_000, 0);
+    Tree::new(s.join("prev"))
+        .file("same", "source\n")
+        .file("changed", "old\n")
+        .mtime("same", 1_600_000_000, 0)
+        .mtime("changed", 1_600_000_000, 0);
+    Tree::new(s.join("start"))
+        .file("same", "stale\n")
+        .file("changed", "stale\n");
+    for kind in ["--link-dest", "--compare-dest", "--copy-dest"] {
+        let flag = format!("{kind}={}", s.join("prev").display());
+        same_as_rsync(&s, &["-a", &flag]);
+        let linked = fs::metadata(s.nfsync("same")).map(|m| m.ino()).ok();
+        let prev = fs::metadata(s.join("prev/same")).unwrap().ino();
+        assert_eq!(linked == Some(prev), kind == "--link-dest", "{kind}");
+    }
+}

@@ -249,6 +249,12 @@ impl<D: Destination> Engine<'_, D> {
                 }
             };
         }
+        if matches!(decision, Decision::Create | Decision::Replace)
+            && let Some(d) = dst.as_ref().filter(|d| d.kind == Kind::File)
+            && let Some(a) = self.stale_from_basis(job, rel, (src, d), last)
+        {
+            return a;
+        }
         if decision == Decision::Create && dst.is_none() {
             match self.file_from_basis(job, rel, src, last) {
                 FromBasis::Nothing => {}
