@@ -120,3 +120,18 @@ fn basis_dirs_replace_a_stale_dest_file() {
         assert_eq!(linked == Some(prev), kind == "--link-dest", "{kind}");
     }
 }
+
+/// `-d` alone copies the top level with nothing else preserved (no times, no modes
+/// beyond the umask), as rsync's `-d`; it is not nfsync's default `-a`.
+#[test]
+fn dirs_alone_is_only_dirs() {
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src"))
+        .file("f", "x\n")
+        .file("sub/g", "y\n")
+        .chmod("f", 0o600)
+        .age();
+    Tree::new(s.join("start")).dir("");
+    same_as_rsync(&s, &["-d"]);
+    assert!(!s.nfsync("sub/g").exists());
+}

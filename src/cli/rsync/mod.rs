@@ -392,10 +392,11 @@ pub struct RsyncOpts {
 
 impl RsyncOpts {
     /// Whether the command line chose what to preserve the way rsync does (any of
-    /// -a -r -l -p -t -D): then what it leaves out is left out, as rsync would.
+    /// -a -r -d -l -p -t -D): then what it leaves out is left out, as rsync would.
     pub fn selects(&self) -> bool {
         self.archive
             || self.recursive
+            || self.dirs
             || self.links
             || self.perms
             || self.times
