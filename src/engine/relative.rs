@@ -178,8 +178,11 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn implied_entries(&self, t: &Named) -> Vec<SrcEntry> {
         let mut out = Vec::with_capacity(t.children.len());
         for (name, child) in &t.children {
-            // `DIR/` names what a symlink points to, as a plain `SRC/` does.
-            match self.source.operand(&child.src, child.contents) {
+            // `DIR/` names what a symlink points to, as a plain `SRC/` does; so does a
+            // directory on the way to named paths (rsync sends implied directories
+            // as real directories, so what is named below a symlink is sent).
+            let follow = child.contents || !child.children.is_empty();
+            match self.source.operand(&child.src, follow) {
                 Ok(e) => out.push(SrcEntry {
                     name: name.clone(),
                     ..e

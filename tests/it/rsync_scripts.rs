@@ -135,3 +135,36 @@ fn dirs_alone_is_only_dirs() {
     same_as_rsync(&s, &["-d"]);
     assert!(!s.nfsync("sub/g").exists());
 }
+
+/// `-R` through a source directory that is a symlink: the directories on the way are
+/// sent as real directories (what the link points to), so the file named below it is
+/// copied, as rsync does.
+#[test]
+fn relative_paths_through_a_symlinked_directory() {
+    let s = Sides::new(Via::Mount);
+    let t = Tree::new(s.join("src"));
+    t.file("real/sub/file", "f\n").symlink("link", "real").age();
+    Tree::new(s.join("start")).dir("");
+    for operand in ["src/./link/sub/file", "src/link/sub/file"] {
+        s.copy_start("start");
+        let src = s.join(operand);
+        let ran = s.run("", b"", &|_, cmd| {
+            cmd.args(["-aR"]).arg(&src);
+        });
+        assert_eq!(
+            ran.nfsync.status.code(),
+            ran.rsync.status.code(),
+            "{operand}: {}",
+            describe(&ran.nfsync)
+        );
+        // DEST itself is no source directory's copy here: both keep the start's time.
+        s.set_dest_mtimes(filetime::FileTime::from_unix_time(1, 0));
+        let d = s.diff(&[]);
+        assert!(d.is_empty(), "{operand}: nfsync differs from rsync:\n{d}");
+        let copied = match operand.split_once("/./") {
+            Some((_, below)) => s.nfsync(below),
+            None => s.nfsync(src.strip_prefix("/").unwrap().to_str().unwrap()),
+        };
+        assert!(copied.is_file(), "{operand}: {} missing", copied.display());
+    }
+}

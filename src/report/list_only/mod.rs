@@ -233,7 +233,11 @@ impl Lister<'_> {
     }
 
     fn stat_named(&mut self, name: &OsString, t: &Named) -> Option<SrcEntry> {
-        match self.source.operand(&t.src, t.contents) {
+        // As the copy: a directory on the way to named paths is what it points to.
+        match self
+            .source
+            .operand(&t.src, t.contents || !t.children.is_empty())
+        {
             Ok(e) => Some(SrcEntry {
                 name: name.clone(),
                 ..e
