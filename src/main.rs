@@ -114,7 +114,9 @@ fn check(cfg: &Config, out: &Arc<Output>) -> ExitCode {
             Err(e) => nfsync::check::not_connected(cfg, &e),
         }
     } else {
-        let d = local::LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust);
+        let d = local::LocalDest::new(&cfg.dest, cfg.owners)
+            .with_trust(cfg.trust)
+            .with_umask(cfg.umask);
         nfsync::check::run(cfg, &d, describe(&d), start.elapsed())
     };
     if cfg.json {
@@ -188,7 +190,9 @@ fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
         run(
             cfg,
             source,
-            &local::LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust),
+            &local::LocalDest::new(&cfg.dest, cfg.owners)
+                .with_trust(cfg.trust)
+                .with_umask(cfg.umask),
             out,
         )
     }

@@ -168,3 +168,37 @@ fn relative_paths_through_a_symlinked_directory() {
         assert!(copied.is_file(), "{operand}: {} missing", copied.display());
     }
 }
+
+/// DEST (and its missing parents) are made `0777` less the caller's umask, as rsync
+/// makes DEST (and a setgid parent's group bit comes from the kernel).
+#[test]
+fn dest_and_its_parents_are_made_with_the_umask() {
+    use std::os::unix::process::CommandExt;
+    let s = Sides::new(Via::Mount);
+    Tree::new(s.join("src")).file("sub/f", "x\n").age();
+    Tree::new(s.join("start")).dir("");
+    s.copy_start("start");
+    let src = crate::support::slash(&s.join("src"));
+    let ran = s.run("dst/", b"", &|_, cmd| {
+        // SAFETY: umask(2) is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o077);
+                Ok(())
+            });
+        }
+        cmd.arg("-r").arg(&src);
+    });
+    assert_eq!(
+        ran.nfsync.status.code(),
+        Some(0),
+        "{}",
+        describe(&ran.nfsync)
+    );
+    assert_eq!(ran.rsync.status.code(), Some(0), "{}", describe(&ran.rsync));
+    for rel in ["dst", "dst/sub"] {
+        let mode = |p: std::path::PathBuf| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(s.nfsync(rel)), mode(s.rsync(rel)), "{rel}");
+        assert_eq!(mode(s.nfsync(rel)), 0o700, "{rel}");
+    }
+}

@@ -104,6 +104,9 @@ pub struct LocalDest {
     /// Which symlinks the paths the user names (DEST, `--backup-dir`, ...) may lead
     /// through.
     trust: Trust,
+    /// The caller's umask (the process runs with none): DEST and its missing parents
+    /// are made `0777` less it, as rsync makes them.
+    umask: u32,
 }
 
 impl LocalDest {
@@ -117,7 +120,14 @@ impl LocalDest {
             euid: rustix::process::geteuid().as_raw(),
             egid: rustix::process::getegid().as_raw(),
             trust: Trust::OWNED,
+            umask: 0o022,
         }
+    }
+
+    /// The same destination, making DEST and its missing parents with the caller's
+    /// `umask` applied.
+    pub fn with_umask(self, umask: u32) -> LocalDest {
+        LocalDest { umask, ..self }
     }
 
     /// The same destination, following the symlinks `trust` allows in the paths the
@@ -171,7 +181,7 @@ impl Destination for LocalDest {
             Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o755)
+                .mode(0o777 & !self.umask)
                 .create(&self.root)?,
             Err(e) => return Err(e.into()),
         }
