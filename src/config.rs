@@ -29,6 +29,9 @@ pub struct Config {
     pub dry_run: bool,
     /// `--delete`: remove destination entries the source lacks.
     pub delete: bool,
+    /// `--mkpath`: DEST's missing parents are made (and said), also for a file copied
+    /// onto DEST's name.
+    pub mkpath: bool,
     /// `--force`: a non-empty directory in the way of a non-directory is removed
     /// (also with `--delete`; without either, rsync refuses).
     pub force: bool,

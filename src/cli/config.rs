@@ -198,6 +198,7 @@ impl Cli {
             dry_run: self.dry_run,
             delete: self.delete || r.del > 0 || r.delete_excluded,
             force: r.force,
+            mkpath: r.mkpath,
             max_delete: self.max_delete,
             filter,
             compare: if r.ignore_times {

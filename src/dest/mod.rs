@@ -375,6 +375,19 @@ pub trait Destination: Send + Sync {
         Ok(None)
     }
 
+    /// How many of DEST's parents (and DEST itself with `with_dest`) are missing: what
+    /// `--mkpath` says it makes. 0 where the backend makes them as it goes (NFS).
+    fn missing_parents(&self, with_dest: bool) -> usize {
+        let _ = with_dest;
+        0
+    }
+
+    /// Makes DEST's missing parents (`--mkpath`, before a file is copied onto DEST's
+    /// name).
+    fn make_parents(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Opens the directory at `path`: relative to DEST (`..` allowed), or absolute (on
     /// the mount path the filesystem's; on `nfs://` a path on the server as the URL
     /// writes it, within the export for NFSv3). With `create` missing directories are

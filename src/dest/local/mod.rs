@@ -188,6 +188,32 @@ impl Destination for LocalDest {
         Ok(LocalDir::open_path(self.trust, &self.root)?)
     }
 
+    fn missing_parents(&self, with_dest: bool) -> usize {
+        let mut at = match with_dest {
+            true => Some(self.root.as_path()),
+            false => self.root.parent(),
+        };
+        let mut n = 0;
+        while let Some(p) = at.filter(|p| !p.as_os_str().is_empty()) {
+            if fs::symlink_metadata(p).is_ok() {
+                break;
+            }
+            n += 1;
+            at = p.parent();
+        }
+        n
+    }
+
+    fn make_parents(&self) -> dest::Result<()> {
+        match self.root.parent() {
+            Some(p) if !p.as_os_str().is_empty() => Ok(fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o777 & !self.umask)
+                .create(p)?),
+            _ => Ok(()),
+        }
+    }
+
     fn root_parent(&self) -> dest::Result<(LocalDir, OsString)> {
         let name = self
             .root

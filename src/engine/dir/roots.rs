@@ -99,10 +99,30 @@ impl<D: Destination> Engine<'_, D> {
             && !dest_slash
         {
             let op = operands.pop().unwrap();
-            let (dir, name) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
+            // --mkpath: DEST's missing parents are made first (in a dry run, said).
+            let missing = match self.cfg.mkpath {
+                true => self.dest.missing_parents(false),
+                false => 0,
+            };
+            if missing > 0 {
+                let parent = self.dest_display.parent().unwrap_or(Path::new("."));
+                self.out.created_dirs(missing, parent);
+                if !self.cfg.dry_run {
+                    self.dest
+                        .make_parents()
+                        .map_err(|e| self.unusable_dest(e))?;
+                }
+            }
+            let (dir, name) = match (missing > 0 && self.cfg.dry_run, self.cfg.dest.file_name()) {
+                (true, Some(name)) => (None, name.to_owned()),
+                _ => {
+                    let (d, n) = self.dest.root_parent().map_err(|e| self.unusable_dest(e))?;
+                    (Some(d), n)
+                }
+            };
             let node = self.new_node(
                 PathBuf::new(),
-                Some(dir),
+                dir,
                 (None, None),
                 Origin::Imagined,
                 None,
@@ -138,6 +158,24 @@ impl<D: Destination> Engine<'_, D> {
             return Ok(());
         }
 
+        // --mkpath: DEST and its missing parents are made before the transfer, which
+        // then finds DEST there (rsync's `created N directories for DEST`).
+        let state = match (&state, self.cfg.mkpath) {
+            (RootState::Missing, true) => {
+                let missing = self.dest.missing_parents(true);
+                if missing > 0 {
+                    self.out.created_dirs(missing, &self.dest_display);
+                }
+                match self.cfg.dry_run {
+                    true => state,
+                    false => {
+                        self.dest.root_dir().map_err(|e| self.unusable_dest(e))?;
+                        self.dest.root_state().map_err(|e| self.unusable_dest(e))?
+                    }
+                }
+            }
+            _ => state,
+        };
         if let RootState::Exists(m) = &state
             && m.kind != Kind::Dir
         {

@@ -350,6 +350,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         dry_run: false,
         delete,
         force: false,
+        mkpath: false,
         max_delete: None,
         filter: Default::default(),
         compare: Compare::QuickCheck,
