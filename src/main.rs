@@ -30,9 +30,20 @@ fn main() -> std::process::ExitCode {
 
 fn real_main() -> Result<ExitCode, Error> {
     // rsync's words for an option nfsync lacks, before clap's.
-    let args = cli::check_argv(std::env::args_os().skip(1).collect())
+    let checked = cli::check_argv(std::env::args_os().skip(1).collect())
         .map_err(|e| Error::Usage(Why::of(e)))?;
-    let argv = std::iter::once("nfsync".into()).chain(args);
+    // As rsync: -V answers whatever else argv holds; -VV in JSON.
+    if checked.version > 0 {
+        let v = match checked.version {
+            1 => cli::version::text(),
+            _ => cli::version::json(),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(v.as_bytes());
+        let _ = out.flush();
+        return Ok(ExitCode::Success);
+    }
+    let argv = std::iter::once("nfsync".into()).chain(checked.args);
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
@@ -225,13 +236,42 @@ fn run<D: Destination>(
         let _ = signal_hook::flag::register(sig, interrupted.clone());
     }
     bound_the_stop();
+    let limit = cfg.stop_at.map(|at| stop_at(at, interrupted.clone()));
     let stats = Arc::new(Stats::default());
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
-    let result = engine::run(cfg, source, dest, out, stats.clone(), interrupted);
+    let mut result = engine::run(cfg, source, dest, out, stats.clone(), interrupted);
     out.set_bar(None);
     drop(progress);
+    if let (Some(reached), Ok(summary)) = (limit, &mut result)
+        && reached.load(std::sync::atomic::Ordering::SeqCst)
+        && summary.interrupted
+    {
+        // rsync's words and code for a run its --stop-at ended.
+        out.note("stopping at requested limit");
+        summary.exit_code = ExitCode::Timeout;
+    }
     result
+}
+
+/// `--stop-at`/`--stop-after`: at `at` the run is stopped as by SIGINT (files in
+/// flight finish between pieces, nothing new starts). The flag returned tells that
+/// it was the limit, not a signal.
+fn stop_at(at: std::time::SystemTime, interrupted: Arc<AtomicBool>) -> Arc<AtomicBool> {
+    use std::sync::atomic::Ordering;
+    let reached = Arc::new(AtomicBool::new(false));
+    let flag = reached.clone();
+    let _ = std::thread::Builder::new()
+        .name("nfsync-stop-at".into())
+        .spawn(move || {
+            while let Ok(left) = at.duration_since(std::time::SystemTime::now()) {
+                // In steps, so a clock set forward is noticed.
+                std::thread::sleep(left.min(std::time::Duration::from_secs(1)));
+            }
+            flag.store(true, Ordering::SeqCst);
+            interrupted.store(true, Ordering::SeqCst);
+        });
+    reached
 }
 
 /// How long the first SIGINT/SIGTERM waits for the work in flight to end (copies

@@ -119,21 +119,22 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         job: &EntryJob<D>,
         rel: &Path,
-        what: AttrSet,
+        (what, mode): (AttrSet, Option<u32>),
         (code, link): (char, Option<&Path>),
         xattrs_done: Option<XattrChange>,
         last: bool,
     ) -> Attempt {
+        let mut given = self.give(&job.entry.meta);
+        if let Some(mode) = mode {
+            given.mode = mode;
+        }
         if !self.cfg.dry_run {
             let dir = job
                 .parent
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            match self
-                .dest
-                .set_attrs(dir, &job.entry.name, &self.give(&job.entry.meta), what)
-            {
+            match self.dest.set_attrs(dir, &job.entry.name, &given, what) {
                 Ok(()) => {}
                 // Another run removed the name, or renamed its own copy over it, between
                 // our look and the change: look again.
@@ -226,6 +227,24 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
         }
+        // -E without -p: a file that stays keeps its mode, but its execute bits
+        // follow the source's.
+        let mut exec_mode = None;
+        if let (false, true, Some(d)) = (self.cfg.perms, self.cfg.executability, dst.as_ref())
+            && d.kind == Kind::File
+            && matches!(decision, Decision::UpToDate | Decision::FixAttrs(_))
+        {
+            let want = crate::options::chmod::executability(src.mode, d.mode & 0o7777);
+            if want != d.mode & 0o7777 {
+                exec_mode = Some(want);
+                let mut what = match decision {
+                    Decision::FixAttrs(what) => what,
+                    _ => AttrSet::default(),
+                };
+                what.mode = true;
+                decision = Decision::FixAttrs(what);
+            }
+        }
         match decision {
             Decision::UpToDate => {
                 // The quick check also brings extended attributes and ACLs in line.
@@ -234,7 +253,7 @@ impl<D: Destination> Engine<'_, D> {
                     return self.fix_attrs(
                         job,
                         rel,
-                        AttrSet::default(),
+                        (AttrSet::default(), None),
                         ('f', None),
                         Some(x),
                         last,
@@ -248,7 +267,9 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.files_skipped);
                 Attempt::Done(true)
             }
-            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, ('f', None), None, last),
+            Decision::FixAttrs(what) => {
+                self.fix_attrs(job, rel, (what, exec_mode), ('f', None), None, last)
+            }
             Decision::Create | Decision::Replace | Decision::CompareContent
                 if self.append_leaves(dst.as_ref(), src) =>
             {
@@ -362,6 +383,18 @@ impl<D: Destination> Engine<'_, D> {
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;
+            if self.cfg.executability {
+                given.mode = crate::options::chmod::executability(job.entry.meta.mode, given.mode);
+            }
+        }
+        // -U: the source's atime, from the file being read (opened with O_NOATIME,
+        // so reading it does not move it).
+        if self.cfg.atimes && !based {
+            use std::os::unix::fs::MetadataExt;
+            given.atime = file.metadata().ok().map(|m| crate::meta::Time {
+                sec: m.atime(),
+                nsec: m.atime_nsec() as u32,
+            });
         }
         let source = SourceFile {
             file,
