@@ -6,6 +6,7 @@
 //! nfsync did what rsync does. Then the option messages: an unknown option and an
 //! rsync option nfsync does not implement both exit 1, in rsync's words.
 
+use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;
@@ -95,6 +96,43 @@ fn executability_same_as_rsync() {
         let d =
             crate::support::sides::against_rsync_setup(Via::Mount, flags, &[""], compare, &setup);
         assert!(d.is_empty(), "nfsync {flags:?} differs from rsync:\n{d}");
+    }
+}
+
+/// -U gives each copied file the source's access time, as rsync -U does, and the
+/// source's own is left as nfsync found it (it reads with O_NOATIME; rsync without
+/// --open-noatime moves it, so nfsync runs first).
+#[test]
+fn atimes_same_as_rsync() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("f", "some bytes\n");
+    src.file("sub/g", "more bytes\n");
+    let atime = filetime::FileTime::from_unix_time(981_220_662, 0);
+    let mtime = filetime::FileTime::from_unix_time(1_600_000_000, 0);
+    for f in ["f", "sub/g"] {
+        filetime::set_file_times(src.root().join(f), atime, mtime).unwrap();
+    }
+    let atime_of = |p: std::path::PathBuf| fs::metadata(p).unwrap().atime();
+    for name in ["nfsync", "rsync"] {
+        let dst = s.join(name);
+        let args = [OsString::from("-aU"), slash(src.root()), dst.clone().into()];
+        let out = match name {
+            "rsync" => Command::new("rsync").args(&args).output(),
+            _ => nfsync().args(&args).output(),
+        }
+        .unwrap();
+        assert!(out.status.success(), "{name}: {}", describe(&out));
+        for f in ["f", "sub/g"] {
+            assert_eq!(atime_of(dst.join(f)), atime.unix_seconds(), "{name} {f}");
+            if name == "nfsync" {
+                assert_eq!(
+                    atime_of(src.root().join(f)),
+                    atime.unix_seconds(),
+                    "source {f}"
+                );
+            }
+        }
     }
 }
 
