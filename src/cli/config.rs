@@ -109,8 +109,12 @@ impl Cli {
             anyhow::bail!("--mpi: this nfsync was built without MPI (cargo build --features mpi)");
         }
         let r = &self.rsync;
-        if r.atimes && dest.to_str().is_some_and(crate::nfs::is_nfs_url) {
-            anyhow::bail!("-U (--atimes) is kept on the mount path only, not with an nfs:// DEST");
+        // A server's atime is not read with the data, nor set with the mtime.
+        let nfs = |p: &PathBuf| p.to_str().is_some_and(crate::nfs::is_nfs_url);
+        if r.atimes && (nfs(&dest) || paths.iter().any(nfs)) {
+            anyhow::bail!(
+                "-U (--atimes) is kept on the mount path only, not with an nfs:// SRC or DEST"
+            );
         }
         // rsync applies -a, -X and --no-X in command-line order, the last one winning
         // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection

@@ -136,6 +136,33 @@ fn atimes_same_as_rsync() {
     }
 }
 
+/// -U is refused, before any connection, where a side is an NFS server: its atime is
+/// neither read with the data nor set with the mtime.
+#[test]
+fn atimes_are_refused_over_nfs() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("f", "f\n");
+    for (from, to) in [
+        (
+            slash(src.root()),
+            OsString::from("nfs://127.0.0.1:9/export/dst"),
+        ),
+        (
+            OsString::from("nfs://127.0.0.1:9/export/src/"),
+            s.join("dst").into(),
+        ),
+    ] {
+        let out = nfsync().arg("-aU").arg(&from).arg(&to).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("-U (--atimes) is kept on the mount path only"),
+            "{err}"
+        );
+    }
+}
+
 /// `-V` and `-VV` answer in rsync's shapes: `--version`'s first line names a protocol
 /// version, and `-VV` is JSON with every capability rsync itself lists (each one
 /// nfsync's own answer), whatever else the command line holds.
