@@ -236,7 +236,9 @@ fn run<D: Destination>(
         let _ = signal_hook::flag::register(sig, interrupted.clone());
     }
     bound_the_stop();
-    let limit = cfg.stop_at.map(|at| stop_at(at, interrupted.clone()));
+    let limit = cfg
+        .stop_at
+        .map(|at| nfsync::options::stop::arm(at, interrupted.clone()));
     let stats = Arc::new(Stats::default());
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
@@ -252,26 +254,6 @@ fn run<D: Destination>(
         summary.exit_code = ExitCode::Timeout;
     }
     result
-}
-
-/// `--stop-at`/`--stop-after`: at `at` the run is stopped as by SIGINT (files in
-/// flight finish between pieces, nothing new starts). The flag returned tells that
-/// it was the limit, not a signal.
-fn stop_at(at: std::time::SystemTime, interrupted: Arc<AtomicBool>) -> Arc<AtomicBool> {
-    use std::sync::atomic::Ordering;
-    let reached = Arc::new(AtomicBool::new(false));
-    let flag = reached.clone();
-    let _ = std::thread::Builder::new()
-        .name("nfsync-stop-at".into())
-        .spawn(move || {
-            while let Ok(left) = at.duration_since(std::time::SystemTime::now()) {
-                // In steps, so a clock set forward is noticed.
-                std::thread::sleep(left.min(std::time::Duration::from_secs(1)));
-            }
-            flag.store(true, Ordering::SeqCst);
-            interrupted.store(true, Ordering::SeqCst);
-        });
-    reached
 }
 
 /// How long the first SIGINT/SIGTERM waits for the work in flight to end (copies

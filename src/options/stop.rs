@@ -5,6 +5,8 @@
 //! (`YYYY-MM-DD`, midnight). `/` may stand for `-`. A moment not in the future is
 //! refused, as rsync refuses it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Parses `--stop-at`'s TIME.
@@ -28,6 +30,25 @@ pub fn parse_after(s: &str) -> Result<SystemTime, String> {
     SystemTime::now()
         .checked_add(Duration::from_secs(secs))
         .ok_or_else(bad)
+}
+
+/// Stops the run at `at` as SIGINT does (`interrupted` set: files in flight finish
+/// between pieces, nothing new starts). The flag returned tells, once set, that it
+/// was the limit and not a signal.
+pub fn arm(at: SystemTime, interrupted: Arc<AtomicBool>) -> Arc<AtomicBool> {
+    let reached = Arc::new(AtomicBool::new(false));
+    let flag = reached.clone();
+    let _ = std::thread::Builder::new()
+        .name("nfsync-stop-at".into())
+        .spawn(move || {
+            while let Ok(left) = at.duration_since(SystemTime::now()) {
+                // In steps, so a clock set forward is noticed.
+                std::thread::sleep(left.min(Duration::from_secs(1)));
+            }
+            flag.store(true, Ordering::SeqCst);
+            interrupted.store(true, Ordering::SeqCst);
+        });
+    reached
 }
 
 /// The moment `s` names, read relative to `now` in local time.
@@ -140,6 +161,24 @@ mod tests {
         ] {
             assert_eq!(at(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_run_is_stopped_at_the_moment_and_not_before() {
+        let soon = Arc::new(AtomicBool::new(false));
+        let later = Arc::new(AtomicBool::new(false));
+        let start = SystemTime::now();
+        let reached = arm(start + Duration::from_millis(300), soon.clone());
+        let not_yet = arm(start + Duration::from_secs(3600), later.clone());
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!soon.load(Ordering::SeqCst) && !reached.load(Ordering::SeqCst));
+        let deadline = start + Duration::from_secs(10);
+        while !soon.load(Ordering::SeqCst) && SystemTime::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(soon.load(Ordering::SeqCst) && reached.load(Ordering::SeqCst));
+        assert!(SystemTime::now() >= start + Duration::from_millis(300));
+        assert!(!later.load(Ordering::SeqCst) && !not_yet.load(Ordering::SeqCst));
     }
 
     #[test]
