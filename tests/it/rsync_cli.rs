@@ -243,7 +243,7 @@ fn max_alloc_zero_and_stop_at_past_are_refused_as_rsync() {
 }
 
 /// The selection reaches the NFS path's backend too: modes less the umask and kept
-/// modes without -p, no times without -t, -u and --existing (symlinks, no specials:
+/// modes without -p, no times without -t (nor on symlinks with -J), -u and --existing (symlinks, no specials:
 /// the in-process server has no MKNOD).
 #[test]
 fn nfs_path_same_as_rsync() {
@@ -252,6 +252,7 @@ fn nfs_path_same_as_rsync() {
         (&["-rl"], &["--no-t", "-O"]),
         (&["-a", "--no-D", "-u"], &[]),
         (&["-a", "--no-D", "--existing", "--delete"], &[]),
+        (&["-rltJ"], &["-J"]),
     ] {
         let d = against_rsync_via(Via::InProc, flags, &[""], extra);
         assert!(d.is_empty(), "nfs:// {flags:?} differs from rsync:\n{d}");
