@@ -5,11 +5,17 @@ complete -c nfsync -l exclude-from -d 'Read exclude patterns from FILE (\'-\' fo
 complete -c nfsync -l modify-window -d 'Treat mtimes within SECS seconds as equal (default 0: whole seconds, as rsync; -1: to the nanosecond)' -r
 complete -c nfsync -s j -l jobs -d 'Files in flight: a number, or \'auto\' to find the best by measuring' -r
 complete -c nfsync -l timeout -d 'NFS: seconds without an answer before giving up on the server (0: wait forever)' -r
+complete -c nfsync -l stop-at -d 'Stop the run at TIME ([YYYY-]MM-DDThh:mm, or hh:mm; local time): files in flight are finished, no new one is started, exit 30 as rsync' -r
+complete -c nfsync -l stop-after -d 'Stop the run after MINS minutes, as --stop-at' -r
 complete -c nfsync -l max-size -d 'Skip files larger than SIZE (rsync suffixes: K M G T, KB MB ..., +1/-1)' -r
 complete -c nfsync -l min-size -d 'Skip files smaller than SIZE' -r
 complete -c nfsync -l info -d 'Show progress: =progress2 (or any progress level) shows the bar, other flags are accepted' -r
 complete -c nfsync -l debug -d 'rsync\'s debug output: `FILTER`/`FILTER1`/`FILTER2` (and `ALL`) trace the filter rules; other flags are accepted, no effect' -r
-complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design' -r
+complete -c nfsync -l max-alloc -d 'Accepted, no effect: nfsync\'s memory is bounded by its own design (0 is refused, as rsync)' -r
+complete -c nfsync -s B -l block-size -d 'Accepted, no effect: the block size of rsync\'s delta transfer (nfsync sends whole files)' -r
+complete -c nfsync -l compress-choice -d 'Accepted, no effect: nothing is compressed on a local copy' -r
+complete -c nfsync -l compress-level -d 'Accepted, no effect: nothing is compressed on a local copy' -r
+complete -c nfsync -l skip-compress -d 'Accepted, no effect: nothing is compressed on a local copy' -r
 complete -c nfsync -s f -l filter -d 'Add a filter RULE in rsync\'s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include' -r
 complete -c nfsync -l include-from -d 'Read include patterns from FILE (\'-\' for stdin)' -r -F
 complete -c nfsync -l out-format -d 'Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %\'l for commas)' -r
@@ -68,6 +74,9 @@ complete -c nfsync -l no-times -d 'Don\'t preserve modification times'
 complete -c nfsync -s D -d 'Same as --devices --specials'
 complete -c nfsync -l no-D -d 'Same as --no-devices --no-specials'
 complete -c nfsync -s O -l omit-dir-times -d 'Don\'t set directories\' modification times'
+complete -c nfsync -s U -l atimes -d 'Give copied files the source\'s access time (on the mount path; a file that is up to date keeps its own)'
+complete -c nfsync -s J -l omit-link-times -d 'Don\'t set symlinks\' modification times (nor compare them)'
+complete -c nfsync -s E -l executability -d 'Without -p: a copied file is made executable where it is readable when the source is executable, and not executable when the source is not'
 complete -c nfsync -s u -l update -d 'Skip files that are newer at the destination'
 complete -c nfsync -l ignore-existing -d 'Skip entries that already exist at the destination'
 complete -c nfsync -l existing -d 'Skip creating entries that do not exist at the destination'
@@ -81,6 +90,9 @@ complete -c nfsync -s P -d '--partial --progress'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
 complete -c nfsync -l no-inc-recursive -d 'Accepted, no effect: nfsync\'s walk is incremental already'
+complete -c nfsync -s y -l fuzzy -d 'Accepted, no effect: -y finds a basis for rsync\'s delta transfer; nfsync sends whole files, so the result is the same without one'
+complete -c nfsync -l no-motd -d 'Accepted, no effect: there is no daemon to print a message of the day'
+complete -c nfsync -l open-noatime -d 'Accepted, no effect: source files are always opened with O_NOATIME where the kernel allows it (files we own, or as root)'
 complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
@@ -100,6 +112,7 @@ complete -c nfsync -l no-xattrs -d 'Don\'t copy extended attributes'
 complete -c nfsync -s A -l acls -d 'Copy POSIX ACLs (implies -p)'
 complete -c nfsync -l no-acls -d 'Don\'t copy ACLs'
 complete -c nfsync -s S -l sparse -d 'Keep holes: only the source\'s data extents are written to new files'
+complete -c nfsync -l no-sparse -d 'Write every byte of new files (takes back -S)'
 complete -c nfsync -l inplace -d 'Update files in place (hard links to them see the change) instead of writing beside them and renaming'
 complete -c nfsync -l append -d 'Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone'
 complete -c nfsync -l append-verify -d '--append, then compare the whole file and rewrite it if it differs'

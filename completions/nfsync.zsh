@@ -23,11 +23,18 @@ _nfsync() {
 '-j+[Files in flight\: a number, or '\''auto'\'' to find the best by measuring]:N|auto:_default' \
 '--jobs=[Files in flight\: a number, or '\''auto'\'' to find the best by measuring]:N|auto:_default' \
 '--timeout=[NFS\: seconds without an answer before giving up on the server (0\: wait forever)]:SECS:_default' \
+'--stop-at=[Stop the run at TIME (\[YYYY-\]MM-DDThh\:mm, or hh\:mm; local time)\: files in flight are finished, no new one is started, exit 30 as rsync]:TIME:_default' \
+'--stop-after=[Stop the run after MINS minutes, as --stop-at]:MINS:_default' \
 '--max-size=[Skip files larger than SIZE (rsync suffixes\: K M G T, KB MB ..., +1/-1)]:SIZE:_default' \
 '--min-size=[Skip files smaller than SIZE]:SIZE:_default' \
 '*--info=[Show progress\: =progress2 (or any progress level) shows the bar, other flags are accepted]:FLAGS:_default' \
 '*--debug=[rsync'\''s debug output\: \`FILTER\`/\`FILTER1\`/\`FILTER2\` (and \`ALL\`) trace the filter rules; other flags are accepted, no effect]:FLAGS:_default' \
-'--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design]:SIZE:_default' \
+'--max-alloc=[Accepted, no effect\: nfsync'\''s memory is bounded by its own design (0 is refused, as rsync)]:SIZE:_default' \
+'-B+[Accepted, no effect\: the block size of rsync'\''s delta transfer (nfsync sends whole files)]:SIZE:_default' \
+'--block-size=[Accepted, no effect\: the block size of rsync'\''s delta transfer (nfsync sends whole files)]:SIZE:_default' \
+'--compress-choice=[Accepted, no effect\: nothing is compressed on a local copy]:STR:_default' \
+'--compress-level=[Accepted, no effect\: nothing is compressed on a local copy]:NUM:_default' \
+'--skip-compress=[Accepted, no effect\: nothing is compressed on a local copy]:LIST:_default' \
 '*-f+[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--filter=[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--include-from=[Read include patterns from FILE ('\''-'\'' for stdin)]:FILE:_files' \
@@ -102,6 +109,12 @@ man\:"The man page (roff)"))' \
 '--no-D[Same as --no-devices --no-specials]' \
 '-O[Don'\''t set directories'\'' modification times]' \
 '--omit-dir-times[Don'\''t set directories'\'' modification times]' \
+'-U[Give copied files the source'\''s access time (on the mount path; a file that is up to date keeps its own)]' \
+'--atimes[Give copied files the source'\''s access time (on the mount path; a file that is up to date keeps its own)]' \
+'-J[Don'\''t set symlinks'\'' modification times (nor compare them)]' \
+'--omit-link-times[Don'\''t set symlinks'\'' modification times (nor compare them)]' \
+'-E[Without -p\: a copied file is made executable where it is readable when the source is executable, and not executable when the source is not]' \
+'--executability[Without -p\: a copied file is made executable where it is readable when the source is executable, and not executable when the source is not]' \
 '-u[Skip files that are newer at the destination]' \
 '--update[Skip files that are newer at the destination]' \
 '--ignore-existing[Skip entries that already exist at the destination]' \
@@ -121,6 +134,10 @@ man\:"The man page (roff)"))' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
 '*--whole-file[Accepted, no effect\: nfsync always sends whole files]' \
 '--no-inc-recursive[Accepted, no effect\: nfsync'\''s walk is incremental already]' \
+'*-y[Accepted, no effect\: -y finds a basis for rsync'\''s delta transfer; nfsync sends whole files, so the result is the same without one]' \
+'*--fuzzy[Accepted, no effect\: -y finds a basis for rsync'\''s delta transfer; nfsync sends whole files, so the result is the same without one]' \
+'--no-motd[Accepted, no effect\: there is no daemon to print a message of the day]' \
+'--open-noatime[Accepted, no effect\: source files are always opened with O_NOATIME where the kernel allows it (files we own, or as root)]' \
 '--preallocate[Accepted, no effect]' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
@@ -147,6 +164,7 @@ man\:"The man page (roff)"))' \
 '--no-acls[Don'\''t copy ACLs]' \
 '-S[Keep holes\: only the source'\''s data extents are written to new files]' \
 '--sparse[Keep holes\: only the source'\''s data extents are written to new files]' \
+'--no-sparse[Write every byte of new files (takes back -S)]' \
 '--inplace[Update files in place (hard links to them see the change) instead of writing beside them and renaming]' \
 '--append[Append to files that are shorter at the destination (implies --inplace); files the same size or longer there are left alone]' \
 '--append-verify[--append, then compare the whole file and rewrite it if it differs]' \

@@ -56,6 +56,15 @@ pub struct Config {
     pub times: bool,
     /// `-O`: leave directories' mtimes alone.
     pub omit_dir_times: bool,
+    /// `-U`: a copied file gets the source's access time.
+    pub atimes: bool,
+    /// `-J`: leave symlinks' mtimes alone (and out of the up-to-date test).
+    pub omit_link_times: bool,
+    /// `-E`: without `-p`, a copied file's execute bits follow the source's (rsync's
+    /// `--executability`).
+    pub executability: bool,
+    /// `--stop-at`/`--stop-after`: no new work is started from this moment on.
+    pub stop_at: Option<std::time::SystemTime>,
     /// The umask nfsync was started with (nfsync then clears it to give modes itself).
     pub umask: u32,
     /// `-x` count: 1 creates mount points empty, 2 leaves them out.

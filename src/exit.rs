@@ -65,8 +65,9 @@ exit_codes! {
     DelLimit = 25, "--max-delete stopped deletions (the rest of the sync went on)";
     /// Nothing from the server for `--timeout`, on any connection, though they were
     /// open (a stopped or hung server): the run ends then, whatever the connections
-    /// and jobs. rsync: "timeout in data send/receive".
-    Timeout = 30, "NFS server silent for --timeout (stopped, hung), at the start or midway";
+    /// and jobs. rsync: "timeout in data send/receive", which its --stop-at and
+    /// --stop-after end with too.
+    Timeout = 30, "NFS server silent for --timeout (stopped, hung), at the start or midway; or --stop-at/--stop-after reached";
     /// A bug: a job panicked, and the run stopped as after a fatal error. rsync has no
     /// such code; 101 is what a Rust program exits with when a panic ends it.
     Internal = 101, "internal error: a job panicked (a bug); in-flight files finished, summary printed";

@@ -30,9 +30,20 @@ fn main() -> std::process::ExitCode {
 
 fn real_main() -> Result<ExitCode, Error> {
     // rsync's words for an option nfsync lacks, before clap's.
-    let args = cli::check_argv(std::env::args_os().skip(1).collect())
+    let checked = cli::check_argv(std::env::args_os().skip(1).collect())
         .map_err(|e| Error::Usage(Why::of(e)))?;
-    let argv = std::iter::once("nfsync".into()).chain(args);
+    // As rsync: -V answers whatever else argv holds; -VV in JSON.
+    if checked.version > 0 {
+        let v = match checked.version {
+            1 => cli::version::text(),
+            _ => cli::version::json(),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(v.as_bytes());
+        let _ = out.flush();
+        return Ok(ExitCode::Success);
+    }
+    let argv = std::iter::once("nfsync".into()).chain(checked.args);
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
         Err(e) => {
@@ -229,12 +240,23 @@ fn run<D: Destination>(
         let _ = signal_hook::flag::register(sig, interrupted.clone());
     }
     bound_the_stop();
+    let limit = cfg
+        .stop_at
+        .map(|at| nfsync::options::stop::arm(at, interrupted.clone()));
     let stats = Arc::new(Stats::default());
     let progress = Progress::start(cfg.progress, stats.clone());
     out.set_bar(progress.as_ref().map(|p| p.bar()));
-    let result = engine::run(cfg, source, dest, out, stats.clone(), interrupted);
+    let mut result = engine::run(cfg, source, dest, out, stats.clone(), interrupted);
     out.set_bar(None);
     drop(progress);
+    if let (Some(reached), Ok(summary)) = (limit, &mut result)
+        && reached.load(std::sync::atomic::Ordering::SeqCst)
+        && summary.interrupted
+    {
+        // rsync's words and code for a run its --stop-at ended.
+        out.note("stopping at requested limit");
+        summary.exit_code = ExitCode::Timeout;
+    }
     result
 }
 

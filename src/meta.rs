@@ -174,6 +174,9 @@ pub struct Meta {
     /// changed while it was read even where its mtime was put back. 0 where unknown
     /// (a local source is checked by size and mtime on the open file).
     pub change: u64,
+    /// The access time to give a copy (`-U`): read from the source file as it is
+    /// copied, `None` everywhere else (a destination's own is then left alone).
+    pub atime: Option<Time>,
 }
 
 #[cfg(test)]
@@ -193,6 +196,7 @@ impl Meta {
             ino: 0,
             rdev: 0,
             change: 0,
+            atime: None,
         }
     }
 }
@@ -215,6 +219,7 @@ impl Meta {
             ino: m.ino(),
             rdev: m.rdev(),
             change: 0,
+            atime: None,
         }
     }
 
@@ -238,6 +243,7 @@ impl Meta {
             ino: st.st_ino.into(),
             rdev: st.st_rdev.into(),
             change: 0,
+            atime: None,
         }
     }
 }

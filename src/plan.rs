@@ -337,6 +337,7 @@ mod tests {
             ino: 0,
             rdev: 0,
             change: 0,
+            atime: None,
         }
     }
 

@@ -109,6 +109,13 @@ impl Cli {
             anyhow::bail!("--mpi: this nfsync was built without MPI (cargo build --features mpi)");
         }
         let r = &self.rsync;
+        // A server's atime is not read with the data, nor set with the mtime.
+        let nfs = |p: &PathBuf| p.to_str().is_some_and(crate::nfs::is_nfs_url);
+        if r.atimes && (nfs(&dest) || paths.iter().any(nfs)) {
+            anyhow::bail!(
+                "-U (--atimes) is kept on the mount path only, not with an nfs:// SRC or DEST"
+            );
+        }
         // rsync applies -a, -X and --no-X in command-line order, the last one winning
         // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection
         // nfsync works like -a without -D.
@@ -226,6 +233,11 @@ impl Cli {
             // rsync: backups beside their files move directories' mtimes, so -b
             // without --backup-dir implies -O.
             omit_dir_times: r.omit_dir_times || backup.as_ref().is_some_and(|b| b.dir.is_none()),
+            omit_link_times: r.omit_link_times,
+            atimes: r.atimes,
+            executability: r.executability,
+            // The earlier of the two when both are given.
+            stop_at: r.stop_at.into_iter().chain(r.stop_after).min(),
             umask,
             one_file_system: r.one_file_system,
             ignore_errors: r.ignore_errors,
@@ -492,7 +504,7 @@ fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
         }
     }
     Ok(DataConfig {
-        sparse: r.sparse,
+        sparse: r.sparse && !r.no_sparse,
         inplace: r.inplace || append != Append::Off,
         append,
         temp_dir: r.temp_dir.clone(),

@@ -21,6 +21,7 @@ mod config;
 pub mod rsync;
 pub mod shard;
 mod unsupported;
+pub mod version;
 
 pub use rsync::check_argv;
 

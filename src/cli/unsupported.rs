@@ -31,41 +31,19 @@ pub const LIST: &[Unsupported] = refused![
     (None, "old-dirs", NOT_YET),
     (None, "old-d", NOT_YET),
     (None, "munge-links", NOT_YET),
-    (Some('E'), "executability", NOT_YET),
     (None, "copy-devices", NOT_YET),
     (None, "write-devices", NOT_YET),
     (None, "fake-super", NO_ATTR),
-    (Some('U'), "atimes", NO_ATTR),
     (
         None,
-        "open-noatime",
+        "no-open-noatime",
         "source files are always opened with O_NOATIME where allowed"
     ),
     (Some('N'), "crtimes", NO_ATTR),
-    (Some('J'), "omit-link-times", NOT_YET),
-    (Some('B'), "block-size", "nfsync has no delta transfer"),
     (Some('e'), "rsh", REMOTE),
     (None, "rsync-path", REMOTE),
     (None, "delete-missing-args", NOT_YET),
     (None, "ignore-missing-args", NOT_YET),
-    (Some('y'), "fuzzy", "nfsync has no delta transfer"),
-    (
-        None,
-        "compress-choice",
-        "nothing to compress on a local-to-NFS copy"
-    ),
-    (None, "zc", "nothing to compress on a local-to-NFS copy"),
-    (
-        None,
-        "compress-level",
-        "nothing to compress on a local-to-NFS copy"
-    ),
-    (None, "zl", "nothing to compress on a local-to-NFS copy"),
-    (
-        None,
-        "skip-compress",
-        "nothing to compress on a local-to-NFS copy"
-    ),
     (None, "checksum-choice", "-c compares the bytes themselves"),
     (None, "cc", "-c compares the bytes themselves"),
     (Some('s'), "secluded-args", REMOTE),
@@ -80,9 +58,6 @@ pub const LIST: &[Unsupported] = refused![
     (Some('8'), "8-bit-output", NOT_YET),
     (None, "password-file", REMOTE),
     (None, "early-input", REMOTE),
-    (None, "stop-after", NOT_YET),
-    (None, "time-limit", NOT_YET),
-    (None, "stop-at", NOT_YET),
     (
         None,
         "fsync",
@@ -104,7 +79,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "no-detach", REMOTE),
     (None, "msgs2stderr", NOT_YET),
     (None, "stderr", NOT_YET),
-    (None, "no-motd", REMOTE),
 ];
 
 /// The refused option with this long name, or whose `--no-` form this is (`--no-A`

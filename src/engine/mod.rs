@@ -354,7 +354,8 @@ impl<'a, D: Destination> Engine<'a, D> {
         if !self.cfg.perms {
             g.mode = m.mode & 0o777 & !self.cfg.umask;
         }
-        if !self.cfg.times {
+        // -J: a symlink gets the time it is made, as without -t.
+        if !self.cfg.times || (m.kind == Kind::Symlink && self.cfg.omit_link_times) {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default();

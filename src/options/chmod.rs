@@ -124,6 +124,19 @@ impl Chmod {
     }
 }
 
+/// rsync's `-E` without `-p`: the mode a regular file that was already at the
+/// destination keeps (`dst`), with execute bits for everyone who may read when the
+/// source (`src`) is executable and it is not yet, and none when the source is not.
+pub fn executability(src: u32, dst: u32) -> u32 {
+    if src & 0o111 == 0 {
+        dst & !0o111
+    } else if dst & 0o111 == 0 {
+        dst | (dst & 0o444) >> 2
+    } else {
+        dst
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +167,15 @@ mod tests {
         assert_eq!(chmod("+w").apply(0o444, false), 0o644);
         assert_eq!(chmod("o=").apply(0o777, false), 0o770);
         assert_eq!(chmod("u+s,+t").apply(0o755, false), 0o5755);
+    }
+
+    #[test]
+    fn executability_follows_the_source_and_keeps_the_rest() {
+        assert_eq!(executability(0o600, 0o1700), 0o1600);
+        assert_eq!(executability(0o601, 0o604), 0o705);
+        // Already executable by someone: left as it is.
+        assert_eq!(executability(0o755, 0o710), 0o710);
+        assert_eq!(executability(0o644, 0o640), 0o640);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod follow;
 pub mod idmap;
 pub mod keep;
 pub mod relative;
+pub mod stop;
 pub mod temp;
 pub mod trust;
 pub mod xattrs;

@@ -6,6 +6,7 @@
 //! nfsync did what rsync does. Then the option messages: an unknown option and an
 //! rsync option nfsync does not implement both exit 1, in rsync's words.
 
+use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::process::Command;
@@ -60,10 +61,189 @@ same_as_rsync! {
     accepted_no_ops: ["-aW", "--no-whole-file", "--no-inc-recursive", "--max-alloc=1G",
         "--preallocate", "--super", "--force", "--mkpath", "--partial", "--ignore-errors",
         "--info=progress2", "--debug=none", "--stats"];
+    accepted_delta_and_daemon_no_ops: ["-ay", "--fuzzy", "-B", "8192", "--compress-choice=zlib",
+        "--zl=9", "--skip-compress=gz", "--no-motd", "--open-noatime", "--stop-after=60"];
+    sparse_taken_back: ["-aS", "--no-sparse"];
+    omit_link_times: ["-rltJ"] compare ["-J"];
+}
+
+/// -E without -p: files that stay keep their mode, but their execute bits follow the
+/// source's (added where readable, or all removed), whether the file is copied again
+/// (-r alone: times differ) or up to date (-t).
+#[test]
+fn executability_same_as_rsync() {
+    let setup = |src: &std::path::Path, start: &std::path::Path| {
+        for (name, src_mode, start_mode) in [
+            ("exec_now", 0o755, 0o640),
+            ("exec_no_more", 0o644, 0o751),
+            ("exec_both", 0o700, 0o710),
+            ("exec_neither", 0o600, 0o604),
+        ] {
+            for (dir, mode) in [(src, src_mode), (start, start_mode)] {
+                let p = dir.join(name);
+                fs::write(&p, "same bytes\n").unwrap();
+                fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+                let t = filetime::FileTime::from_unix_time(1_600_000_000, 0);
+                filetime::set_file_mtime(&p, t).unwrap();
+            }
+        }
+    };
+    for (flags, compare) in [
+        (&["-rE"][..], &["--no-t", "-O"][..]),
+        (&["-rtE"], &["-O"]),
+        (&["-rtE", "--chmod=u+w"], &["-O"]),
+    ] {
+        let d =
+            crate::support::sides::against_rsync_setup(Via::Mount, flags, &[""], compare, &setup);
+        assert!(d.is_empty(), "nfsync {flags:?} differs from rsync:\n{d}");
+    }
+}
+
+/// -U gives each copied file the source's access time, as rsync -U does, and the
+/// source's own is left as nfsync found it (it reads with O_NOATIME; rsync without
+/// --open-noatime moves it, so nfsync runs first).
+#[test]
+fn atimes_same_as_rsync() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("f", "some bytes\n");
+    src.file("sub/g", "more bytes\n");
+    let atime = filetime::FileTime::from_unix_time(981_220_662, 0);
+    let mtime = filetime::FileTime::from_unix_time(1_600_000_000, 0);
+    for f in ["f", "sub/g"] {
+        filetime::set_file_times(src.root().join(f), atime, mtime).unwrap();
+    }
+    let atime_of = |p: std::path::PathBuf| fs::metadata(p).unwrap().atime();
+    for name in ["nfsync", "rsync"] {
+        let dst = s.join(name);
+        let args = [OsString::from("-aU"), slash(src.root()), dst.clone().into()];
+        let out = match name {
+            "rsync" => Command::new("rsync").args(&args).output(),
+            _ => nfsync().args(&args).output(),
+        }
+        .unwrap();
+        assert!(out.status.success(), "{name}: {}", describe(&out));
+        for f in ["f", "sub/g"] {
+            assert_eq!(atime_of(dst.join(f)), atime.unix_seconds(), "{name} {f}");
+            if name == "nfsync" {
+                assert_eq!(
+                    atime_of(src.root().join(f)),
+                    atime.unix_seconds(),
+                    "source {f}"
+                );
+            }
+        }
+    }
+}
+
+/// -U is refused, before any connection, where a side is an NFS server: its atime is
+/// neither read with the data nor set with the mtime.
+#[test]
+fn atimes_are_refused_over_nfs() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("f", "f\n");
+    for (from, to) in [
+        (
+            slash(src.root()),
+            OsString::from("nfs://127.0.0.1:9/export/dst"),
+        ),
+        (
+            OsString::from("nfs://127.0.0.1:9/export/src/"),
+            s.join("dst").into(),
+        ),
+    ] {
+        let out = nfsync().arg("-aU").arg(&from).arg(&to).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("-U (--atimes) is kept on the mount path only"),
+            "{err}"
+        );
+    }
+}
+
+/// `-V` and `-VV` answer in rsync's shapes: `--version`'s first line names a protocol
+/// version, and `-VV` is JSON with every capability rsync itself lists (each one
+/// nfsync's own answer), whatever else the command line holds.
+#[test]
+fn version_answers_in_rsyncs_shapes() {
+    let out = nfsync()
+        .args(["--version", "-a", "x", "y"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().next().unwrap().contains("  protocol version "),
+        "{text}"
+    );
+    let json = |out: std::process::Output| -> serde_json::Value {
+        assert!(out.status.success(), "{}", describe(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let ours = json(nfsync().arg("-VV").output().unwrap());
+    let theirs = json(Command::new("rsync").arg("-VV").output().unwrap());
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<_> = v["capabilities"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&ours), keys(&theirs));
+    assert_eq!(ours["capabilities"]["ACLs"], true);
+    assert_eq!(ours["capabilities"]["xattrs"], true);
+    assert_eq!(ours["capabilities"]["atimes"], true);
+    assert_eq!(ours["capabilities"]["crtimes"], false);
+    // -H links regular files only.
+    assert_eq!(ours["capabilities"]["hardlink_symlinks"], false);
+    for list in ["checksum_list", "compress_list"] {
+        assert_eq!(ours[list], serde_json::json!([]), "{list}");
+    }
+    // -V -V is -VV.
+    assert_eq!(json(nfsync().args(["-V", "-V"]).output().unwrap()), ours);
+}
+
+/// A `--stop-at` time not in the future and `--stop-after=0` are refused as rsync
+/// refuses them (exit 1, its words); so is `--max-alloc=0`, as rsync's suite
+/// (max-alloc-zero-rejected) wants ("max-alloc must be greater than zero").
+#[test]
+fn max_alloc_zero_and_stop_at_past_are_refused_as_rsync() {
+    for (args, words, rsync_too) in [
+        (
+            &["--max-alloc=0", "a", "b"][..],
+            "max-alloc must be greater than zero",
+            false,
+        ),
+        (
+            &["--stop-at=2000-01-01T00:00", "a", "b"],
+            "--stop-at time is not in the future",
+            true,
+        ),
+        (
+            &["--stop-after=0", "a", "b"],
+            "invalid --stop-after value",
+            true,
+        ),
+    ] {
+        let mut outs = vec![nfsync().args(args).output().unwrap()];
+        if rsync_too {
+            outs.push(Command::new("rsync").args(args).output().unwrap());
+        }
+        for out in outs {
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(words), "{args:?}: {err}");
+        }
+    }
 }
 
 /// The selection reaches the NFS path's backend too: modes less the umask and kept
-/// modes without -p, no times without -t, -u and --existing (symlinks, no specials:
+/// modes without -p, no times without -t (nor on symlinks with -J), -u and --existing (symlinks, no specials:
 /// the in-process server has no MKNOD).
 #[test]
 fn nfs_path_same_as_rsync() {
@@ -72,6 +252,7 @@ fn nfs_path_same_as_rsync() {
         (&["-rl"], &["--no-t", "-O"]),
         (&["-a", "--no-D", "-u"], &[]),
         (&["-a", "--no-D", "--existing", "--delete"], &[]),
+        (&["-rltJ"], &["-J"]),
     ] {
         let d = against_rsync_via(Via::InProc, flags, &[""], extra);
         assert!(d.is_empty(), "nfs:// {flags:?} differs from rsync:\n{d}");

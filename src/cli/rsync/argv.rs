@@ -33,13 +33,26 @@ pub struct Refused {
     pub why: &'static str,
 }
 
+/// argv as clap should see it, and how often it asked for the version.
+#[derive(Debug)]
+pub struct Checked {
+    /// The arguments for clap.
+    pub args: Vec<OsString>,
+    /// How many `-V`/`--version` it holds: one asks rsync's text, two its JSON.
+    pub version: u8,
+}
+
 /// Checks every option in `args` (argv without the program name): each must be one
 /// nfsync knows. Returns argv as clap should see it: rsync's lone `-h` means --help,
 /// and `--no-X` of a refused `--X` is dropped (nfsync never does X, as asked).
-pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
+pub fn check_argv(mut args: Vec<OsString>) -> Result<Checked, ArgvError> {
     if args.len() == 1 && args[0] == "-h" {
-        return Ok(vec!["--help".into()]);
+        return Ok(Checked {
+            args: vec!["--help".into()],
+            version: 0,
+        });
     }
+    let mut version = 0u8;
     let cmd = Cli::command();
     let long = |name: &str| {
         cmd.get_arguments().find(|a| {
@@ -62,6 +75,7 @@ pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
             };
             // clap's own --version, and nfsync's hidden --generate.
             if name == "version" {
+                version = version.saturating_add(1);
                 continue;
             }
             match long(name) {
@@ -80,6 +94,7 @@ pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
         } else if let Some(bundle) = arg.strip_prefix('-').filter(|b| !b.is_empty()) {
             for (at, c) in bundle.char_indices() {
                 if c == 'V' {
+                    version = version.saturating_add(1);
                     continue;
                 }
                 match short(c) {
@@ -96,7 +111,7 @@ pub fn check_argv(mut args: Vec<OsString>) -> Result<Vec<OsString>, ArgvError> {
             }
         }
     }
-    Ok(args)
+    Ok(Checked { args, version })
 }
 
 fn refuse(spelled: &str, known: Option<Unsupported>) -> ArgvError {

@@ -9,7 +9,7 @@ use clap::{ArgAction, Args};
 
 mod argv;
 
-pub use argv::{ArgvError, Refused, check_argv};
+pub use argv::{ArgvError, Checked, Refused, check_argv};
 
 /// rsync's options, beside nfsync's own (flattened into [`Cli`](super::Cli)).
 #[derive(Debug, Default, Args)]
@@ -64,6 +64,29 @@ pub struct RsyncOpts {
     /// Don't set directories' modification times.
     #[arg(short = 'O', long)]
     pub omit_dir_times: bool,
+
+    /// Give copied files the source's access time (on the mount path; a file that is
+    /// up to date keeps its own).
+    #[arg(short = 'U', long)]
+    pub atimes: bool,
+
+    /// Don't set symlinks' modification times (nor compare them).
+    #[arg(short = 'J', long)]
+    pub omit_link_times: bool,
+
+    /// Without -p: a copied file is made executable where it is readable when the
+    /// source is executable, and not executable when the source is not.
+    #[arg(short = 'E', long)]
+    pub executability: bool,
+
+    /// Stop the run at TIME ([YYYY-]MM-DDThh:mm, or hh:mm; local time): files in
+    /// flight are finished, no new one is started, exit 30 as rsync.
+    #[arg(long, value_name = "TIME", value_parser = crate::options::stop::parse_at)]
+    pub stop_at: Option<std::time::SystemTime>,
+
+    /// Stop the run after MINS minutes, as --stop-at.
+    #[arg(long, alias = "time-limit", value_name = "MINS", value_parser = crate::options::stop::parse_after)]
+    pub stop_after: Option<std::time::SystemTime>,
 
     /// Skip files that are newer at the destination.
     #[arg(short = 'u', long)]
@@ -151,13 +174,61 @@ pub struct RsyncOpts {
     #[arg(long, alias = "no-i-r", help_heading = "Accepted for rsync, no effect")]
     pub no_inc_recursive: bool,
 
-    /// Accepted, no effect: nfsync's memory is bounded by its own design.
+    /// Accepted, no effect: nfsync's memory is bounded by its own design (0 is
+    /// refused, as rsync).
     #[arg(
         long,
         value_name = "SIZE",
+        value_parser = parse_max_alloc,
         help_heading = "Accepted for rsync, no effect"
     )]
-    pub max_alloc: Option<String>,
+    pub max_alloc: Option<u64>,
+
+    /// Accepted, no effect: -y finds a basis for rsync's delta transfer; nfsync sends
+    /// whole files, so the result is the same without one.
+    #[arg(short = 'y', long, action = ArgAction::Count, help_heading = "Accepted for rsync, no effect")]
+    pub fuzzy: u8,
+
+    /// Accepted, no effect: the block size of rsync's delta transfer (nfsync sends
+    /// whole files).
+    #[arg(short = 'B', long, value_name = "SIZE", value_parser = crate::report::units::parse_size,
+          help_heading = "Accepted for rsync, no effect")]
+    pub block_size: Option<u64>,
+
+    /// Accepted, no effect: nothing is compressed on a local copy.
+    #[arg(
+        long,
+        alias = "zc",
+        value_name = "STR",
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub compress_choice: Option<String>,
+
+    /// Accepted, no effect: nothing is compressed on a local copy.
+    #[arg(
+        long,
+        alias = "zl",
+        value_name = "NUM",
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub compress_level: Option<String>,
+
+    /// Accepted, no effect: nothing is compressed on a local copy.
+    #[arg(
+        long,
+        value_name = "LIST",
+        help_heading = "Accepted for rsync, no effect"
+    )]
+    pub skip_compress: Option<String>,
+
+    /// Accepted, no effect: there is no daemon to print a message of the day.
+    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    pub no_motd: bool,
+
+    /// Accepted, no effect: source files are always opened with O_NOATIME where the
+    /// kernel allows it (files we own, or as root).
+    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    pub open_noatime: bool,
 
     /// Accepted, no effect.
     #[arg(long, help_heading = "Accepted for rsync, no effect")]
@@ -284,8 +355,12 @@ pub struct RsyncOpts {
     pub no_acls: bool,
     // Data: how file data is written.
     /// Keep holes: only the source's data extents are written to new files.
-    #[arg(short = 'S', long)]
+    #[arg(short = 'S', long, overrides_with = "no_sparse")]
     pub sparse: bool,
+
+    /// Write every byte of new files (takes back -S).
+    #[arg(long, alias = "no-S", hide = true)]
+    pub no_sparse: bool,
 
     /// Update files in place (hard links to them see the change) instead of writing
     /// beside them and renaming.
@@ -437,6 +512,14 @@ impl RsyncOpts {
     }
 }
 
+/// `--max-alloc`'s SIZE: as rsync, 0 is refused.
+fn parse_max_alloc(s: &str) -> Result<u64, String> {
+    match crate::report::units::parse_size(s)? {
+        0 => Err("max-alloc must be greater than zero".into()),
+        n => Ok(n),
+    }
+}
+
 /// An `--out-format` or `--log-file-format` value: rsync's escapes, the ones nfsync
 /// cannot give refused here with the reason.
 fn parse_format(s: &str) -> Result<crate::report::format::LogFormat, String> {
@@ -450,7 +533,7 @@ mod tests {
 
     fn check(args: &[&str]) -> Result<(), String> {
         check_argv(args.iter().map(OsString::from).collect())
-            .map(drop)
+            .map(|c| drop(c.args))
             .map_err(|e| e.to_string())
     }
 
@@ -485,8 +568,12 @@ mod tests {
         let e = check(&["-ave", "ssh"]).unwrap_err();
         assert!(e.starts_with("-e (--rsh) is not supported ("), "{e}");
         assert_eq!(check(&["-a", "--no-xattrs", "--no-A", "a", "b"]), Ok(()));
-        let e = check(&["--fuzzy"]).unwrap_err();
-        assert!(e.starts_with("--fuzzy is not supported ("), "{e}");
+        let e = check(&["--iconv"]).unwrap_err();
+        assert!(e.starts_with("--iconv is not supported ("), "{e}");
+        assert_eq!(
+            check(&["-yE", "-J", "--no-motd", "-B", "8k", "a", "b"]),
+            Ok(())
+        );
         assert_eq!(check(&["-ab", "--link-dest=../x", "a", "b"]), Ok(()));
     }
 }

@@ -144,7 +144,7 @@ impl LocalDest {
         if chmod {
             rustix::fs::fchmod(&f, Mode::from_raw_mode(meta.mode)).map_err(dest)?;
         }
-        rustix::fs::futimens(&f, &mtime_only(meta.mtime)).map_err(dest)?;
+        rustix::fs::futimens(&f, &super::sys::file_times(meta)).map_err(dest)?;
         close_checked(f).map_err(CopyError::dest)?;
         Ok(bytes)
     }

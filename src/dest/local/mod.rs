@@ -548,7 +548,7 @@ impl LocalDest {
         if mode_needed {
             rustix::fs::fchmod(&*f, Mode::from_raw_mode(meta.mode)).map_err(dest)?;
         }
-        rustix::fs::futimens(&*f, &mtime_only(meta.mtime)).map_err(dest)?;
+        rustix::fs::futimens(&*f, &sys::file_times(meta)).map_err(dest)?;
         Ok(bytes)
     }
 }

@@ -22,6 +22,15 @@ pub(super) fn timespec(t: Time) -> Timespec {
     }
 }
 
+/// A written file's times: its mtime, and its atime where the run keeps it (`-U`).
+pub(super) fn file_times(m: &crate::meta::Meta) -> Timestamps {
+    let mut t = mtime_only(m.mtime);
+    if let Some(atime) = m.atime {
+        t.last_access = timespec(atime);
+    }
+    t
+}
+
 pub(super) fn mtime_only(t: Time) -> Timestamps {
     Timestamps {
         last_access: Timespec {

@@ -51,7 +51,12 @@ impl<D: Destination> Engine<'_, D> {
                 _ => None,
             };
             let src = self.as_stored(&job.entry.meta);
-            let decision = plan::decide_symlink(&src, dst.as_ref(), same_target, &self.rules);
+            // -J: a symlink's time is neither set nor compared.
+            let rules = plan::Rules {
+                times: self.rules.times && !self.cfg.omit_link_times,
+                ..self.rules
+            };
+            let decision = plan::decide_symlink(&src, dst.as_ref(), same_target, &rules);
             self.act_link_like(
                 job,
                 rel,
@@ -107,9 +112,14 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 Attempt::Done(true)
             }
-            Decision::FixAttrs(what) => {
-                self.fix_attrs(job, rel, what, (letter, target.map(Path::new)), None, last)
-            }
+            Decision::FixAttrs(what) => self.fix_attrs(
+                job,
+                rel,
+                (what, None),
+                (letter, target.map(Path::new)),
+                None,
+                last,
+            ),
             _ => create(),
         }
     }

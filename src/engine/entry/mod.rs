@@ -146,21 +146,24 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         job: &EntryJob<D>,
         rel: &Path,
-        what: AttrSet,
+        (what, mode): (AttrSet, Option<u32>),
         (code, link): (char, Option<&Path>),
         xattrs_done: Option<XattrChange>,
         last: bool,
     ) -> Attempt {
+        let mut given = self.give(&job.entry.meta);
+        if let Some(mode) = mode {
+            given.mode = mode;
+        }
         if !self.cfg.dry_run {
             let dir = job
                 .parent
                 .dir
                 .as_ref()
                 .expect("existing entries have a directory");
-            let mut given = self.give(&job.entry.meta);
             // Without -p the owner is fixed and the mode left as DEST has it (rsync);
             // the backend restores it after the chown, which clears setuid bits.
-            if !self.cfg.perms && !what.mode && what.owner {
+            if mode.is_none() && !self.cfg.perms && !what.mode && what.owner {
                 let now = match job.known {
                     DestKnown::Present(m) => Some(m),
                     _ => self.dest.stat(dir, &job.entry.name).ok().flatten(),
@@ -268,6 +271,24 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
         }
+        // -E without -p: a file that stays keeps its mode, but its execute bits
+        // follow the source's.
+        let mut exec_mode = None;
+        if let (false, true, Some(d)) = (self.cfg.perms, self.cfg.executability, dst.as_ref())
+            && d.kind == Kind::File
+            && matches!(decision, Decision::UpToDate | Decision::FixAttrs(_))
+        {
+            let want = crate::options::chmod::executability(src.mode, d.mode & 0o7777);
+            if want != d.mode & 0o7777 {
+                exec_mode = Some(want);
+                let mut what = match decision {
+                    Decision::FixAttrs(what) => what,
+                    _ => AttrSet::default(),
+                };
+                what.mode = true;
+                decision = Decision::FixAttrs(what);
+            }
+        }
         match decision {
             Decision::UpToDate => {
                 // The quick check also brings extended attributes and ACLs in line.
@@ -276,7 +297,7 @@ impl<D: Destination> Engine<'_, D> {
                     return self.fix_attrs(
                         job,
                         rel,
-                        AttrSet::default(),
+                        (AttrSet::default(), None),
                         ('f', None),
                         Some(x),
                         last,
@@ -290,7 +311,9 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.files_skipped);
                 Attempt::Done(true)
             }
-            Decision::FixAttrs(what) => self.fix_attrs(job, rel, what, ('f', None), None, last),
+            Decision::FixAttrs(what) => {
+                self.fix_attrs(job, rel, (what, exec_mode), ('f', None), None, last)
+            }
             Decision::Create | Decision::Replace | Decision::CompareContent
                 if self.append_leaves(dst.as_ref(), src) =>
             {
@@ -410,6 +433,18 @@ impl<D: Destination> Engine<'_, D> {
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;
+            if self.cfg.executability {
+                given.mode = crate::options::chmod::executability(job.entry.meta.mode, given.mode);
+            }
+        }
+        // -U: the source's atime, from the file being read (opened with O_NOATIME,
+        // so reading it does not move it).
+        if self.cfg.atimes && !based {
+            use std::os::unix::fs::MetadataExt;
+            given.atime = file.metadata().ok().map(|m| crate::meta::Time {
+                sec: m.atime(),
+                nsec: m.atime_nsec() as u32,
+            });
         }
         let source = SourceFile {
             file,

@@ -134,6 +134,7 @@ impl Destination for Recorder {
             ino: 0,
             rdev: 0,
             change: 0,
+            atime: None,
         };
         let _ = self.create(PathBuf::new(), root, None);
         Ok(PathBuf::new())
@@ -361,6 +362,10 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         perms: true,
         times: true,
         omit_dir_times: false,
+        omit_link_times: false,
+        atimes: false,
+        executability: false,
+        stop_at: None,
         umask: 0o022,
         one_file_system: 0,
         ignore_errors: false,

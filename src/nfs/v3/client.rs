@@ -252,6 +252,7 @@ pub fn meta(a: &fattr3) -> Meta {
         ino: a.fileid,
         rdev: libc::makedev(a.rdev.specdata1, a.rdev.specdata2),
         change: (u64::from(a.ctime.seconds) << 32) | u64::from(a.ctime.nseconds),
+        atime: None,
     }
 }
 

@@ -68,6 +68,7 @@ pub fn decode(a: &Fattr, ids: &IdMap) -> Result<Decoded, String> {
         ino: 0,
         rdev: 0,
         change: 0,
+        atime: None,
     };
     let mut fh = None;
     let mut have = 0u32;

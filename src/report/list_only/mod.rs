@@ -387,6 +387,7 @@ mod tests {
             ino: 0,
             rdev: 0,
             change: 0,
+            atime: None,
         };
         assert_eq!(perm_string(&m(Kind::Dir, 0o755)), "drwxr-xr-x");
         assert_eq!(perm_string(&m(Kind::File, 0o4754)), "-rwsr-xr--");
