@@ -92,6 +92,9 @@ pub struct Config {
     pub quiet: bool,
     /// Show a progress bar (only if stderr is a terminal).
     pub progress: bool,
+    /// Progress was asked for (`--progress`, `-P`, `--info=progress2`): the summary
+    /// line is printed also where stderr is no terminal.
+    pub progress_asked: bool,
     /// `--stats`.
     pub stats: bool,
     /// `-i`.

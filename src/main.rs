@@ -1,6 +1,6 @@
 //! The `nfsync` command: parse, build a destination, run the engine, report.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -308,7 +308,10 @@ fn report(cfg: &Config, out: &Output, summary: &Summary) {
         cfg.human_readable,
     );
     out.rsync_summary(&rsync, cfg.stats);
-    if !cfg.quiet && !cfg.json {
+    // Quiet where rsync is: a cron job's mail or a script's log gets the summary only
+    // when it asked (-v, --stats, progress); a terminal always gets it.
+    let asked = cfg.verbose > 0 || cfg.stats || cfg.progress_asked;
+    if !cfg.quiet && !cfg.json && (asked || std::io::stderr().is_terminal()) {
         out.note(summary.one_line());
     }
 }

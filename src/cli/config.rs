@@ -251,6 +251,7 @@ impl Cli {
             verbose: self.verbose,
             quiet: self.quiet,
             progress: progress && !self.quiet,
+            progress_asked: self.progress || r.info_progress() == Some(true),
             stats: self.stats,
             itemize: self.itemize_changes,
             json: self.json,

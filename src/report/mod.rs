@@ -237,21 +237,34 @@ impl Summary {
     /// The one-line summary printed at the end unless `-q`.
     pub fn one_line(&self) -> String {
         let secs = self.elapsed_s.max(1e-9);
+        let files = self.files_copied + self.links_created;
+        // Big files: their bytes say how fast it went (one 1 GiB file is not
+        // "0 files/s").
+        let rate = if self.bytes_copied >= BIG_FILE.saturating_mul(files.max(1)) {
+            format!(
+                "{}/s",
+                indicatif::HumanBytes((self.bytes_copied as f64 / secs) as u64)
+            )
+        } else {
+            format!("{:.0} files/s", files as f64 / secs)
+        };
         format!(
-            "{} files copied ({}), {} up to date, {} deleted, {} dirs created, {} errors in {:.2}s ({:.0} files/s, jobs {}){}",
-            self.files_copied + self.links_created,
+            "{} files copied ({}), {} up to date, {} deleted, {} dirs created, {} errors in {:.2}s ({rate}, jobs {}){}",
+            files,
             indicatif::HumanBytes(self.bytes_copied),
             self.files_skipped + self.attrs_updated,
             self.files_deleted,
             self.dirs_created,
             self.errors,
             self.elapsed_s,
-            (self.files_copied + self.links_created) as f64 / secs,
             self.jobs,
             if self.dry_run { " (DRY RUN)" } else { "" },
         )
     }
 }
+
+/// The mean size of a copied file from which the summary gives bytes per second.
+const BIG_FILE: u64 = 1 << 20;
 
 /// Where messages go. Errors and warnings always go to stderr; itemized changes and
 /// `-v` names go to stdout, or to stderr when `--json` owns stdout. With `--log-file`

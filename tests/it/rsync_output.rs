@@ -460,3 +460,45 @@ fn device_attribute_changes_itemize_as_rsyncs() {
     let third = run(&["-rpgoD", "-i"]);
     assert_eq!(third, [".D...p..... chr"], "rsync itemized: {third:?}");
 }
+
+/// Where stderr is no terminal (a cron job's mail, a script's log) a run that went well
+/// prints nothing, as rsync; `-v`, `--stats` or progress asked for bring the summary
+/// line back. One big file is summed up in bytes per second.
+#[test]
+fn quiet_without_a_terminal_unless_asked() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.random_file("big", 3 << 20, 7).age();
+    let summary = |o: &Output| {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .find(|l| l.contains(" files copied ("))
+            .map(str::to_owned)
+    };
+    let run = |flags: &[&str], dst: &str| {
+        let out = nfsync()
+            .args(flags)
+            .arg(slash(src.root()))
+            .arg(s.join(dst))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        out
+    };
+    let plain = run(&["-a"], "d0");
+    assert!(plain.stderr.is_empty(), "{}", describe(&plain));
+    assert!(plain.stdout.is_empty(), "{}", describe(&plain));
+    for (i, flags) in [
+        &["-av"][..],
+        &["-a", "--stats"],
+        &["-a", "--progress"],
+        &["-a", "--info=progress2"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = run(flags, &format!("d{}", i + 1));
+        let line = summary(&out).unwrap_or_else(|| panic!("{flags:?}: {}", describe(&out)));
+        assert!(line.contains("B/s, jobs"), "{flags:?}: {line}");
+    }
+}

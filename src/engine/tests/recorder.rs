@@ -352,6 +352,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         delete,
         force: false,
         mkpath: false,
+        progress_asked: false,
         max_delete: None,
         filter: Default::default(),
         compare: Compare::QuickCheck,
