@@ -87,6 +87,7 @@ macro_rules! protocol_tests {
         crate::scenarios::scenario_tests!(hard_links, super::GaneshaTarget::new($proto));
         crate::scenarios::scenario_tests!(specials, super::GaneshaTarget::new($proto));
         crate::scenarios::scenario_tests!(owners, super::GaneshaTarget::new($proto));
+        crate::scenarios::scenario_tests!(wide_times, super::GaneshaTarget::new($proto));
 
         super::operator_paths::operator_path_tests!($proto);
 

@@ -21,7 +21,7 @@ pub fn trailing_slash(t: &dyn Target) {
     // Without: the directory itself, inside DEST.
     let out = nf(t)
         .arg("--json")
-        .arg(tree.root())
+        .arg(t.src_arg(tree.root(), false))
         .arg(t.dest_arg("itself"))
         .output()
         .unwrap();
@@ -35,7 +35,7 @@ pub fn trailing_slash(t: &dyn Target) {
 
     // A trailing slash on DEST changes nothing.
     let out = nf(t)
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(format!("{}/", t.dest_arg("dest_slash")))
         .output()
         .unwrap();
@@ -55,7 +55,11 @@ pub fn dest_is_regular_file(t: &dyn Target) {
         t.dest_arg("not-a-dir.txt"),
         t.dest_arg("not-a-dir.txt/inner"),
     ] {
-        let out = nf(t).arg(slash(tree.root())).arg(&dest).output().unwrap();
+        let out = nf(t)
+            .arg(t.src_arg(tree.root(), true))
+            .arg(&dest)
+            .output()
+            .unwrap();
         assert_eq!(
             out.status.code(),
             Some(3),
@@ -95,7 +99,12 @@ pub fn multiple_sources(t: &dyn Target) {
         s.join("b").into(),
         s.join("single.txt").into(),
     ];
-    let out = nf(t).args(&srcs).arg(t.dest_arg("dst")).output().unwrap();
+    let given = [
+        t.src_arg(&s.join("a"), true),
+        t.src_arg(&s.join("b"), false),
+        t.src_arg(&s.join("single.txt"), false),
+    ];
+    let out = nf(t).args(&given).arg(t.dest_arg("dst")).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
 
     let expected = s.join("expected");
@@ -189,7 +198,7 @@ pub fn single_file_source(t: &dyn Target) {
     let file = tree.path("file.bin");
 
     let out = nf(t)
-        .arg(&file)
+        .arg(t.src_arg(&file, false))
         .arg(t.dest_arg("renamed.bin"))
         .output()
         .unwrap();
@@ -200,7 +209,7 @@ pub fn single_file_source(t: &dyn Target) {
     assert_same_mtime_ns(&file, &got, "");
 
     let out = nf(t)
-        .arg(&file)
+        .arg(t.src_arg(&file, false))
         .arg(format!("{}/", t.dest_arg("newdir")))
         .output()
         .unwrap();
