@@ -226,17 +226,27 @@ fn list_only_of_many_directories_is_rsyncs_listing() {
     );
 }
 
-#[test]
-fn list_only_is_rsyncs_listing() {
-    let s = Scratch::new();
-    let t = Tree::new(s.join("src"));
+/// The tree the `--list-only` tests list: names that sort oddly, are not UTF-8 or hold
+/// a newline, a tab, a backslash, spaces, a leading dot or dash, 255 bytes; symlinks,
+/// an empty directory, a set-uid file, a directory only its owner reads, a large sparse
+/// file (sizes with thousands separators).
+pub(crate) fn tricky_tree(root: &Path) -> Tree {
+    let t = Tree::new(root);
     t.file("a/top", "top\n")
         .file("a/b/c/f", "f\n")
         .file("zfile", "z\n")
         .file("0file", "0\n")
         .file(crate::support::bytes_path(b"x/n\nl\xff"), "odd\n")
         .file("x/skip.o", "o\n")
+        .file(
+            crate::support::bytes_path(b"x/caf\xc3\xa9 \\ tab\there"),
+            "u\n",
+        )
+        .file("x/.hidden", "h\n")
+        .file("x/-dash", "d\n")
+        .file(format!("x/{}", "l".repeat(255)), "long\n")
         .symlink("a/lnk", "top")
+        .symlink("x/sp ace", "../a/b/c/f")
         .dir("e/empty")
         .chmod("a/top", 0o4755)
         .chmod("a", 0o700);
@@ -245,6 +255,13 @@ fn list_only_is_rsyncs_listing() {
         .set_len(123_456_789)
         .unwrap();
     t.age();
+    t
+}
+
+#[test]
+fn list_only_is_rsyncs_listing() {
+    let s = Scratch::new();
+    let t = tricky_tree(&s.join("src"));
     let root = t.root().display().to_string();
     let sub = |p: &str| format!("{root}/{p}");
     let cases: Vec<Vec<String>> = vec![

@@ -16,6 +16,8 @@
 //! - [`operator_paths`]: the paths options name on the server, through symlinks
 //!   (both versions, in [`protocol_tests!`]).
 //! - [`efs`]: EFS's bound connections, through a partition shim in front of NFSv4.1.
+//! - [`source`]: every shared scenario with the source on the server, to a local
+//!   directory and to the server itself; `--list-only` of an `nfs://` tree.
 //! - [`servers`]: the servers themselves, as those tests rely on them (no nfsync).
 
 use std::path::{Path, PathBuf};
@@ -28,6 +30,7 @@ mod efs;
 mod faults;
 mod operator_paths;
 mod servers;
+mod source;
 mod v3;
 mod v41;
 
