@@ -193,14 +193,9 @@ fn nfs_path_same_as_rsync() {
     }
 }
 
-/// `--list-only` prints what rsync prints, in its order (no sorting needed: both list
-/// the top level, then each directory's files before its subdirectories).
-/// A tree with more directories than are listed ahead at once (4,096), deep and wide:
-/// the listing made by many threads is rsync's, byte for byte, and in its order.
-#[test]
-fn list_only_of_many_directories_is_rsyncs_listing() {
-    let s = Scratch::new();
-    let t = Tree::new(s.join("src"));
+/// More directories (about 4,900) than are listed ahead at once (4,096), deep and wide.
+pub(crate) fn many_directories(root: &Path) -> Tree {
+    let t = Tree::new(root);
     for a in 0..18 {
         for b in 0..16 {
             for c in 0..16 {
@@ -210,6 +205,17 @@ fn list_only_of_many_directories_is_rsyncs_listing() {
         }
     }
     t.file("d03/e7/f2/deep/er/still", "s\n").age();
+    t
+}
+
+/// `--list-only` prints what rsync prints, in its order (no sorting needed: both list
+/// the top level, then each directory's files before its subdirectories).
+/// A tree with more directories than are listed ahead at once (4,096), deep and wide:
+/// the listing made by many threads is rsync's, byte for byte, and in its order.
+#[test]
+fn list_only_of_many_directories_is_rsyncs_listing() {
+    let s = Scratch::new();
+    let t = many_directories(&s.join("src"));
     let src = format!("{}/", t.root().display());
     let r = Command::new("rsync")
         .args(["-r", "--list-only", &src])

@@ -174,19 +174,56 @@ mod v41_to_v41 {
     source_tests!(Proto::V41, GaneshaTarget::new(Proto::V41), wide_times);
 }
 
+/// A copy of the local tree `tree` in a new directory of `export`; its path from the
+/// export (the copy keeps the tree's name).
+fn copy_into(export: &Export, tree: &Path) -> String {
+    let holder = format!("list{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    let into = export.path.join(&holder);
+    std::fs::create_dir(&into).unwrap();
+    rsync(&["-aHS"], tree, &into);
+    let name = tree.file_name().unwrap().to_str().unwrap();
+    format!("{holder}/{name}")
+}
+
+/// Asserts that `nfsync FLAGS --list-only URL[/]` prints what `rsync FLAGS --list-only
+/// LOCAL[/]` prints, byte for byte.
+fn assert_listing_is_rsyncs(flags: &[&str], local: &Path, url: &str, contents: bool) {
+    let slash = if contents { "/" } else { "" };
+    let r = Command::new("rsync")
+        .args(flags)
+        .arg("--list-only")
+        .arg(format!("{}{slash}", local.display()))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "rsync {flags:?}: {}", describe(&r));
+    assert!(!r.stdout.is_empty(), "{flags:?}: rsync listed nothing");
+    let n = nfsync()
+        .args(flags)
+        .arg("--list-only")
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        n.status.success(),
+        "nfsync {flags:?} {url}: {}",
+        describe(&n)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&n.stdout),
+        String::from_utf8_lossy(&r.stdout),
+        "--list-only {flags:?} {url}"
+    );
+}
+
 /// `nfsync --list-only nfs://…/tricky[/]` prints what `rsync --list-only LOCAL/tricky[/]`
-/// prints, byte for byte, LOCAL/tricky being the tree the export holds a copy of.
+/// prints, LOCAL/tricky being the tree the export holds a copy of.
 fn list_only_is_rsyncs_listing(proto: Proto) {
     let Some(export) = ganesha::shared(proto) else {
         return;
     };
     let s = Scratch::new();
     let tree = crate::rsync_paths::tricky_tree(&s.join("tricky"));
-    let holder = format!("list{}", NEXT.fetch_add(1, Ordering::SeqCst));
-    let into = export.path.join(&holder);
-    std::fs::create_dir(&into).unwrap();
-    rsync(&["-aHS"], tree.root(), &into);
-    let local = tree.root().display().to_string();
+    let copy = copy_into(&export, tree.root());
     for flags in [
         &["-r"][..],
         &["-a"],
@@ -196,33 +233,33 @@ fn list_only_is_rsyncs_listing(proto: Proto) {
     ] {
         for contents in [true, false] {
             let slash = if contents { "/" } else { "" };
-            let url = export.url(&format!("{holder}/tricky{slash}"), "");
-            let r = Command::new("rsync")
-                .args(flags)
-                .arg("--list-only")
-                .arg(format!("{local}{slash}"))
-                .output()
-                .unwrap();
-            assert!(r.status.success(), "rsync {flags:?}: {}", describe(&r));
-            assert!(!r.stdout.is_empty(), "{flags:?}: rsync listed nothing");
-            let n = nfsync()
-                .args(flags)
-                .arg("--list-only")
-                .arg(&url)
-                .output()
-                .unwrap();
-            assert!(
-                n.status.success(),
-                "nfsync {flags:?} {url}: {}",
-                describe(&n)
-            );
-            assert_eq!(
-                String::from_utf8_lossy(&n.stdout),
-                String::from_utf8_lossy(&r.stdout),
-                "--list-only {flags:?} {url}"
-            );
+            let url = export.url(&format!("{copy}{slash}"), "");
+            assert_listing_is_rsyncs(flags, tree.root(), &url, contents);
         }
     }
+}
+
+/// The listing of a tree with more directories than are listed ahead at once, made by
+/// many threads each reading the server, is rsync's, in its order.
+fn list_only_of_many_directories_is_rsyncs_listing(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = crate::rsync_paths::many_directories(&s.join("many"));
+    let copy = copy_into(&export, tree.root());
+    let url = export.url(&format!("{copy}/"), "");
+    assert_listing_is_rsyncs(&["-r"], tree.root(), &url, true);
+}
+
+#[test]
+fn list_only_of_many_directories_over_v3_is_rsyncs_listing() {
+    list_only_of_many_directories_is_rsyncs_listing(Proto::V3);
+}
+
+#[test]
+fn list_only_of_many_directories_over_v41_is_rsyncs_listing() {
+    list_only_of_many_directories_is_rsyncs_listing(Proto::V41);
 }
 
 #[test]
