@@ -1,5 +1,6 @@
 //! The shared scenarios with the source on nfs-ganesha: NFSv3 and NFSv4.1 to a local
-//! directory, and to an export of the same version (ganesha → ganesha).
+//! directory, to the same server (ganesha → ganesha), and to the other version's server
+//! (two servers, one run speaking both versions).
 //!
 //! [`SourceOn`] wraps a destination target: each time a scenario names a local source
 //! tree, the tree is copied (`rsync -aH`, locally) into a new directory of the export
@@ -172,6 +173,20 @@ mod v41_to_v41 {
     use crate::ganesha::GaneshaTarget;
     use crate::support::ganesha::Proto;
     source_tests!(Proto::V41, GaneshaTarget::new(Proto::V41), wide_times);
+}
+
+/// Two servers, one per version: the source read over NFSv3, the copy written over
+/// NFSv4.1, in one run.
+mod v3_to_v41 {
+    use crate::ganesha::GaneshaTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V3, GaneshaTarget::new(Proto::V41));
+}
+
+mod v41_to_v3 {
+    use crate::ganesha::GaneshaTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V41, GaneshaTarget::new(Proto::V3), wide_times);
 }
 
 /// A copy of the local tree `tree` in a new directory of `export`; its path from the
