@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::support::ganesha::{self, Export, Proto};
-use crate::support::{Scratch, Target, describe, nfsync};
+use crate::support::{LocalTarget, Scratch, Target, Tree, describe, nfsync};
 
 /// A destination target whose sources are read from an export of a ganesha server.
 pub struct SourceOn<T> {
@@ -80,12 +80,14 @@ impl<T: Target> SourceOn<T> {
         let holder = format!("{}/src{}", self.prefix, copies.len() - 1);
         let into = self.export.path.join(&holder);
         std::fs::create_dir_all(&into).unwrap();
-        rsync(&["-aH"], src, &into);
+        rsync(&["-aH", "--modify-window=-1"], src, &into);
         format!("{holder}/{name}")
     }
 }
 
-/// `rsync ARGS SRC INTO/`, which must succeed; its output.
+/// `rsync ARGS SRC INTO/`, which must succeed; its output. (`--modify-window=-1` makes
+/// rsync set every time to the nanosecond: by default it leaves a time alone that is
+/// already right to the second, such as a directory's made within the same second.)
 fn rsync(args: &[&str], src: &Path, into: &Path) -> Vec<u8> {
     let out = Command::new("rsync")
         .args(args)
@@ -130,6 +132,33 @@ impl<T: Target> Target for SourceOn<T> {
     fn clamps_times(&self) -> bool {
         self.export.proto == Proto::V3 || self.dest.clamps_times()
     }
+}
+
+/// A re-run reads the very copy the run before read, and a change, even one that keeps
+/// a file's size and its mtime's second, is read from a new copy.
+#[test]
+fn a_source_is_copied_again_only_when_it_changed() {
+    let Some(t) = SourceOn::new(Proto::V3, Some(LocalTarget::new())) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("f", "one\n")
+        .dir("d/e")
+        .symlink("l", "f")
+        .hardlink("h", "f");
+    let first = t.src_arg(tree.root(), true);
+    assert_eq!(
+        t.src_arg(tree.root(), true),
+        first,
+        "an unchanged tree copied again"
+    );
+    tree.file("f", "two\n");
+    let second = t.src_arg(tree.root(), true);
+    assert_ne!(second, first, "a changed file not copied again");
+    let copy = t.export.path.join(format!("{}/src1/src", t.prefix));
+    assert_eq!(std::fs::read(copy.join("f")).unwrap(), b"two\n");
+    assert_eq!(t.src_arg(tree.root(), true), second);
 }
 
 /// One `#[test]` per shared scenario of the groups an NFS source and the destination
@@ -195,7 +224,7 @@ fn copy_into(export: &Export, tree: &Path) -> String {
     let holder = format!("list{}", NEXT.fetch_add(1, Ordering::SeqCst));
     let into = export.path.join(&holder);
     std::fs::create_dir(&into).unwrap();
-    rsync(&["-aHS"], tree, &into);
+    rsync(&["-aHS", "--modify-window=-1"], tree, &into);
     let name = tree.file_name().unwrap().to_str().unwrap();
     format!("{holder}/{name}")
 }
