@@ -111,6 +111,17 @@ impl Source for NfsSources {
     }
 }
 
+/// `nfs://host/path/` as `/path`, the path on the server, as the other refusals of a
+/// symlink there name it.
+fn on_server(url: &Path) -> PathBuf {
+    let s = url.to_string_lossy();
+    let after_host = s
+        .strip_prefix("nfs://")
+        .and_then(|r| r.find('/').map(|i| &r[i..]))
+        .unwrap_or(&s);
+    PathBuf::from(after_host.trim_end_matches('/'))
+}
+
 /// `nfs://host/path/?opts` as `nfs://host/path/`: the name messages give, and the
 /// operand rsync's trailing-slash rule reads.
 fn without_query(given: &Path) -> PathBuf {
@@ -133,6 +144,11 @@ where
             None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
         }
     };
+    // `link/` asks for what the link leads to, which a path gets from the kernel; on
+    // the server it is refused as every other symlink on the way, not copied as a link.
+    if contents && meta.kind == Kind::Symlink {
+        return Err(crate::options::trust::server_link(on_server(&path)));
+    }
     let held = |d: Box<dyn RemoteDir>| Some(Arc::new(Held::Remote(d)));
     if contents && meta.kind == Kind::Dir {
         return Ok(SrcEntry {

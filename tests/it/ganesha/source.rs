@@ -161,6 +161,56 @@ fn a_source_is_copied_again_only_when_it_changed() {
     assert_eq!(t.src_arg(tree.root(), true), second);
 }
 
+/// `nfs://…/link/`, a symlink to a directory on the server named with a trailing
+/// slash, asks for the directory's contents (a path's `link/` is followed by the
+/// kernel): refused as any symlink on the way over nfs://, never copied as the link
+/// itself; `nfs://…/link` copies the link.
+fn a_symlink_named_with_a_slash_is_refused(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("side"));
+    tree.file("real/a", "a\n").symlink("link", "real");
+    let copy = copy_into(&export, tree.root());
+    let dst = s.join("dst");
+    let out = nfsync()
+        .arg("-a")
+        .arg(export.url(&format!("{copy}/link/"), ""))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/link: symlink on the NFS server is not followed"),
+        "{err}"
+    );
+    assert!(!dst.exists(), "DEST made for a refused SRC");
+
+    let out = nfsync()
+        .arg("-a")
+        .arg(export.url(&format!("{copy}/link"), ""))
+        .arg(format!("{}/", dst.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_link(dst.join("link")).unwrap(),
+        Path::new("real")
+    );
+}
+
+#[test]
+fn a_symlink_named_with_a_slash_is_refused_over_v3() {
+    a_symlink_named_with_a_slash_is_refused(Proto::V3);
+}
+
+#[test]
+fn a_symlink_named_with_a_slash_is_refused_over_v41() {
+    a_symlink_named_with_a_slash_is_refused(Proto::V41);
+}
+
 /// One `#[test]` per shared scenario of the groups an NFS source and the destination
 /// made by `$dest` can hold, with the source on the shared server of `$proto`.
 macro_rules! source_tests {
