@@ -1,6 +1,8 @@
 //! How SRC and DEST arguments are understood: trailing slashes, `.`, single files, symlinks, several sources, a DEST that is a file.
 
+use std::ffi::OsString;
 use std::fs;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -131,8 +133,7 @@ pub fn dot_sources(t: &dyn Target) {
     let tree = Tree::new(s.join("src"));
     tree.file("a", "a\n").file("d/b", "b\n").age();
 
-    let mut dot = tree.root().as_os_str().to_owned();
-    dot.push("/.");
+    let dot = with_dot(t.src_arg(tree.root(), true));
     let out = nf(t)
         .arg(&dot)
         .arg(t.dest_arg("slash_dot"))
@@ -153,6 +154,17 @@ pub fn dot_sources(t: &dyn Target) {
         .unwrap();
     assert!(out.status.success(), "`.` as SRC: {}", describe(&out));
     assert_target_same(t, tree.root(), "dot");
+}
+
+/// `SRC/` as `SRC/.`: the dot goes before an `nfs://` URL's query.
+fn with_dot(src: OsString) -> OsString {
+    let mut bytes = src.into_vec();
+    let at = match bytes.starts_with(b"nfs://") {
+        true => bytes.iter().position(|&b| b == b'?'),
+        false => None,
+    };
+    bytes.insert(at.unwrap_or(bytes.len()), b'.');
+    OsString::from_vec(bytes)
 }
 
 /// A source that is a symlink to a directory: `link/` copies the directory's contents,
