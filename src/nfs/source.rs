@@ -55,7 +55,7 @@ pub fn connect_all(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Error> 
     let mut clients = HashMap::new();
     for src in &cfg.sources {
         let url = src.to_str().unwrap_or_default();
-        let connected = match connect(url, cfg, out.clone())? {
+        let connected = match connect(&without_dots(url), cfg, out.clone())? {
             Dest::V3(d) => Connected::V3(Arc::new(d)),
             Dest::V41(d) => Connected::V41(Arc::new(d)),
         };
@@ -122,6 +122,43 @@ impl Source for NfsSources {
     }
 }
 
+/// The URL with the `.` components of its path left out: NFSv4 has no name `.` to
+/// LOOKUP (NFS4ERR_BADNAME), and `SRC/.` reads as `SRC/` (the trailing-slash rule reads
+/// the operand as given).
+fn without_dots(url: &str) -> String {
+    let (before, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let Some((scheme, rest)) = before.split_at_checked(6) else {
+        return url.to_owned();
+    };
+    let Some(at) = rest.find('/') else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(at);
+    let kept: Vec<&str> = path.split('/').filter(|c| *c != ".").collect();
+    let path = match kept.join("/") {
+        p if p.is_empty() => "/".to_owned(),
+        p => p,
+    };
+    match query {
+        Some(q) => format!("{scheme}{authority}{path}?{q}"),
+        None => format!("{scheme}{authority}{path}"),
+    }
+}
+
+/// `nfs://host/path/` as `/path`, the path on the server, as the other refusals of a
+/// symlink there name it.
+fn on_server(url: &Path) -> PathBuf {
+    let s = url.to_string_lossy();
+    let after_host = s
+        .strip_prefix("nfs://")
+        .and_then(|r| r.find('/').map(|i| &r[i..]))
+        .unwrap_or(&s);
+    PathBuf::from(after_host.trim_end_matches('/'))
+}
+
 /// `nfs://host/path/?opts` as `nfs://host/path/`: the name messages give, and the
 /// operand rsync's trailing-slash rule reads.
 fn without_query(given: &Path) -> PathBuf {
@@ -142,7 +179,6 @@ where
             None => Err(io::Error::from_raw_os_error(libc::ENOENT)),
         }
     };
-    let top = open(Path::new(""))?;
     let comps: Vec<Vec<u8>> = below
         .components()
         .map(|c| c.as_os_str().as_bytes().to_vec())
@@ -168,7 +204,7 @@ where
                 None => Operand {
                     parent: None,
                     name: OsString::new(),
-                    root: Some(Box::new(SourceDir::new(ops.clone(), top))),
+                    root: Some(Box::new(SourceDir::new(ops.clone(), open(Path::new(""))?))),
                     meta,
                 },
             }
@@ -176,7 +212,7 @@ where
         Some((last, up)) => {
             let parent = SourceDir::below(
                 ops.clone(),
-                top,
+                open(Path::new(""))?,
                 open(below.parent().unwrap_or(Path::new("")))?,
                 up.to_vec(),
             );
@@ -193,16 +229,34 @@ where
         true => OsString::from("."),
         false => holder.name.clone(),
     };
-    // `SRC/` names what a symlink there leads to, resolved on the server.
-    let (meta, holder): (_, Box<dyn RemoteDir>) =
-        match contents && holder.meta.kind == Kind::Symlink {
-            true => holder.referent(&name)?,
-            false => (holder.meta, Box::new(holder)),
-        };
+    // `link/` asks for what the link leads to, which a path gets from the kernel; on
+    // the server it is refused as every other symlink on the way, not copied as a link.
+    if contents && holder.meta.kind == Kind::Symlink {
+        return Err(crate::options::trust::server_link(on_server(&path)));
+    }
     Ok(SrcEntry {
         name,
         path,
-        meta,
-        parent: Some(Arc::new(Held::Remote(holder))),
+        meta: holder.meta,
+        parent: Some(Arc::new(Held::Remote(Box::new(holder)))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_dots;
+
+    #[test]
+    fn dot_components_are_left_out_of_the_path_alone() {
+        for (given, sent) in [
+            ("nfs://h/e/src/.?version=4.1", "nfs://h/e/src?version=4.1"),
+            ("nfs://h:2049/e/./src/./", "nfs://h:2049/e/src/"),
+            ("nfs://h/.", "nfs://h/"),
+            ("nfs://h/e/src/?a=./.", "nfs://h/e/src/?a=./."),
+            ("nfs://h/e/.hidden/..x", "nfs://h/e/.hidden/..x"),
+            ("nfs://h", "nfs://h"),
+        ] {
+            assert_eq!(without_dots(given), sent, "{given}");
+        }
+    }
 }

@@ -56,3 +56,4 @@ scenario_tests!(files, Some(InProcTarget::new()));
 scenario_tests!(symlinks, Some(InProcTarget::new()));
 scenario_tests!(read_only_dirs, InProcTarget::as_root());
 scenario_tests!(owners, Some(InProcTarget::new()));
+scenario_tests!(wide_times, Some(InProcTarget::new()));

@@ -193,14 +193,9 @@ fn nfs_path_same_as_rsync() {
     }
 }
 
-/// `--list-only` prints what rsync prints, in its order (no sorting needed: both list
-/// the top level, then each directory's files before its subdirectories).
-/// A tree with more directories than are listed ahead at once (4,096), deep and wide:
-/// the listing made by many threads is rsync's, byte for byte, and in its order.
-#[test]
-fn list_only_of_many_directories_is_rsyncs_listing() {
-    let s = Scratch::new();
-    let t = Tree::new(s.join("src"));
+/// More directories (about 4,900) than are listed ahead at once (4,096), deep and wide.
+pub(crate) fn many_directories(root: &Path) -> Tree {
+    let t = Tree::new(root);
     for a in 0..18 {
         for b in 0..16 {
             for c in 0..16 {
@@ -210,6 +205,17 @@ fn list_only_of_many_directories_is_rsyncs_listing() {
         }
     }
     t.file("d03/e7/f2/deep/er/still", "s\n").age();
+    t
+}
+
+/// `--list-only` prints what rsync prints, in its order (no sorting needed: both list
+/// the top level, then each directory's files before its subdirectories).
+/// A tree with more directories than are listed ahead at once (4,096), deep and wide:
+/// the listing made by many threads is rsync's, byte for byte, and in its order.
+#[test]
+fn list_only_of_many_directories_is_rsyncs_listing() {
+    let s = Scratch::new();
+    let t = many_directories(&s.join("src"));
     let src = format!("{}/", t.root().display());
     let r = Command::new("rsync")
         .args(["-r", "--list-only", &src])
@@ -226,17 +232,27 @@ fn list_only_of_many_directories_is_rsyncs_listing() {
     );
 }
 
-#[test]
-fn list_only_is_rsyncs_listing() {
-    let s = Scratch::new();
-    let t = Tree::new(s.join("src"));
+/// The tree the `--list-only` tests list: names that sort oddly, are not UTF-8 or hold
+/// a newline, a tab, a backslash, spaces, a leading dot or dash, 255 bytes; symlinks,
+/// an empty directory, a set-uid file, a directory only its owner reads, a large sparse
+/// file (sizes with thousands separators).
+pub(crate) fn tricky_tree(root: &Path) -> Tree {
+    let t = Tree::new(root);
     t.file("a/top", "top\n")
         .file("a/b/c/f", "f\n")
         .file("zfile", "z\n")
         .file("0file", "0\n")
         .file(crate::support::bytes_path(b"x/n\nl\xff"), "odd\n")
         .file("x/skip.o", "o\n")
+        .file(
+            crate::support::bytes_path(b"x/caf\xc3\xa9 \\ tab\there"),
+            "u\n",
+        )
+        .file("x/.hidden", "h\n")
+        .file("x/-dash", "d\n")
+        .file(format!("x/{}", "l".repeat(255)), "long\n")
         .symlink("a/lnk", "top")
+        .symlink("x/sp ace", "../a/b/c/f")
         .dir("e/empty")
         .chmod("a/top", 0o4755)
         .chmod("a", 0o700);
@@ -245,6 +261,13 @@ fn list_only_is_rsyncs_listing() {
         .set_len(123_456_789)
         .unwrap();
     t.age();
+    t
+}
+
+#[test]
+fn list_only_is_rsyncs_listing() {
+    let s = Scratch::new();
+    let t = tricky_tree(&s.join("src"));
     let root = t.root().display().to_string();
     let sub = |p: &str| format!("{root}/{p}");
     let cases: Vec<Vec<String>> = vec![

@@ -17,6 +17,8 @@
 //! - [`operator_paths`]: the paths options name on the server, through symlinks
 //!   (both versions, in [`protocol_tests!`]).
 //! - [`efs`]: EFS's bound connections, through a partition shim in front of NFSv4.1.
+//! - [`source`]: every shared scenario with the source on the server, to a local
+//!   directory and to the server itself; `--list-only` of an `nfs://` tree.
 //! - [`servers`]: the servers themselves, as those tests rely on them (no nfsync).
 
 use std::path::{Path, PathBuf};
@@ -29,6 +31,7 @@ mod efs;
 mod faults;
 mod operator_paths;
 mod servers;
+mod source;
 mod source_faults;
 mod v3;
 mod v41;
@@ -89,6 +92,7 @@ macro_rules! protocol_tests {
         crate::scenarios::scenario_tests!(hard_links, super::GaneshaTarget::new($proto));
         crate::scenarios::scenario_tests!(specials, super::GaneshaTarget::new($proto));
         crate::scenarios::scenario_tests!(owners, super::GaneshaTarget::new($proto));
+        crate::scenarios::scenario_tests!(wide_times, super::GaneshaTarget::new($proto));
 
         super::operator_paths::operator_path_tests!($proto);
 

@@ -23,6 +23,7 @@ scenario_tests!(read_only_dirs, Some(LocalTarget::new()));
 scenario_tests!(hard_links, Some(LocalTarget::new()));
 scenario_tests!(specials, Some(LocalTarget::new()));
 scenario_tests!(owners, Some(LocalTarget::new()));
+scenario_tests!(wide_times, Some(LocalTarget::new()));
 
 #[test]
 fn help_mentions_exit_codes() {

@@ -1,11 +1,12 @@
 //! Several runs of the same command into one DEST at once (a cron job that starts while
 //! the last one still runs): each must end with exit 0 and the copy exact.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use crate::support::{Scratch, Target, Tree, XorShift, slash};
+use crate::support::{Scratch, Target, Tree, XorShift};
 
 /// A tree of many small files in several directories, plus a few larger ones, so
 /// that runs started together overlap on the same names for a while.
@@ -44,11 +45,12 @@ fn change(tree: &Tree, round: u64) {
 /// within the second of its last version, which rsync's whole-second quick check (the
 /// default) rightly calls up to date; this test is about runs that overlap, so it
 /// compares to the nanosecond.
-fn spawn(t: &dyn Target, extra: &[&str], src: &std::path::Path, sub: &str) -> Child {
+/// `src` is the SRC argument, made once for all the runs started together.
+fn spawn(t: &dyn Target, extra: &[&str], src: &OsStr, sub: &str) -> Child {
     t.command()
         .args(["--jobs", "64", "-q", "-H", "--modify-window=-1"])
         .args(extra)
-        .arg(slash(src))
+        .arg(src)
         .arg(t.dest_arg(sub))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -76,9 +78,10 @@ pub fn concurrent_runs(t: &dyn Target) {
                 change(&tree, round);
             }
             let extra: &[&str] = if round % 2 == 0 { &["--delete"] } else { &[] };
+            let src = t.src_arg(tree.root(), true);
             let mut children = Vec::new();
             for _ in 0..runs {
-                children.push(spawn(t, extra, tree.root(), "dst"));
+                children.push(spawn(t, extra, &src, "dst"));
                 std::thread::sleep(Duration::from_millis(stagger_ms));
             }
             let what = format!(
@@ -146,9 +149,10 @@ pub fn concurrent_hard_link_runs(t: &dyn Target) {
             break_links(&dst, &mut rng);
         }
         let started = std::time::Instant::now();
+        let src = t.src_arg(tree.root(), true);
         let mut children = Vec::new();
         for _ in 0..3 {
-            children.push(spawn(t, &["--jobs", "16"], tree.root(), "dst"));
+            children.push(spawn(t, &["--jobs", "16"], &src, "dst"));
             std::thread::sleep(Duration::from_millis(30));
         }
         let what = format!(

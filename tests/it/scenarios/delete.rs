@@ -5,7 +5,7 @@ use std::fs;
 use super::{assert_rerun_is_noop, exists, mixed_tree, sync};
 use crate::support::{
     Scratch, Target, Tree, assert_target_same, describe, itemized, json_stats, nf, rsync_itemize,
-    slash, stat,
+    stat,
 };
 
 /// --delete removes what the source lacks (files, symlinks, nested and read-only
@@ -55,7 +55,7 @@ pub fn delete_scope_without_slash(t: &dyn Target) {
         .file("project/stale", "stale\n");
     let out = nf(t)
         .arg("--delete")
-        .arg(tree.root())
+        .arg(t.src_arg(tree.root(), false))
         .arg(t.dest_arg("dst"))
         .output()
         .unwrap();
@@ -134,7 +134,7 @@ pub fn delete_itemizes_every_entry_and_max_delete_limits(t: &dyn Target) {
         nf(t)
             .args(["--json", "-i", "--delete"])
             .args(extra_args)
-            .arg(slash(empty.root()))
+            .arg(t.src_arg(empty.root(), true))
             .arg(t.dest_arg("dst"))
             .output()
             .unwrap()
@@ -177,7 +177,7 @@ pub fn delete_itemizes_every_entry_and_max_delete_limits(t: &dyn Target) {
     // Without a limit the rest goes, every entry itemized; -v says "deleting".
     let out = nf(t)
         .args(["--json", "-v", "--delete"])
-        .arg(slash(empty.root()))
+        .arg(t.src_arg(empty.root(), true))
         .arg(t.dest_arg("dst"))
         .output()
         .unwrap();

@@ -193,7 +193,7 @@ pub fn exclude_anchored_without_slash(t: &dyn Target) {
     let filter = ["--exclude", "/project/sub"];
     let out = nf(t)
         .args(filter)
-        .arg(tree.root())
+        .arg(t.src_arg(tree.root(), false))
         .arg(t.dest_arg("dst"))
         .output()
         .unwrap();
@@ -242,7 +242,7 @@ pub fn exclude_from_prefixed_and_stdin(t: &dyn Target) {
 
     let out = nf(t)
         .args(["--exclude-from", "-"])
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("stdin"))
         .write_stdin(rules)
         .output()
@@ -275,7 +275,7 @@ pub fn exclude_non_utf8(t: &dyn Target) {
     ];
     let out = nf(t)
         .args(&args)
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("dst"))
         .output()
         .unwrap();

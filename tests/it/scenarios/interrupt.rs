@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::support::{Scratch, Target, Tree, assert_target_same, count_files, describe, nf, slash};
+use crate::support::{Scratch, Target, Tree, assert_target_same, count_files, describe, nf};
 
 /// A run killed with SIGKILL midway, then re-run, ends exact.
 pub fn sigkill_then_rerun(t: &dyn Target) {
@@ -27,7 +27,7 @@ pub fn sigkill_then_rerun(t: &dyn Target) {
     let mut child = t
         .command()
         .args(["--jobs", "4"])
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("dst"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -60,7 +60,7 @@ pub fn sigkill_then_rerun(t: &dyn Target) {
 
     let out = nf(t)
         .args(["--jobs", "4", "--json"])
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("dst"))
         .output()
         .unwrap();
@@ -97,7 +97,7 @@ pub fn sigint_then_rerun(t: &dyn Target) {
         let child = t
             .command()
             .args(["--jobs", "4"])
-            .arg(slash(tree.root()))
+            .arg(t.src_arg(tree.root(), true))
             .arg(t.dest_arg(&sub))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -135,7 +135,7 @@ pub fn sigint_then_rerun(t: &dyn Target) {
 fn rerun_after_sigint(t: &dyn Target, src: &Path, sub: &str) {
     let out = nf(t)
         .args(["--jobs", "4"])
-        .arg(slash(src))
+        .arg(t.src_arg(src, true))
         .arg(t.dest_arg(sub))
         .output()
         .unwrap();

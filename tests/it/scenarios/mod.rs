@@ -1,7 +1,8 @@
 //! Sync scenarios shared by every kind of destination.
 //!
 //! Each scenario is a `pub fn name(t: &dyn Target)`: it builds a source tree in a local
-//! temporary directory, runs nfsync with `t.dest_arg(sub)` as DEST, and judges the
+//! temporary directory, runs nfsync with `t.src_arg(tree, contents)` as SRC (the tree's
+//! path, or a copy of the tree on a server) and `t.dest_arg(sub)` as DEST, and judges the
 //! result by reading `t.dest_path(sub)` back, mostly through an independent comparison
 //! (`rsync -anciH --delete`, see `support::rsync_diff`), never through nfsync's own
 //! logic. `sub` names are unique within one scenario only: give each scenario a fresh
@@ -16,6 +17,9 @@
 //!    `keeps_symlink_times() == false` if symlink mtimes cannot be set there, and
 //!    `clamps_times() == true` if times travel as NFSv3's unsigned 32-bit seconds. Every
 //!    comparison of a DEST goes through `diff`, so one override covers all scenarios.
+//!    A target that reads its sources from elsewhere overrides `src_arg` (see
+//!    `ganesha::source`); a scenario names every SRC through it, but for the operands
+//!    that only a local path can be (`.` as the working directory, a symlink).
 //! 2. In its test module, one line per group of the list at the end that the target can
 //!    hold: `scenarios::scenario_tests!(symlinks, Some(MyTarget::new()));` makes one
 //!    `#[test]` per scenario of the group, each with a fresh target (`None` when the
@@ -33,9 +37,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{
-    Target, Tree, assert_snapshots_eq, describe, json_stats, nf, slash, snapshot, stat,
-};
+use crate::support::{Target, Tree, assert_snapshots_eq, describe, json_stats, nf, snapshot, stat};
 
 // ---------------------------------------------------------------------------------------
 // Helpers
@@ -52,7 +54,7 @@ fn run(t: &dyn Target, extra: &[&str], src: &Path, sub: &str) -> Output {
     nf(t)
         .arg("--json")
         .args(extra)
-        .arg(slash(src))
+        .arg(t.src_arg(src, true))
         .arg(t.dest_arg(sub))
         .output()
         .expect("spawn nfsync")
@@ -226,7 +228,6 @@ define_scenarios!(
         sigint_then_rerun,
         dot_sources,
         single_file_source,
-        out_of_range_times,
         delete_itemizes_every_entry_and_max_delete_limits,
     ],
     // Symbolic links too (NFS SYMLINK).
@@ -261,4 +262,8 @@ define_scenarios!(
     specials: [specials],
     // Other users' files (root, at both ends), and symbolic links.
     owners: [owners],
+    // Times before 1970 and after 2106: kept, or the nearest storable one and a warning
+    // where the destination cannot store them (NFSv3). Not from an NFSv3 source, which
+    // cannot carry them (the server sends them wrapped to 32 bits).
+    wide_times: [out_of_range_times],
 );

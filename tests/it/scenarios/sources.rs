@@ -1,6 +1,8 @@
 //! How SRC and DEST arguments are understood: trailing slashes, `.`, single files, symlinks, several sources, a DEST that is a file.
 
+use std::ffi::OsString;
 use std::fs;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -21,7 +23,7 @@ pub fn trailing_slash(t: &dyn Target) {
     // Without: the directory itself, inside DEST.
     let out = nf(t)
         .arg("--json")
-        .arg(tree.root())
+        .arg(t.src_arg(tree.root(), false))
         .arg(t.dest_arg("itself"))
         .output()
         .unwrap();
@@ -35,7 +37,7 @@ pub fn trailing_slash(t: &dyn Target) {
 
     // A trailing slash on DEST changes nothing.
     let out = nf(t)
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(format!("{}/", t.dest_arg("dest_slash")))
         .output()
         .unwrap();
@@ -55,7 +57,11 @@ pub fn dest_is_regular_file(t: &dyn Target) {
         t.dest_arg("not-a-dir.txt"),
         t.dest_arg("not-a-dir.txt/inner"),
     ] {
-        let out = nf(t).arg(slash(tree.root())).arg(&dest).output().unwrap();
+        let out = nf(t)
+            .arg(t.src_arg(tree.root(), true))
+            .arg(&dest)
+            .output()
+            .unwrap();
         assert_eq!(
             out.status.code(),
             Some(3),
@@ -95,7 +101,12 @@ pub fn multiple_sources(t: &dyn Target) {
         s.join("b").into(),
         s.join("single.txt").into(),
     ];
-    let out = nf(t).args(&srcs).arg(t.dest_arg("dst")).output().unwrap();
+    let given = [
+        t.src_arg(&s.join("a"), true),
+        t.src_arg(&s.join("b"), false),
+        t.src_arg(&s.join("single.txt"), false),
+    ];
+    let out = nf(t).args(&given).arg(t.dest_arg("dst")).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
 
     let expected = s.join("expected");
@@ -122,8 +133,7 @@ pub fn dot_sources(t: &dyn Target) {
     let tree = Tree::new(s.join("src"));
     tree.file("a", "a\n").file("d/b", "b\n").age();
 
-    let mut dot = tree.root().as_os_str().to_owned();
-    dot.push("/.");
+    let dot = with_dot(t.src_arg(tree.root(), true));
     let out = nf(t)
         .arg(&dot)
         .arg(t.dest_arg("slash_dot"))
@@ -144,6 +154,17 @@ pub fn dot_sources(t: &dyn Target) {
         .unwrap();
     assert!(out.status.success(), "`.` as SRC: {}", describe(&out));
     assert_target_same(t, tree.root(), "dot");
+}
+
+/// `SRC/` as `SRC/.`: the dot goes before an `nfs://` URL's query.
+fn with_dot(src: OsString) -> OsString {
+    let mut bytes = src.into_vec();
+    let at = match bytes.starts_with(b"nfs://") {
+        true => bytes.iter().position(|&b| b == b'?'),
+        false => None,
+    };
+    bytes.insert(at.unwrap_or(bytes.len()), b'.');
+    OsString::from_vec(bytes)
 }
 
 /// A source that is a symlink to a directory: `link/` copies the directory's contents,
@@ -189,7 +210,7 @@ pub fn single_file_source(t: &dyn Target) {
     let file = tree.path("file.bin");
 
     let out = nf(t)
-        .arg(&file)
+        .arg(t.src_arg(&file, false))
         .arg(t.dest_arg("renamed.bin"))
         .output()
         .unwrap();
@@ -200,7 +221,7 @@ pub fn single_file_source(t: &dyn Target) {
     assert_same_mtime_ns(&file, &got, "");
 
     let out = nf(t)
-        .arg(&file)
+        .arg(t.src_arg(&file, false))
         .arg(format!("{}/", t.dest_arg("newdir")))
         .output()
         .unwrap();

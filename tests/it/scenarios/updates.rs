@@ -5,7 +5,7 @@ use std::fs;
 use super::{assert_rerun_is_noop, exists, mixed_tree, sync};
 use crate::support::{
     Scratch, Target, Tree, assert_snapshots_eq, assert_target_same, copy_tree, describe, itemized,
-    json_stats, nf, rsync_itemize, slash, snapshot, stat,
+    json_stats, nf, rsync_itemize, snapshot, stat,
 };
 
 /// A second run over an unchanged tree copies nothing and touches nothing.
@@ -221,7 +221,7 @@ pub fn dry_run(t: &dyn Target) {
     ] {
         let out = nf(t)
             .args(flags)
-            .arg(slash(tree.root()))
+            .arg(t.src_arg(tree.root(), true))
             .arg(t.dest_arg("dst"))
             .output()
             .unwrap();
@@ -250,7 +250,7 @@ pub fn output_options(t: &dyn Target) {
 
     let out = nf(t)
         .arg("-q")
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("q"))
         .output()
         .unwrap();
@@ -274,7 +274,7 @@ pub fn output_options(t: &dyn Target) {
         copy_tree(&t.dest_path("i"), &before);
         let out = nf(t)
             .arg("-i")
-            .arg(slash(tree.root()))
+            .arg(t.src_arg(tree.root(), true))
             .arg(t.dest_arg("i"))
             .output()
             .unwrap();
@@ -289,7 +289,7 @@ pub fn output_options(t: &dyn Target) {
     // Whatever else is asked for, --json keeps stdout to one JSON object.
     let out = nf(t)
         .args(["--json", "--stats", "--progress", "-v", "-i"])
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("j"))
         .output()
         .unwrap();
@@ -298,7 +298,7 @@ pub fn output_options(t: &dyn Target) {
 
     let out = nf(t)
         .arg("--stats")
-        .arg(slash(tree.root()))
+        .arg(t.src_arg(tree.root(), true))
         .arg(t.dest_arg("s"))
         .output()
         .unwrap();

@@ -26,7 +26,7 @@ pub mod tls;
 mod tree;
 
 use std::collections::BTreeSet;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -123,6 +123,19 @@ pub fn root_or_skip(what: &str) -> bool {
 /// `sub` is a short relative name chosen by the scenario (e.g. `"dst"`), unique within
 /// one target; it lets one target serve scenarios that need several destinations.
 pub trait Target {
+    /// The SRC argument for the command line that reads the local tree `src` (a
+    /// directory, or a file): `src/` (its contents) when `contents`, else `src`. The
+    /// path itself unless the target reads its sources from elsewhere (a copy of `src`
+    /// on a server, refreshed at each call so that a scenario that changes `src`
+    /// between runs reads the change).
+    fn src_arg(&self, src: &Path, contents: bool) -> OsString {
+        if contents {
+            slash(src)
+        } else {
+            src.as_os_str().to_owned()
+        }
+    }
+
     /// The DEST argument for the command line: a local path, or an `nfs://` URL.
     fn dest_arg(&self, sub: &str) -> String;
 

@@ -1,0 +1,367 @@
+//! The shared scenarios with the source on nfs-ganesha: NFSv3 and NFSv4.1 to a local
+//! directory, to the same server (ganesha → ganesha), and to the other version's server
+//! (two servers, one run speaking both versions).
+//!
+//! [`SourceOn`] wraps a destination target: each time a scenario names a local source
+//! tree, the tree is copied (`rsync -aH`, locally) into a new directory of the export
+//! unless the last copy still equals it (`rsync -aHcn --delete -i` prints nothing), so
+//! a scenario that changes its source between runs reads the change, and nfsync is
+//! given that copy's `nfs://` URL as SRC. A new directory for a change, not the last
+//! copy brought up to date: ganesha caches directory entries, and would go on listing
+//! a file replaced behind its back with the old file's attributes. The result is
+//! judged against the local tree, as for every target, so what the server serves must
+//! be that tree to the nanosecond. The few scenarios that build a source operand the
+//! copy cannot stand for (`.` as the working directory, a symlink to the source) still
+//! read the local path.
+//!
+//! And `--list-only` of an `nfs://` tree prints what rsync prints for the local tree the
+//! export holds a copy of, byte for byte.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::support::ganesha::{self, Export, Proto};
+use crate::support::{LocalTarget, Scratch, Target, Tree, describe, nfsync};
+
+/// A destination target whose sources are read from an export of a ganesha server.
+pub struct SourceOn<T> {
+    dest: T,
+    export: Export,
+    /// This target's directory in the export, holding one copy per source tree.
+    prefix: String,
+    /// The local source trees copied so far, in order: the n-th copy is in `src{n}`.
+    copies: Mutex<Vec<PathBuf>>,
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+impl<T: Target> SourceOn<T> {
+    /// Sources on the shared server of `proto`, copies to `dest`; `None` when either
+    /// cannot run here.
+    pub fn new(proto: Proto, dest: Option<T>) -> Option<SourceOn<T>> {
+        let export = ganesha::shared(proto)?;
+        let dest = dest?;
+        let prefix = format!("s{}", NEXT.fetch_add(1, Ordering::SeqCst));
+        std::fs::create_dir_all(export.path.join(&prefix)).unwrap();
+        Some(SourceOn {
+            dest,
+            export,
+            prefix,
+            copies: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The path from the export of a copy of `src` (itself, under its own name) as it
+    /// is now: the last one made, when `src` has not changed since, else a new one.
+    /// (Copies are left in place: a run started earlier may still be reading one.)
+    fn refresh(&self, src: &Path) -> String {
+        let name = src
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("source trees have UTF-8 names");
+        let mut copies = self.copies.lock().unwrap();
+        if let Some(n) = copies.iter().rposition(|p| p == src) {
+            let holder = format!("{}/src{n}", self.prefix);
+            // -c and times to the nanosecond: a scenario may change a file and keep its
+            // size and its mtime's second.
+            let differs = rsync(
+                &["-aHcn", "--delete", "-i", "--modify-window=-1"],
+                src,
+                &self.export.path.join(&holder),
+            );
+            if differs.is_empty() {
+                return format!("{holder}/{name}");
+            }
+        }
+        copies.push(src.to_owned());
+        let holder = format!("{}/src{}", self.prefix, copies.len() - 1);
+        let into = self.export.path.join(&holder);
+        std::fs::create_dir_all(&into).unwrap();
+        rsync(&["-aH", "--modify-window=-1"], src, &into);
+        format!("{holder}/{name}")
+    }
+}
+
+/// `rsync ARGS SRC INTO/`, which must succeed; its output. (`--modify-window=-1` makes
+/// rsync set every time to the nanosecond: by default it leaves a time alone that is
+/// already right to the second, such as a directory's made within the same second.)
+fn rsync(args: &[&str], src: &Path, into: &Path) -> Vec<u8> {
+    let out = Command::new("rsync")
+        .args(args)
+        .arg(src)
+        .arg(format!("{}/", into.display()))
+        .output()
+        .expect("run rsync");
+    assert!(out.status.success(), "rsync {args:?}: {}", describe(&out));
+    out.stdout
+}
+
+impl<T: Target> Target for SourceOn<T> {
+    fn src_arg(&self, src: &Path, contents: bool) -> OsString {
+        let mut rel = self.refresh(src);
+        if contents {
+            rel.push('/');
+        }
+        self.export.url(&rel, "").into()
+    }
+
+    fn dest_arg(&self, sub: &str) -> String {
+        self.dest.dest_arg(sub)
+    }
+
+    fn dest_path(&self, sub: &str) -> PathBuf {
+        self.dest.dest_path(sub)
+    }
+
+    fn command(&self) -> Command {
+        self.dest.command()
+    }
+
+    fn diff(&self, src: &Path, sub: &str) -> String {
+        self.dest.diff(src, sub)
+    }
+
+    fn keeps_symlink_times(&self) -> bool {
+        self.dest.keeps_symlink_times()
+    }
+
+    /// NFSv3 carries times as unsigned 32-bit seconds on the way out of the server too.
+    fn clamps_times(&self) -> bool {
+        self.export.proto == Proto::V3 || self.dest.clamps_times()
+    }
+}
+
+/// A re-run reads the very copy the run before read, and a change, even one that keeps
+/// a file's size and its mtime's second, is read from a new copy.
+#[test]
+fn a_source_is_copied_again_only_when_it_changed() {
+    let Some(t) = SourceOn::new(Proto::V3, Some(LocalTarget::new())) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("f", "one\n")
+        .dir("d/e")
+        .symlink("l", "f")
+        .hardlink("h", "f");
+    let first = t.src_arg(tree.root(), true);
+    assert_eq!(
+        t.src_arg(tree.root(), true),
+        first,
+        "an unchanged tree copied again"
+    );
+    tree.file("f", "two\n");
+    let second = t.src_arg(tree.root(), true);
+    assert_ne!(second, first, "a changed file not copied again");
+    let copy = t.export.path.join(format!("{}/src1/src", t.prefix));
+    assert_eq!(std::fs::read(copy.join("f")).unwrap(), b"two\n");
+    assert_eq!(t.src_arg(tree.root(), true), second);
+}
+
+/// `nfs://…/link/`, a symlink to a directory on the server named with a trailing
+/// slash, asks for the directory's contents (a path's `link/` is followed by the
+/// kernel): refused as any symlink on the way over nfs://, never copied as the link
+/// itself; `nfs://…/link` copies the link.
+fn a_symlink_named_with_a_slash_is_refused(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("side"));
+    tree.file("real/a", "a\n").symlink("link", "real");
+    let copy = copy_into(&export, tree.root());
+    let dst = s.join("dst");
+    let out = nfsync()
+        .arg("-a")
+        .arg(export.url(&format!("{copy}/link/"), ""))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/link: symlink on the NFS server is not followed"),
+        "{err}"
+    );
+    assert!(!dst.exists(), "DEST made for a refused SRC");
+
+    let out = nfsync()
+        .arg("-a")
+        .arg(export.url(&format!("{copy}/link"), ""))
+        .arg(format!("{}/", dst.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_link(dst.join("link")).unwrap(),
+        Path::new("real")
+    );
+}
+
+#[test]
+fn a_symlink_named_with_a_slash_is_refused_over_v3() {
+    a_symlink_named_with_a_slash_is_refused(Proto::V3);
+}
+
+#[test]
+fn a_symlink_named_with_a_slash_is_refused_over_v41() {
+    a_symlink_named_with_a_slash_is_refused(Proto::V41);
+}
+
+/// One `#[test]` per shared scenario of the groups an NFS source and the destination
+/// made by `$dest` can hold, with the source on the shared server of `$proto`.
+macro_rules! source_tests {
+    ($proto:expr, $dest:expr) => {
+        use super::SourceOn;
+        use crate::scenarios::scenario_tests;
+        scenario_tests!(files, SourceOn::new($proto, $dest));
+        scenario_tests!(symlinks, SourceOn::new($proto, $dest));
+        scenario_tests!(read_only_dirs, SourceOn::new($proto, $dest));
+        scenario_tests!(hard_links, SourceOn::new($proto, $dest));
+        scenario_tests!(specials, SourceOn::new($proto, $dest));
+        scenario_tests!(owners, SourceOn::new($proto, $dest));
+    };
+    ($proto:expr, $dest:expr, wide_times) => {
+        source_tests!($proto, $dest);
+        crate::scenarios::scenario_tests!(wide_times, super::SourceOn::new($proto, $dest));
+    };
+}
+
+mod v3_to_local {
+    use crate::support::LocalTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V3, Some(LocalTarget::new()));
+}
+
+mod v41_to_local {
+    use crate::support::LocalTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V41, Some(LocalTarget::new()), wide_times);
+}
+
+mod v3_to_v3 {
+    use crate::ganesha::GaneshaTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V3, GaneshaTarget::new(Proto::V3));
+}
+
+mod v41_to_v41 {
+    use crate::ganesha::GaneshaTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V41, GaneshaTarget::new(Proto::V41), wide_times);
+}
+
+/// Two servers, one per version: the source read over NFSv3, the copy written over
+/// NFSv4.1, in one run.
+mod v3_to_v41 {
+    use crate::ganesha::GaneshaTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V3, GaneshaTarget::new(Proto::V41));
+}
+
+mod v41_to_v3 {
+    use crate::ganesha::GaneshaTarget;
+    use crate::support::ganesha::Proto;
+    source_tests!(Proto::V41, GaneshaTarget::new(Proto::V3), wide_times);
+}
+
+/// A copy of the local tree `tree` in a new directory of `export`; its path from the
+/// export (the copy keeps the tree's name).
+fn copy_into(export: &Export, tree: &Path) -> String {
+    let holder = format!("list{}", NEXT.fetch_add(1, Ordering::SeqCst));
+    let into = export.path.join(&holder);
+    std::fs::create_dir(&into).unwrap();
+    rsync(&["-aHS", "--modify-window=-1"], tree, &into);
+    let name = tree.file_name().unwrap().to_str().unwrap();
+    format!("{holder}/{name}")
+}
+
+/// Asserts that `nfsync FLAGS --list-only URL[/]` prints what `rsync FLAGS --list-only
+/// LOCAL[/]` prints, byte for byte.
+fn assert_listing_is_rsyncs(flags: &[&str], local: &Path, url: &str, contents: bool) {
+    let slash = if contents { "/" } else { "" };
+    let r = Command::new("rsync")
+        .args(flags)
+        .arg("--list-only")
+        .arg(format!("{}{slash}", local.display()))
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "rsync {flags:?}: {}", describe(&r));
+    assert!(!r.stdout.is_empty(), "{flags:?}: rsync listed nothing");
+    let n = nfsync()
+        .args(flags)
+        .arg("--list-only")
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        n.status.success(),
+        "nfsync {flags:?} {url}: {}",
+        describe(&n)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&n.stdout),
+        String::from_utf8_lossy(&r.stdout),
+        "--list-only {flags:?} {url}"
+    );
+}
+
+/// `nfsync --list-only nfs://…/tricky[/]` prints what `rsync --list-only LOCAL/tricky[/]`
+/// prints, LOCAL/tricky being the tree the export holds a copy of.
+fn list_only_is_rsyncs_listing(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = crate::rsync_paths::tricky_tree(&s.join("tricky"));
+    let copy = copy_into(&export, tree.root());
+    for flags in [
+        &["-r"][..],
+        &["-a"],
+        &[],
+        &["-a", "--exclude=*.o"],
+        &["-rh"],
+    ] {
+        for contents in [true, false] {
+            let slash = if contents { "/" } else { "" };
+            let url = export.url(&format!("{copy}{slash}"), "");
+            assert_listing_is_rsyncs(flags, tree.root(), &url, contents);
+        }
+    }
+}
+
+/// The listing of a tree with more directories than are listed ahead at once, made by
+/// many threads each reading the server, is rsync's, in its order.
+fn list_only_of_many_directories_is_rsyncs_listing(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = crate::rsync_paths::many_directories(&s.join("many"));
+    let copy = copy_into(&export, tree.root());
+    let url = export.url(&format!("{copy}/"), "");
+    assert_listing_is_rsyncs(&["-r"], tree.root(), &url, true);
+}
+
+#[test]
+fn list_only_of_many_directories_over_v3_is_rsyncs_listing() {
+    list_only_of_many_directories_is_rsyncs_listing(Proto::V3);
+}
+
+#[test]
+fn list_only_of_many_directories_over_v41_is_rsyncs_listing() {
+    list_only_of_many_directories_is_rsyncs_listing(Proto::V41);
+}
+
+#[test]
+fn list_only_over_v3_is_rsyncs_listing() {
+    list_only_is_rsyncs_listing(Proto::V3);
+}
+
+#[test]
+fn list_only_over_v41_is_rsyncs_listing() {
+    list_only_is_rsyncs_listing(Proto::V41);
+}
