@@ -43,7 +43,7 @@ use crate::report::Output;
 /// Every step is bounded by `config.timeout`; failures are [`Error::Connect`]
 /// (unreachable, refused, wrong port, garbage) or [`Error::Timeout`].
 pub fn connect(url: &str, config: &Config, out: Arc<Output>) -> Result<Dest, Error> {
-    let parsed = url::parse(url).map_err(|e| Error::Usage(e.into()))?;
+    let parsed = url::parse(&url::without_dots(url)).map_err(|e| Error::Usage(e.into()))?;
     let new_runtime = || {
         setup::runtime(setup::RUNTIME_THREADS)
             .map_err(|e| Error::Connect(Why::new("cannot start the NFS runtime").because(e)))

@@ -55,7 +55,7 @@ pub fn connect_all(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Error> 
     let mut clients = HashMap::new();
     for src in &cfg.sources {
         let url = src.to_str().unwrap_or_default();
-        let connected = match connect(&without_dots(url), cfg, out.clone())? {
+        let connected = match connect(url, cfg, out.clone())? {
             Dest::V3(d) => Connected::V3(Arc::new(d)),
             Dest::V41(d) => Connected::V41(Arc::new(d)),
         };
@@ -119,32 +119,6 @@ impl Source for NfsSources {
             Connected::V3(d) => operand(d, path, &below, contents),
             Connected::V41(d) => operand(d, path, &below, contents),
         }
-    }
-}
-
-/// The URL with the `.` components of its path left out: NFSv4 has no name `.` to
-/// LOOKUP (NFS4ERR_BADNAME), and `SRC/.` reads as `SRC/` (the trailing-slash rule reads
-/// the operand as given).
-fn without_dots(url: &str) -> String {
-    let (before, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let Some((scheme, rest)) = before.split_at_checked(6) else {
-        return url.to_owned();
-    };
-    let Some(at) = rest.find('/') else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(at);
-    let kept: Vec<&str> = path.split('/').filter(|c| *c != ".").collect();
-    let path = match kept.join("/") {
-        p if p.is_empty() => "/".to_owned(),
-        p => p,
-    };
-    match query {
-        Some(q) => format!("{scheme}{authority}{path}?{q}"),
-        None => format!("{scheme}{authority}{path}"),
     }
 }
 
@@ -240,23 +214,4 @@ where
         meta: holder.meta,
         parent: Some(Arc::new(Held::Remote(Box::new(holder)))),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_dots;
-
-    #[test]
-    fn dot_components_are_left_out_of_the_path_alone() {
-        for (given, sent) in [
-            ("nfs://h/e/src/.?version=4.1", "nfs://h/e/src?version=4.1"),
-            ("nfs://h:2049/e/./src/./", "nfs://h:2049/e/src/"),
-            ("nfs://h/.", "nfs://h/"),
-            ("nfs://h/e/src/?a=./.", "nfs://h/e/src/?a=./."),
-            ("nfs://h/e/.hidden/..x", "nfs://h/e/.hidden/..x"),
-            ("nfs://h", "nfs://h"),
-        ] {
-            assert_eq!(without_dots(given), sent, "{given}");
-        }
-    }
 }

@@ -295,8 +295,16 @@ impl<T: FileOps> SourceDir<T> {
     /// Reads the file `fh` (`name` in this directory) into an unnamed local file; see
     /// [`RemoteDir::open_file`].
     fn read_file(&self, fh: &T::Fh, name: &[u8], listed: &Meta) -> io::Result<Option<File>> {
-        let local = unnamed_local_file()?;
         let ops = &*self.ops;
+        // A small file is held in memory (no inode of the local disk to make and free
+        // for each), a large one in the temporary directory.
+        let local = match listed.size <= ops.read_size() {
+            true => File::from(rustix::fs::memfd_create(
+                "nfsync-source",
+                rustix::fs::MemfdFlags::CLOEXEC,
+            )?),
+            false => unnamed_local_file()?,
+        };
         // A small file is one call with its attributes after it; a larger one many
         // READs in flight, then its attributes.
         let (read, after) = if listed.size <= ops.read_size() {

@@ -241,6 +241,32 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
     Ok(u)
 }
 
+/// The URL with the `.` components of its path left out: NFSv4 has no name `.` to
+/// LOOKUP (NFS4ERR_BADNAME), and `SRC/.` reads as `SRC/` (the trailing-slash rule reads
+/// the operand as given).
+pub fn without_dots(url: &str) -> String {
+    let (before, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let Some((scheme, rest)) = before.split_at_checked(6) else {
+        return url.to_owned();
+    };
+    let Some(at) = rest.find('/') else {
+        return url.to_owned();
+    };
+    let (authority, path) = rest.split_at(at);
+    let kept: Vec<&str> = path.split('/').filter(|c| *c != ".").collect();
+    let path = match kept.join("/") {
+        p if p.is_empty() => "/".to_owned(),
+        p => p,
+    };
+    match query {
+        Some(q) => format!("{scheme}{authority}{path}?{q}"),
+        None => format!("{scheme}{authority}{path}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,6 +405,20 @@ mod tests {
                 e.contains(&format!("port \"{port}\"")) && e.contains("65535"),
                 "{e}"
             );
+        }
+    }
+
+    #[test]
+    fn dot_components_are_left_out_of_the_path_alone() {
+        for (given, sent) in [
+            ("nfs://h/e/src/.?version=4.1", "nfs://h/e/src?version=4.1"),
+            ("nfs://h:2049/e/./src/./", "nfs://h:2049/e/src/"),
+            ("nfs://h/.", "nfs://h/"),
+            ("nfs://h/e/src/?a=./.", "nfs://h/e/src/?a=./."),
+            ("nfs://h/e/.hidden/..x", "nfs://h/e/.hidden/..x"),
+            ("nfs://h", "nfs://h"),
+        ] {
+            assert_eq!(without_dots(given), sent, "{given}");
         }
     }
 }
