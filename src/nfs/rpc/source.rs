@@ -3,11 +3,12 @@
 //! REMOVE): the walk's [`RemoteDir`].
 //!
 //! A directory is listed once, one call per page, and keeps the handles its listing
-//! carried: opening a listed file or directory costs no LOOKUP. A file is read with
-//! many READs in flight into an unnamed local file, then looked up again: its size
-//! and mtime after the last byte (given to the local file) are what the copy checks
-//! against the listing, so a file that changed while it was read never gets the
-//! source's mtime at the destination.
+//! carried: opening a listed file or directory costs no LOOKUP. A file is read into an
+//! unnamed local file (a small one in one call, with its attributes after the data; a
+//! large one with many READs in flight, then its attributes): its size, mtime and
+//! change number after the last byte are what the copy checks against the listing, so
+//! a file that changed while it was read never gets the source's mtime at the
+//! destination.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -63,6 +64,16 @@ impl<T: NfsOps> SourceDir<T> {
         }
     }
 
+    /// A second handle on this directory (its listing's handles not shared).
+    fn again(&self) -> SourceDir<T> {
+        SourceDir::below(
+            self.ops.clone(),
+            self.top.clone(),
+            self.dir.clone(),
+            self.at.clone(),
+        )
+    }
+
     /// The directory `name` in it, whose handle is `fh`.
     fn child(&self, fh: T::Fh, name: &[u8]) -> SourceDir<T> {
         let mut at = self.at.clone();
@@ -105,9 +116,7 @@ impl<T: NfsOps> SourceDir<T> {
             )
         };
         let mut done: Vec<Vec<u8>> = self.at.clone();
-        let mut dir = SourceDir::new(self.ops.clone(), self.dir.clone());
-        dir.top = self.top.clone();
-        dir.at = self.at.clone();
+        let mut dir = self.again();
         let mut todo: std::collections::VecDeque<Vec<u8>> = [name.to_vec()].into();
         let mut hops = 0;
         while let Some(c) = todo.pop_front() {
@@ -222,10 +231,7 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
 
     fn open_dir(&self, name: &OsStr) -> io::Result<Box<dyn RemoteDir>> {
         if name.is_empty() {
-            let mut again = SourceDir::new(self.ops.clone(), self.dir.clone());
-            again.top = self.top.clone();
-            again.at = self.at.clone();
-            return Ok(Box::new(again));
+            return Ok(Box::new(self.again()));
         }
         let name = name.as_bytes();
         match self.handle(name)? {
