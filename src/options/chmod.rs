@@ -65,7 +65,8 @@ impl Chmod {
                     b'u' => (where_, top) = (where_ | 0o100, top | 0o4000),
                     b'g' => (where_, top) = (where_ | 0o010, top | 0o2000),
                     b'o' => where_ |= 0o001,
-                    b'a' => where_ |= 0o111,
+                    // rsync 3.4: a+s sets both setuid and setgid, as chmod(1).
+                    b'a' => (where_, top) = (where_ | 0o111, top | 0o6000),
                     _ => return Err(bad()),
                 }
             }
@@ -167,6 +168,9 @@ mod tests {
         assert_eq!(chmod("+w").apply(0o444, false), 0o644);
         assert_eq!(chmod("o=").apply(0o777, false), 0o770);
         assert_eq!(chmod("u+s,+t").apply(0o755, false), 0o5755);
+        // a+s: both setuid and setgid (rsync 3.4, chmod(1)); a-s clears both.
+        assert_eq!(chmod("a+s").apply(0o644, false), 0o6644);
+        assert_eq!(chmod("a-s").apply(0o6755, false), 0o755);
     }
 
     #[test]
