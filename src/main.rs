@@ -309,8 +309,12 @@ fn report(cfg: &Config, out: &Output, summary: &Summary) {
     );
     out.rsync_summary(&rsync, cfg.stats);
     // Quiet where rsync is: a cron job's mail or a script's log gets the summary only
-    // when it asked (-v, --stats, progress); a terminal always gets it.
-    let asked = cfg.verbose > 0 || cfg.stats || cfg.progress_asked;
+    // when it asked (-v, --stats, progress) or something went wrong (then the summary
+    // says how it ended, after the errors); a terminal always gets it.
+    let asked = cfg.verbose > 0
+        || cfg.stats
+        || cfg.progress_asked
+        || summary.exit_code != ExitCode::Success;
     if !cfg.quiet && !cfg.json && (asked || std::io::stderr().is_terminal()) {
         out.note(summary.one_line());
     }

@@ -89,7 +89,7 @@ fn four_ranks_delete(src: &Path, dest_arg: &str, dest_path: &Path, nfs: bool) {
     let extras = older_dest_with_extras(src, dest_path);
     let (files, links, _) = totals(src);
     let v = mpirun(&[(RANKS, &["--delete"])], src, dest_arg);
-    // The file in a directory's way may be counted by each rank that removed it.
+    // An extra may be counted by each rank that removed it.
     let deleted = stat(&v, "files_deleted");
     assert!(
         (extras..extras + RANKS as u64).contains(&deleted),

@@ -462,8 +462,8 @@ fn device_attribute_changes_itemize_as_rsyncs() {
 }
 
 /// Where stderr is no terminal (a cron job's mail, a script's log) a run that went well
-/// prints nothing, as rsync; `-v`, `--stats` or progress asked for bring the summary
-/// line back. One big file is summed up in bytes per second.
+/// prints nothing, as rsync; one that did not, or `-v`, `--stats` or progress asked
+/// for, bring the summary line back. One big file is summed up in bytes per second.
 #[test]
 fn quiet_without_a_terminal_unless_asked() {
     let s = Scratch::new();
@@ -488,6 +488,17 @@ fn quiet_without_a_terminal_unless_asked() {
     let plain = run(&["-a"], "d0");
     assert!(plain.stderr.is_empty(), "{}", describe(&plain));
     assert!(plain.stdout.is_empty(), "{}", describe(&plain));
+    // A run that did not end well says how it ended, after its errors (here a
+    // non-empty directory in the way of the file).
+    std::fs::create_dir_all(s.join("d9/big/sub")).unwrap();
+    let failed = nfsync()
+        .arg("-a")
+        .arg(slash(src.root()))
+        .arg(s.join("d9"))
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(23), "{}", describe(&failed));
+    assert!(summary(&failed).is_some(), "{}", describe(&failed));
     for (i, flags) in [
         &["-av"][..],
         &["-a", "--stats"],
