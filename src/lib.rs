@@ -9,6 +9,9 @@
 //!                            report ─▶ stderr, stdout, --json
 //! ```
 //!
+//! The walk reads SRC through [`walk::Source`]: a local path by descriptor, or an
+//! `nfs://` tree through the same NFS client the destination side uses.
+//!
 //! Data flows one way: [`walk`] lists the source, [`plan`] matches each directory with
 //! the destination's listing and decides what to do, [`engine`] carries that out on many
 //! workers through a [`dest::Destination`], and [`report`] adds up what happened. The
