@@ -397,14 +397,8 @@ impl<D: Destination> Engine<'_, D> {
                 BasisUse::Link => self.link_over(dir, name, &bdir, name),
                 _ => self.dest.remove(dir, name, Kind::File),
             };
-            match done {
-                Ok(()) => {}
-                Err(e) if !last && is_race(&e) => return Some(Attempt::Raced),
-                Err(e) if e.is_fatal() => {
-                    self.dest_error(rel, e);
-                    return Some(Attempt::Done(false));
-                }
-                Err(_) => return None,
+            if let Err(instead) = self.basis_done(done, rel, last) {
+                return instead;
             }
         }
         match basis.used {
@@ -481,6 +475,26 @@ impl<D: Destination> Engine<'_, D> {
         first.or(new)
     }
 
+    /// What a change made from a basis directory came to: `Ok` when made; else what
+    /// the entry's attempt is instead (`Raced`; `Done(false)` with a run-ending error
+    /// reported; `None`, copy it as usual).
+    fn basis_done(
+        &self,
+        r: dest::Result<()>,
+        rel: &Path,
+        last: bool,
+    ) -> Result<(), Option<Attempt>> {
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if !last && is_race(&e) => Err(Some(Attempt::Raced)),
+            Err(e) if e.is_fatal() => {
+                self.dest_error(rel, e);
+                Err(Some(Attempt::Done(false)))
+            }
+            Err(_) => Err(None),
+        }
+    }
+
     /// `--link-dest`: `job`'s name becomes a hard link to the basis copy. `None` when
     /// the link cannot be made (another filesystem, too many links): then it is
     /// copied, as rsync does.
@@ -494,17 +508,11 @@ impl<D: Destination> Engine<'_, D> {
         job.parent.changed.store(true, Ordering::Relaxed);
         if !self.cfg.dry_run {
             let dir = job.parent.dir.as_ref()?;
-            match self
+            let linked = self
                 .dest
-                .hard_link(dir, &job.entry.name, bdir, &job.entry.name)
-            {
-                Ok(()) => {}
-                Err(e) if !last && is_race(&e) => return Some(Attempt::Raced),
-                Err(e) if e.is_fatal() => {
-                    self.dest_error(rel, e);
-                    return Some(Attempt::Done(false));
-                }
-                Err(_) => return None,
+                .hard_link(dir, &job.entry.name, bdir, &job.entry.name);
+            if let Err(instead) = self.basis_done(linked, rel, last) {
+                return instead;
             }
         }
         Stats::bump(&self.stats.links_created);

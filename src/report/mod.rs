@@ -482,27 +482,21 @@ impl Output {
 
     /// `--mkpath`'s line for the `n` directories it made up to `path`, as rsync's.
     pub fn created_dirs(&self, n: usize, path: &Path) {
-        let bytes = path.as_os_str().as_bytes();
-        let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
         let what = if n == 1 { "directory" } else { "directories" };
-        let mut line = format!("created {n} {what} for ").into_bytes();
-        line.extend_from_slice(&bytes[..end.max(1)]);
-        let shown = self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);
-        if self.quiet || !shown {
-            return;
-        }
-        if let Some(l) = &self.log {
-            l.line(&line);
-        }
-        self.emit(self.json, &escape_name(&line));
+        self.created(format!("created {n} {what} for "), path);
     }
 
     /// DEST did not exist and was made: rsync's `created directory DEST` (before the
     /// itemized lines, with `-i` or `-v`).
     pub fn created_dest(&self, dest: &Path) {
-        let bytes = dest.as_os_str().as_bytes();
+        self.created("created directory ".to_string(), dest);
+    }
+
+    /// A `created …` line ending in `path` (its trailing slashes left out).
+    fn created(&self, words: String, path: &Path) {
+        let bytes = path.as_os_str().as_bytes();
         let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == b'/').count();
-        let mut line = b"created directory ".to_vec();
+        let mut line = words.into_bytes();
         line.extend_from_slice(&bytes[..end.max(1)]);
         // rsync: with -v, or when the per-file format has %i (-i's has).
         let shown = self.verbose > 0 || self.format.as_ref().is_some_and(|f| f.has_i);

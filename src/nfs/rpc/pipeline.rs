@@ -121,44 +121,15 @@ where
     F: Fn(u64, u32) -> Fut,
     Fut: Future<Output = dest::Result<Vec<u8>>> + Send + 'static,
 {
-    type Pending = (
-        u64,
-        usize,
-        OwnedSemaphorePermit,
-        JoinHandle<dest::Result<Vec<u8>>>,
-    );
-    let mut reads: VecDeque<Pending> = VecDeque::new();
-    let mut next = 0u64;
-    while next < size || !reads.is_empty() {
-        while next < size && reads.len() < READS_INFLIGHT {
-            let len = chunk.min(size - next) as u32;
-            // Never wait for budget while holding some: that could deadlock with
-            // other workers doing the same. With reads pending, compare first.
-            let permit = match budget.clone().try_acquire_many_owned(held(len)) {
-                Ok(p) => p,
-                Err(_) if !reads.is_empty() => break,
-                Err(_) => rt
-                    .block_on(budget.clone().acquire_many_owned(held(len)))
-                    .map_err(io::Error::other)?,
-            };
-            reads.push_back((next, len as usize, permit, rt.spawn(read(next, len))));
-            next += u64::from(len);
-        }
-        let Some((off, len, permit, h)) = reads.pop_front() else {
-            break;
-        };
-        let remote = rt.block_on(h).map_err(io::Error::other)??;
-        let mut local = vec![0u8; len];
+    let mut same = true;
+    // Each piece holds room for its local copy too.
+    reads_in_order(rt, budget, (size, chunk), held, read, |off, _, remote| {
+        let mut local = vec![0u8; remote.len()];
         file.read_exact_at(&mut local, off)?;
-        drop(permit);
-        if local != remote {
-            for (_, _, _, h) in reads {
-                h.abort();
-            }
-            return Ok(false);
-        }
-    }
-    Ok(true)
+        same = local == remote;
+        Ok(same)
+    })?;
+    Ok(same)
 }
 
 /// Reads `size` bytes with `read(offset, len)` into `file` at the same offsets, in
@@ -177,6 +148,44 @@ where
     F: Fn(u64, u32) -> Fut,
     Fut: Future<Output = dest::Result<Vec<u8>>> + Send + 'static,
 {
+    let mut done = 0u64;
+    reads_in_order(
+        rt,
+        budget,
+        (size, chunk),
+        |len| len,
+        read,
+        |off, len, data| {
+            // Zeros are left as a hole of the local file, so `-S` finds them as the
+            // mount path finds a source's holes.
+            if data.iter().any(|&b| b != 0) {
+                file.write_all_at(&data, off)?;
+            }
+            done += data.len() as u64;
+            // A short piece: the file ended early, and what follows would read past it.
+            Ok(data.len() == len as usize)
+        },
+    )?;
+    file.set_len(done)?;
+    Ok(done)
+}
+
+/// The READs of `size` bytes in `chunk`-byte pieces, up to [`READS_INFLIGHT`] at once,
+/// each holding `hold(len)` of the budget until `each(offset, len, data)` has taken it,
+/// in file order. `each` returning `false` stops the reading; the reads still in
+/// flight are then given up, as on an error.
+fn reads_in_order<F, Fut>(
+    rt: &Runtime,
+    budget: &Arc<Semaphore>,
+    (size, chunk): (u64, u64),
+    hold: fn(u32) -> u32,
+    read: F,
+    mut each: impl FnMut(u64, u32, Vec<u8>) -> dest::Result<bool>,
+) -> dest::Result<()>
+where
+    F: Fn(u64, u32) -> Fut,
+    Fut: Future<Output = dest::Result<Vec<u8>>> + Send + 'static,
+{
     type Pending = (
         u64,
         u32,
@@ -184,16 +193,17 @@ where
         JoinHandle<dest::Result<Vec<u8>>>,
     );
     let mut reads: VecDeque<Pending> = VecDeque::new();
-    let (mut next, mut done) = (0u64, 0u64);
+    let mut next = 0u64;
     while next < size || !reads.is_empty() {
         while next < size && reads.len() < READS_INFLIGHT {
             let len = chunk.min(size - next) as u32;
-            // As in `same_bytes`: never wait for budget while holding some.
-            let permit = match budget.clone().try_acquire_many_owned(len) {
+            // Never wait for budget while holding some: that could deadlock with
+            // other workers doing the same. With reads pending, take one first.
+            let permit = match budget.clone().try_acquire_many_owned(hold(len)) {
                 Ok(p) => p,
                 Err(_) if !reads.is_empty() => break,
                 Err(_) => rt
-                    .block_on(budget.clone().acquire_many_owned(len))
+                    .block_on(budget.clone().acquire_many_owned(hold(len)))
                     .map_err(io::Error::other)?,
             };
             reads.push_back((next, len, permit, rt.spawn(read(next, len))));
@@ -202,26 +212,17 @@ where
         let Some((off, len, permit, h)) = reads.pop_front() else {
             break;
         };
-        let data = match rt.block_on(h).map_err(io::Error::other)? {
-            Ok(d) => d,
-            Err(e) => {
-                reads.iter().for_each(|(.., h)| h.abort());
-                return Err(e);
-            }
-        };
-        // Zeros are left as a hole of the local file, so `-S` finds them as the
-        // mount path finds a source's holes.
-        if data.iter().any(|&b| b != 0) {
-            file.write_all_at(&data, off)?;
-        }
+        let go_on = rt
+            .block_on(h)
+            .map_err(io::Error::other)
+            .map_err(dest::Error::from)
+            .and_then(|r| r)
+            .and_then(|data| each(off, len, data));
         drop(permit);
-        done += data.len() as u64;
-        if data.len() < len as usize {
-            // The file ended early: what follows would read past its end.
+        if !matches!(go_on, Ok(true)) {
             reads.iter().for_each(|(.., h)| h.abort());
-            break;
+            return go_on.map(|_| ());
         }
     }
-    file.set_len(done)?;
-    Ok(done)
+    Ok(())
 }

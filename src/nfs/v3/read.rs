@@ -13,6 +13,9 @@ use crate::meta::Meta;
 
 /// READs `len` bytes at `off` (several calls if the server returns less).
 pub async fn read_exact(nfs: &Nfs, fh: &nfs_fh3, off: u64, len: u32) -> dest::Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
     Ok(read_with_attrs(nfs, fh, off, len).await?.0)
 }
 

@@ -12,23 +12,37 @@ use crate::meta::Meta;
 
 /// READs `len` bytes at `off` (several calls if the server returns less).
 pub async fn read_exact(client: &Client, fh: &[u8], off: u64, len: u32) -> dest::Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(read_all(client, fh, off, len, false).await?.0)
+}
+
+/// READs `len` bytes at `off`, several compounds if the server returns less, each with
+/// a GETATTR after the READ when `attrs`; the data and the last reply.
+async fn read_all(
+    client: &Client,
+    fh: &[u8],
+    off: u64,
+    len: u32,
+    attrs: bool,
+) -> dest::Result<(Vec<u8>, Reply)> {
     let mut out = Vec::with_capacity(len as usize);
-    while out.len() < len as usize {
+    loop {
         let r = read_once(
             client,
             fh,
             off + out.len() as u64,
             len - out.len() as u32,
-            false,
+            attrs,
         )
         .await?;
         let (data, eof) = data_of(&r, len as usize - out.len())?;
         out.extend_from_slice(data);
-        if data.is_empty() || eof {
-            break;
+        if out.len() >= len as usize || data.is_empty() || eof {
+            return Ok((out, r));
         }
     }
-    Ok(out)
 }
 
 async fn read_once(
@@ -71,23 +85,9 @@ impl Nfs4Dest {
         off: u64,
         len: u32,
     ) -> dest::Result<(Vec<u8>, Option<Meta>)> {
-        self.rt.block_on(async {
-            let mut out = Vec::with_capacity(len as usize);
-            loop {
-                let r = read_once(
-                    &self.client,
-                    fh,
-                    off + out.len() as u64,
-                    len - out.len() as u32,
-                    true,
-                )
-                .await?;
-                let (data, eof) = data_of(&r, len as usize - out.len())?;
-                out.extend_from_slice(data);
-                if out.len() >= len as usize || data.is_empty() || eof {
-                    return Ok((out, self.attrs_in(&r, 0)?.meta));
-                }
-            }
-        })
+        let (data, r) = self
+            .rt
+            .block_on(read_all(&self.client, fh, off, len, true))?;
+        Ok((data, self.attrs_in(&r, 0)?.meta))
     }
 }

@@ -376,18 +376,8 @@ mod tests {
     #[test]
     fn permissions_are_spelled_like_ls() {
         let m = |kind, mode| Meta {
-            kind,
             mode,
-            size: 0,
-            uid: 0,
-            gid: 0,
-            mtime: Default::default(),
-            nlink: 1,
-            dev: 0,
-            ino: 0,
-            rdev: 0,
-            change: 0,
-            atime: None,
+            ..Meta::of(kind, 0)
         };
         assert_eq!(perm_string(&m(Kind::Dir, 0o755)), "drwxr-xr-x");
         assert_eq!(perm_string(&m(Kind::File, 0o4754)), "-rwsr-xr--");

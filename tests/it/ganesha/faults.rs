@@ -3,6 +3,7 @@
 //! server killed mid-run and restarted, stopped or killed for good, connections cut
 //! mid-call. Each case gets a server of its own that speaks its version alone.
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::Ordering;
@@ -49,14 +50,38 @@ pub(super) fn copy_under_way(dst: &Path, src: &Path, url: &str, timeout: &str) -
     child
 }
 
-/// Waits for `child` to end, failing with `hangs` if it takes longer than `limit`.
+/// Waits for `child` to end, reading its output meanwhile (a run that reports many
+/// files must not block on a full pipe), failing with `hangs` if it takes longer than
+/// `limit`.
 pub(super) fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
+    let drain = |from: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut from) = from {
+                let _ = from.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
     let since = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(since.elapsed() < limit, "{hangs}");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if since.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{hangs}");
+        }
         std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
     }
-    child.wait_with_output().unwrap()
 }
 
 /// A run that did not succeed ended clearly: an NFS or I/O exit code (10 unreachable,

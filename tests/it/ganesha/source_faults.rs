@@ -7,13 +7,15 @@
 //! export's backing directory with `rsync -anciH --delete`.
 
 use std::fs::{self, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use super::faults::{ROUNDS, TIMEOUT, assert_clear_failure, assert_ended_alone, many_files};
+use super::faults::{
+    ROUNDS, TIMEOUT, assert_clear_failure, assert_ended_alone, many_files, wait_at_most,
+};
 use crate::support::ganesha::{self, Export, Ganesha, Proto};
 use crate::support::net::Servers;
 use crate::support::{
@@ -37,40 +39,6 @@ fn start(args: &[&str], url: &str, dst: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Waits for `child` to end, reading its output meanwhile (a run that reports many
-/// files must not block on a full pipe), failing with `hangs` if it takes longer than
-/// `limit`.
-fn wait_at_most(mut child: Child, limit: Duration, hangs: &str) -> Output {
-    let drain = |from: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut from) = from {
-                let _ = from.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as _));
-    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let since = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if since.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{hangs}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
 }
 
 /// `nfsync --json ARGS URL DST` to its end (at most two minutes).
