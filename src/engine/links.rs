@@ -26,21 +26,24 @@
 //!   Y to X, B: X to Y, both at once) can leave X and Y holding each other's old
 //!   object, and a name linked to X before another run moved X holds the old one: no
 //!   name is lost, but the group is split. A check of one link just after it is made
-//!   cannot see the second case, so a run that met another writer in a group (a
-//!   name that held some other object, or a race) checks the whole group once its
-//!   walk is done ([`Engine::settle_hard_links`]): every name is made to hold the
+//!   cannot see the second case, so a run that changed a name of a group (linked
+//!   one, or met another writer there) checks the whole group once its walk is done
+//!   ([`Engine::settle_hard_links`]): every name is made to hold the
 //!   complete copy with the lowest (dev, inode), a choice every run makes alike
 //!   from what DEST holds, so runs settling at once move names the same way and
 //!   never undo each other. Settling only links names to names; only a leader copy
 //!   makes a new object, and the run that made it then replaces names that held
-//!   another (so it settles the group itself). The last run to settle a group thus
-//!   leaves it whole, and a run that cannot (no complete copy, or the group still
+//!   another (so it settles the group itself). Every change to a group is thus
+//!   followed by a check from the run that made it, and the last check sees the last
+//!   change: it leaves the group whole, or (no complete copy, or the group still
 //!   changing after [`SETTLE_ROUNDS`] looks) reports it: never exit 0 on a split group.
+//!   A run that only links missing names must check too: it links a new name to the
+//!   object it remembers for its leader, and another run may have moved the leader's
+//!   name to another object and finished settling before that link was made.
 //!   Settling and replacing link to what a name holds now
 //!   ([`Destination::hard_link_current`]), not to what a backend remembers having
-//!   written there; a new name may use the remembered object, since a run that moved
-//!   our leader settles the group (and a remembered object with no names left is
-//!   stale, which sends us to look again).
+//!   written there (a remembered object with no names left is stale, which sends us
+//!   to look again).
 //!
 //! Settling changes directories after they got their mtimes, so those directories get
 //! them again, as `--delay-updates` does.
@@ -122,16 +125,17 @@ struct Settled<D: Destination> {
     src: Meta,
     /// The names linked so far (the leader first).
     names: Vec<Name<D>>,
-    /// Whether a name held another object, or another writer raced us: then the group
-    /// is checked whole at the end.
-    contended: bool,
+    /// Whether this run changed a name of the group, or met another writer there:
+    /// then the group is checked whole at the end.
+    check: bool,
 }
 
 /// What linking one name found.
 struct Linked {
     ok: bool,
-    /// It replaced another object, or raced another writer.
-    contended: bool,
+    /// It made a link (a new name, or one replacing another object), or raced another
+    /// writer.
+    changed: bool,
 }
 
 impl<D: Destination> Engine<'_, D> {
@@ -181,7 +185,7 @@ impl<D: Destination> Engine<'_, D> {
                         ok,
                         src: self.as_stored(&job.entry.meta),
                         names: vec![leader.clone()],
-                        contended: false,
+                        check: false,
                     });
                     match links.insert(key, done) {
                         Some(LinkGroup::Copying(w)) => w,
@@ -206,7 +210,7 @@ impl<D: Destination> Engine<'_, D> {
     fn note_linked(&self, key: (u64, u64), job: &EntryJob<D>, linked: Linked) {
         let mut links = self.links.0.lock().unwrap();
         if let Some(LinkGroup::Done(g)) = links.get_mut(&key) {
-            g.contended |= linked.contended;
+            g.check |= linked.changed;
             if linked.ok {
                 g.names.push(Name::of(job));
             }
@@ -216,7 +220,7 @@ impl<D: Destination> Engine<'_, D> {
     /// Makes `job`'s name a hard link to the leader's destination file, unless it
     /// already is one.
     fn link_to(&self, job: &EntryJob<D>, rel: &Path, leader: &Name<D>) -> Linked {
-        let mut contended = false;
+        let mut changed = false;
         let mut ok = false;
         self.settle(job, |known, last| {
             let Ok(dst) = self.dest_meta(job, known, rel) else {
@@ -254,7 +258,7 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 None => false,
             };
-            contended |= replace;
+            changed |= replace;
             job.parent.changed.store(true, Ordering::Relaxed);
             if !self.cfg.dry_run {
                 let (Some(dir), Some(ldir)) = (&job.parent.dir, ldir) else {
@@ -262,7 +266,7 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 let linked = if replace {
                     self.link_over(dir, &job.entry.name, ldir, &leader.name)
-                } else if contended {
+                } else if changed {
                     // After a race the object remembered for the leader may be one
                     // another run renamed over (linking to it fails NotFound once it has
                     // no names left): look the name up.
@@ -277,7 +281,7 @@ impl<D: Destination> Engine<'_, D> {
                     // AlreadyExists: another run made the name meanwhile; NotFound: the
                     // name we replace went away. Look again.
                     Err(e) if !last && is_race_or_gone(&e) => {
-                        contended = true;
+                        changed = true;
                         return Attempt::Raced;
                     }
                     Err(e) => {
@@ -286,6 +290,7 @@ impl<D: Destination> Engine<'_, D> {
                     }
                 }
             }
+            changed = true;
             Stats::bump(&self.stats.links_created);
             let code = Itemize::New(Update::HardLink, Kind::File);
             self.out
@@ -294,7 +299,7 @@ impl<D: Destination> Engine<'_, D> {
             ok = true;
             Attempt::Done(true)
         });
-        Linked { ok, contended }
+        Linked { ok, changed }
     }
 
     /// Makes the existing `name` in `dir` a hard link to what `ldir/lname` holds now,
@@ -334,7 +339,7 @@ impl<D: Destination> Engine<'_, D> {
             links
                 .drain()
                 .filter_map(|(_, g)| match g {
-                    LinkGroup::Done(g) if g.ok && g.contended && g.names.len() > 1 => Some(g),
+                    LinkGroup::Done(g) if g.ok && g.check && g.names.len() > 1 => Some(g),
                     _ => None,
                 })
                 .collect()

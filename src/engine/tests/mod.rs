@@ -2,6 +2,7 @@
 //! against a recording fake destination ([`recorder`]), and starting the workers.
 
 mod done;
+mod links;
 mod order;
 mod panic;
 pub(super) mod recorder;

@@ -54,6 +54,10 @@ pub(super) struct Recorder {
     next_ino: AtomicU64,
     /// A name whose `write_file` panics, standing for a bug in a job.
     panics_on: Option<OsString>,
+    /// A path another run replaces with its own complete copy while the first
+    /// `hard_link` is made, after the link took its target's object (a backend
+    /// linking to the object it remembers for a name).
+    replaced_during_link: Mutex<Option<PathBuf>>,
 }
 
 /// The device number of the fake's objects: a `meta` carrying it is already one of
@@ -71,6 +75,20 @@ impl Recorder {
             panics_on: Some(name.into()),
             ..Recorder::default()
         }
+    }
+
+    /// An empty fake where another run replaces `path` with a copy of its own while
+    /// the first hard link is made.
+    pub(super) fn replacing_during_link(path: &str) -> Recorder {
+        Recorder {
+            replaced_during_link: Mutex::new(Some(path.into())),
+            ..Recorder::default()
+        }
+    }
+
+    /// The inode number `path` holds.
+    pub(super) fn ino(&self, path: &str) -> Option<u64> {
+        self.meta(Path::new(path)).map(|m| m.ino)
     }
 
     fn record(&self, c: Call) {
@@ -229,6 +247,12 @@ impl Destination for Recorder {
         let m = self
             .meta(&target_dir.join(target_name))
             .ok_or_else(not_found)?;
+        if let Some(other) = self.replaced_during_link.lock().unwrap().take() {
+            let mut e = self.entries.lock().unwrap();
+            if let Some((held, _)) = e.get_mut(&other) {
+                held.ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let p = dir.join(name);
         self.create(p.clone(), m, None)?;
         self.record(Call::Link(p));
