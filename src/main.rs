@@ -211,8 +211,8 @@ fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
 
 /// Where the sources are read: local paths, or `nfs://` servers connected now.
 fn source(cfg: &Config, out: &Arc<Output>) -> Result<Box<dyn Source>, Error> {
-    Ok(match nfs::source::any(cfg) {
-        true => Box::new(nfs::source::connect_all(cfg, out.clone())?),
+    Ok(match nfs::any_source(cfg) {
+        true => Box::new(nfs::connect_sources(cfg, out.clone())?),
         false => Box::new(LocalPaths),
     })
 }

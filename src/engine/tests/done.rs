@@ -4,13 +4,9 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
-use super::recorder::{Call, Recorder, config, write};
-use crate::engine::run;
+use super::recorder::{Call, Recorder, config, run_into, write};
 use crate::exit::ExitCode;
-use crate::report::{Output, Stats};
 
 #[test]
 fn a_directory_left_out_early_still_lets_its_parent_finish() {
@@ -22,17 +18,7 @@ fn a_directory_left_out_early_still_lets_its_parent_finish() {
     let mut cfg = config(&src, false);
     cfg.skip.existing_only = true;
     let dest = Recorder::default();
-    let out = Output::new(true, 0, false, false);
-    let stats = Arc::new(Stats::default());
-    let summary = run(
-        &cfg,
-        &crate::walk::LocalPaths,
-        &dest,
-        &out,
-        stats,
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    let summary = run_into(&cfg, &dest).unwrap();
     assert_eq!(summary.exit_code, ExitCode::Success, "{summary:?}");
     let calls = dest.take_calls();
     assert!(

@@ -1,13 +1,9 @@
 //! `-H` when another run writes the same group at the same time.
 
 use std::fs;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
-use super::recorder::{Recorder, config, write};
-use crate::engine::run;
+use super::recorder::{Recorder, config, run_into, write};
 use crate::exit::ExitCode;
-use crate::report::{Output, Stats};
 
 /// A run that only links a missing name to its leader must still check the group at
 /// its end: another run may have put a new copy at the leader's name (and finished
@@ -23,16 +19,7 @@ fn a_group_whose_leader_was_replaced_while_linking_ends_whole() {
     let mut cfg = config(&src, false);
     cfg.hard_links = true;
     let dest = Recorder::replacing_during_link("a/f");
-    let out = Output::new(true, 0, false, false);
-    let summary = run(
-        &cfg,
-        &crate::walk::LocalPaths,
-        &dest,
-        &out,
-        Arc::new(Stats::default()),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    let summary = run_into(&cfg, &dest).unwrap();
     assert_eq!(summary.exit_code, ExitCode::Success, "{summary:?}");
     let (f, g) = (dest.ino("a/f"), dest.ino("b/g"));
     assert!(f.is_some() && f == g, "a/f holds {f:?}, b/g holds {g:?}");

@@ -11,26 +11,13 @@
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
-use super::recorder::{Call, Recorder, config, expected, held, write};
-use crate::engine::run;
+use super::recorder::{Call, Recorder, config, expected, held, run_into, write};
 use crate::exit::ExitCode;
-use crate::report::{Output, Stats};
 
 fn sync(src: &Path, dest: &Recorder, delete: bool) -> Vec<Call> {
     let cfg = config(src, delete);
-    let out = Output::new(true, 0, false, false);
-    let summary = run(
-        &cfg,
-        &crate::walk::LocalPaths,
-        dest,
-        &out,
-        Arc::new(Stats::default()),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    let summary = run_into(&cfg, dest).unwrap();
     assert_eq!(summary.exit_code, ExitCode::Success, "{summary:?}");
     dest.take_calls()
 }

@@ -1,14 +1,11 @@
 //! A job that panics ends the run; it must never hang it.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, mpsc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::recorder::{Recorder, config, expected, held, write};
-use crate::engine::run;
+use super::recorder::{Recorder, config, expected, held, run_into, write};
 use crate::exit::ExitCode;
-use crate::report::{Output, Stats};
 
 #[test]
 fn a_panicking_job_ends_the_run_and_the_other_files_are_copied() {
@@ -27,16 +24,7 @@ fn a_panicking_job_ends_the_run_and_the_other_files_are_copied() {
     let started = Instant::now();
     std::thread::spawn(move || {
         let dest = Recorder::panicking_on("zz-panics");
-        let out = Output::new(true, 0, false, false);
-        let stats = Arc::new(Stats::default());
-        let summary = run(
-            &cfg,
-            &crate::walk::LocalPaths,
-            &dest,
-            &out,
-            stats,
-            Arc::new(AtomicBool::new(false)),
-        );
+        let summary = run_into(&cfg, &dest);
         let _ = tx.send((summary, held(&dest)));
     });
     let (summary, held) = rx

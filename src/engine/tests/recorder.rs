@@ -7,8 +7,9 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::config::Config;
@@ -17,6 +18,7 @@ use crate::dest::{
 };
 use crate::meta::{Kind, Meta};
 use crate::plan::Compare;
+use crate::report::{Output, Stats, Summary};
 use crate::tune::Jobs;
 
 /// One call the engine made, naming its target by its path below DEST.
@@ -465,4 +467,16 @@ pub(super) fn held(dest: &Recorder) -> BTreeMap<PathBuf, (Kind, u64, u32, crate:
             (p.clone(), (m.kind, size, m.mode, m.mtime))
         })
         .collect()
+}
+
+/// One quiet run of `cfg` from the local source into `dest`.
+pub(super) fn run_into(cfg: &Config, dest: &Recorder) -> Result<Summary, crate::exit::Error> {
+    crate::engine::run(
+        cfg,
+        &crate::walk::LocalPaths,
+        dest,
+        &Output::new(true, 0, false, false),
+        Arc::new(Stats::default()),
+        Arc::new(AtomicBool::new(false)),
+    )
 }
