@@ -25,8 +25,11 @@ use crate::walk::{self, Listing, SrcEntry};
 /// Directories asked for or listed and not yet taken, at most.
 pub const AHEAD: usize = 4096;
 
-/// Threads listing ahead: each waits on the filesystem most of the time.
-pub const THREADS: usize = 16;
+/// Threads listing ahead: each waits on the filesystem most of the time. On a mount
+/// with latency a listing is a round trip per entry (its `lstat`, one after another
+/// in one directory), so the threads in flight set the rate; the rate kept rising
+/// well past a few dozen on the latency rig (benches/README.md, "NFS as a source").
+pub const THREADS: usize = 128;
 
 /// The listings asked for below a listed directory, by name.
 pub type Kids = Vec<(OsString, Arc<Slot>)>;
