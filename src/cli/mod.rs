@@ -25,6 +25,15 @@ pub mod version;
 
 pub use rsync::check_argv;
 
+/// How `--progress` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProgressFormat {
+    /// A bar on a terminal, lines elsewhere.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
 /// What `--generate` writes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Generate {
@@ -163,9 +172,19 @@ pub struct Cli {
     #[arg(short, long)]
     pub quiet: bool,
 
-    /// Show a progress bar on a terminal (the default).
-    #[arg(long, overrides_with = "no_progress", help_heading = "Output")]
-    pub progress: bool,
+    /// Show progress: a bar on a terminal (the default there); elsewhere (a log, a
+    /// pipe, `kubectl logs`) a line every --stats-every. =json: one JSON object a line,
+    /// on a terminal too, the last one the run's totals (--json's).
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "text", overrides_with = "no_progress", help_heading = "Output")]
+    pub progress: Option<ProgressFormat>,
+
+    /// Print a progress line every DURATION (200ms, 30s, 5m, 1h; a bare number is
+    /// seconds) where no bar is shown, even without --progress (default with progress
+    /// asked for: 30s): files and bytes done of found, rates over the interval and
+    /// overall, ETA once the walk is done, jobs, errors. SIGUSR1 prints the line at once.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, help_heading = "Output")]
+    pub stats_every: Option<std::time::Duration>,
 
     /// Don't show a progress bar.
     #[arg(long)]
@@ -221,6 +240,30 @@ pub struct Cli {
     /// attributes and prints the totals of all (needs a build with --features mpi).
     #[arg(long, conflicts_with = "shard", help_heading = "Many machines")]
     pub mpi: bool,
+}
+
+/// `--stats-every`'s DURATION: a number with `ms`, `s`, `m` or `h` (seconds without).
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (200ms, 30s, 5m, 1h)"))?;
+    let secs = n * scale;
+    if !(0.01..=1e7).contains(&secs) {
+        return Err("a duration from 10ms to 115 days".into());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 /// Writes a completion script or the man page for the CLI to `out`.
