@@ -576,5 +576,11 @@ mod tests {
             Ok(())
         );
         assert_eq!(check(&["-ab", "--link-dest=../x", "a", "b"]), Ok(()));
+        // --progress takes its format only after `=`: the next argument is checked.
+        assert_eq!(
+            check(&["--progress", "--iconv=x", "a", "b"]).map_err(|e| e.starts_with("--iconv")),
+            Err(true)
+        );
+        assert_eq!(check(&["--progress=json", "a", "b"]), Ok(()));
     }
 }
