@@ -155,7 +155,8 @@ impl<'a> Moving<'a> {
         }
     }
 
-    fn add(&self, bytes: u64) {
+    /// Counts `bytes` more of this file written.
+    pub fn add(&self, bytes: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         self.mine.fetch_add(bytes, Relaxed);
         self.run.fetch_add(bytes, Relaxed);

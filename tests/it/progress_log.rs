@@ -215,3 +215,32 @@ fn sigusr1_prints_a_line() {
         );
     }
 }
+
+/// A large file's bytes count as they are written, also where the kernel copies them
+/// (no --bwlimit): a line in the middle of it has bytes done and no file done.
+#[test]
+fn a_large_file_moves_the_bytes_before_it_ends() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    let size: u64 = 256 << 20;
+    // Quick to make, and copied as data all the same (no -S).
+    let f = std::fs::File::create(src.root().join("big")).unwrap();
+    f.set_len(size).unwrap();
+    drop(f);
+    let out = nfsync()
+        .args(["-a", "--progress=json", "--stats-every=10ms"])
+        .arg(slash(src.root()))
+        .arg(s.join("dst"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let values: Vec<serde_json::Value> = stderr_lines(&out)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let midway = values.iter().any(|v| {
+        let b = v["bytes_done"].as_u64().unwrap_or(0);
+        v["files_done"] == 0 && b > 0 && b < size
+    });
+    assert!(midway, "{}", describe(&out));
+}
