@@ -244,3 +244,29 @@ fn a_large_file_moves_the_bytes_before_it_ends() {
     });
     assert!(midway, "{}", describe(&out));
 }
+
+/// A run that ends before it copies anything (a missing source) still ends its JSON
+/// lines with the totals, after its error line, equal to --json's.
+#[test]
+fn json_lines_end_with_the_totals_when_the_run_cannot_start() {
+    let s = Scratch::new();
+    let out = nfsync()
+        .args(["-a", "--progress=json", "--json"])
+        .arg(s.join("missing/"))
+        .arg(s.join("dst"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 2, "{}", describe(&out));
+    assert!(
+        lines[0].starts_with("nfsync: ") && lines[0].contains("missing"),
+        "{}",
+        lines[0]
+    );
+    let mut last: serde_json::Value = serde_json::from_str(&lines[1]).unwrap();
+    assert_eq!(last["type"], "totals");
+    last.as_object_mut().unwrap().remove("type");
+    assert_eq!(last, json_stats(&out));
+    assert_eq!(last["exit_code"], 3);
+}
