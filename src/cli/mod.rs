@@ -284,3 +284,62 @@ pub fn generate(kind: Generate, out: &mut dyn std::io::Write) -> std::io::Result
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::Cli;
+    use crate::report::progress::Mode;
+
+    /// The progress a command line gets where stderr is, and is not, a terminal.
+    fn modes(args: &[&str]) -> (Mode, Mode) {
+        let argv = ["nfsync"].iter().chain(args).chain(&["a/", "b"]);
+        let m = Cli::command().try_get_matches_from(argv).unwrap();
+        let cfg = Cli::from_arg_matches(&m).unwrap().into_config(&m).unwrap();
+        (Mode::of(&cfg, true), Mode::of(&cfg, false))
+    }
+
+    #[test]
+    fn progress_is_a_bar_on_a_terminal_and_lines_in_a_log_when_asked_for() {
+        let lines = |s, json| Mode::Lines {
+            every: Duration::from_secs(s),
+            json,
+        };
+        let silent = Mode::Silent { json: false };
+        assert_eq!(modes(&["-a"]), (Mode::Bar, silent));
+        for asked in [&["--progress"][..], &["-P"], &["--info=progress2"]] {
+            assert_eq!(modes(asked), (Mode::Bar, lines(30, false)), "{asked:?}");
+        }
+        assert_eq!(modes(&["--stats-every=5m"]), (Mode::Bar, lines(300, false)));
+        assert_eq!(
+            modes(&["--no-progress", "--stats-every=5"]),
+            (lines(5, false), lines(5, false))
+        );
+        assert_eq!(
+            modes(&["--progress=json"]),
+            (lines(30, true), lines(30, true))
+        );
+        // -q silences what progress asks for, not what --stats-every asks for.
+        assert_eq!(modes(&["-q", "--progress"]), (silent, silent));
+        assert_eq!(
+            modes(&["-q", "--stats-every=1m"]),
+            (lines(60, false), lines(60, false))
+        );
+    }
+
+    #[test]
+    fn intervals_read_as_people_write_them() {
+        let p = super::parse_interval;
+        assert_eq!(p("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(p("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(p("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(p("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(p("1h"), Ok(Duration::from_secs(3600)));
+        assert!(p("0").is_err());
+        assert!(p("5d").is_err());
+        assert!(p("m").is_err());
+    }
+}

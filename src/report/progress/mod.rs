@@ -1,10 +1,13 @@
-//! The progress bar: what is done of what has been found, the speed, and an ETA only
-//! once there is something to base it on.
+//! Progress: what is done of what has been found, the speed, and an ETA only once
+//! there is something to base it on — as a bar on a terminal, as a line every interval
+//! where stderr is a log ([`lines`]), and as one line whenever SIGUSR1 asks ([`Mode`]).
 //!
 //! The source is walked while it is copied, so until the walk has finished the totals
 //! are a lower bound: they are shown with a `+` and the line says "counting" instead of
-//! an ETA that would only keep slipping. Rates are over the last few seconds, not the
-//! whole run, so a phase of large files after many small ones shows its own speed.
+//! an ETA that would only keep slipping. The bar's rates are over the last few seconds,
+//! not the whole run, so a phase of large files after many small ones shows its own
+//! speed. One thread does the drawing and the writing; it sleeps on a channel, so the
+//! end of the run or a SIGUSR1 wakes it at once.
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
