@@ -4,6 +4,9 @@ complete -c nfsync -l include -d 'Don\'t exclude paths matching PATTERN (rules a
 complete -c nfsync -l exclude-from -d 'Read exclude patterns from FILE (\'-\' for stdin; \'+ PAT\' includes, \'- PAT\' excludes)' -r -F
 complete -c nfsync -l modify-window -d 'Treat mtimes within SECS seconds as equal (default 0: whole seconds, as rsync; -1: to the nanosecond)' -r
 complete -c nfsync -s j -l jobs -d 'Files in flight: a number, or \'auto\' to find the best by measuring' -r
+complete -c nfsync -l progress -d 'Show progress: a bar on a terminal (the default there); elsewhere (a log, a pipe, `kubectl logs`) a line every --stats-every. =json: one JSON object a line, on a terminal too, the last one the run\'s totals (--json\'s)' -r -f -a "text\t'A bar on a terminal, lines elsewhere'
+json\t'One JSON object a line'"
+complete -c nfsync -l stats-every -d 'Print a progress line every DURATION (200ms, 30s, 5m, 1h; a bare number is seconds) where no bar is shown, even without --progress (default with progress asked for: 30s): files and bytes done of found, rates over the interval and overall, ETA once the walk is done, jobs, errors. SIGUSR1 prints the line at once' -r
 complete -c nfsync -l timeout -d 'NFS: seconds without an answer before giving up on the server (0: wait forever)' -r
 complete -c nfsync -l stop-at -d 'Stop the run at TIME ([YYYY-]MM-DDThh:mm, or hh:mm; local time): files in flight are finished, no new one is started, exit 30 as rsync' -r
 complete -c nfsync -l stop-after -d 'Stop the run after MINS minutes, as --stop-at' -r
@@ -57,7 +60,6 @@ complete -c nfsync -l no-group -d 'Don\'t preserve groups'
 complete -c nfsync -l numeric-ids -d 'Don\'t map uid/gid by name (ids are always numeric on nfsync\'s paths)'
 complete -c nfsync -s v -l verbose -d 'Print each changed path and each change --jobs auto makes'
 complete -c nfsync -s q -l quiet -d 'Print errors and warnings only'
-complete -c nfsync -l progress -d 'Show a progress bar on a terminal (the default)'
 complete -c nfsync -l no-progress -d 'Don\'t show a progress bar'
 complete -c nfsync -l stats -d 'Print rsync\'s --stats block at the end (-h: sizes in units)'
 complete -c nfsync -s i -l itemize-changes -d 'Print a change summary per entry, like rsync -i'
@@ -86,7 +88,7 @@ complete -c nfsync -l del -d 'Same as --delete (for a local-to-NFS copy every rs
 complete -c nfsync -l ignore-errors -d 'Delete even when a source directory could not be read completely'
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
 complete -c nfsync -s h -l human-readable -d 'Numbers in units: --stats and --list-only sizes (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
-complete -c nfsync -s P -d '--partial --progress'
+complete -c nfsync -s P -d '--partial --progress: progress lines where no bar is shown (--partial has no effect)'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
 complete -c nfsync -l no-inc-recursive -d 'Accepted, no effect: nfsync\'s walk is incremental already'

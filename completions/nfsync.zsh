@@ -22,6 +22,9 @@ _nfsync() {
 '--modify-window=[Treat mtimes within SECS seconds as equal (default 0\: whole seconds, as rsync; -1\: to the nanosecond)]:SECS:_default' \
 '-j+[Files in flight\: a number, or '\''auto'\'' to find the best by measuring]:N|auto:_default' \
 '--jobs=[Files in flight\: a number, or '\''auto'\'' to find the best by measuring]:N|auto:_default' \
+'--progress=[Show progress\: a bar on a terminal (the default there); elsewhere (a log, a pipe, \`kubectl logs\`) a line every --stats-every. =json\: one JSON object a line, on a terminal too, the last one the run'\''s totals (--json'\''s)]::FORMAT:((text\:"A bar on a terminal, lines elsewhere"
+json\:"One JSON object a line"))' \
+'--stats-every=[Print a progress line every DURATION (200ms, 30s, 5m, 1h; a bare number is seconds) where no bar is shown, even without --progress (default with progress asked for\: 30s)\: files and bytes done of found, rates over the interval and overall, ETA once the walk is done, jobs, errors. SIGUSR1 prints the line at once]:DURATION:_default' \
 '--timeout=[NFS\: seconds without an answer before giving up on the server (0\: wait forever)]:SECS:_default' \
 '--stop-at=[Stop the run at TIME (\[YYYY-\]MM-DDThh\:mm, or hh\:mm; local time)\: files in flight are finished, no new one is started, exit 30 as rsync]:TIME:_default' \
 '--stop-after=[Stop the run after MINS minutes, as --stop-at]:MINS:_default' \
@@ -85,7 +88,6 @@ man\:"The man page (roff)"))' \
 '*--verbose[Print each changed path and each change --jobs auto makes]' \
 '-q[Print errors and warnings only]' \
 '--quiet[Print errors and warnings only]' \
-'--progress[Show a progress bar on a terminal (the default)]' \
 '--no-progress[Don'\''t show a progress bar]' \
 '--stats[Print rsync'\''s --stats block at the end (-h\: sizes in units)]' \
 '-i[Print a change summary per entry, like rsync -i]' \
@@ -129,7 +131,7 @@ man\:"The man page (roff)"))' \
 '--compress[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
 '*-h[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
 '*--human-readable[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
-'-P[--partial --progress]' \
+'-P[--partial --progress\: progress lines where no bar is shown (--partial has no effect)]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
 '*--whole-file[Accepted, no effect\: nfsync always sends whole files]' \

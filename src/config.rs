@@ -93,8 +93,13 @@ pub struct Config {
     /// Show a progress bar (only if stderr is a terminal).
     pub progress: bool,
     /// Progress was asked for (`--progress`, `-P`, `--info=progress2`): the summary
-    /// line is printed also where stderr is no terminal.
+    /// line is printed also where stderr is no terminal, and so are progress lines.
     pub progress_asked: bool,
+    /// `--stats-every`: a progress line this often where there is no bar (a log, a
+    /// pipe), asked for even without `--progress`.
+    pub stats_every: Option<Duration>,
+    /// `--progress=json`: progress lines are JSON objects, the last one the totals.
+    pub progress_json: bool,
     /// `--stats`.
     pub stats: bool,
     /// `-i`.

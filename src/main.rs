@@ -11,7 +11,7 @@ use nfsync::config::Config;
 use nfsync::dest::{Destination, local};
 use nfsync::exit::{Error, ExitCode, Why};
 use nfsync::report::logfile::LogFile;
-use nfsync::report::progress::Progress;
+use nfsync::report::progress::{self, Progress};
 use nfsync::report::stats::RsyncStats;
 use nfsync::report::{Output, Stats, Summary};
 use nfsync::walk::{LocalPaths, Source};
@@ -156,6 +156,12 @@ fn prepare_process() {
     rustix::process::umask(rustix::fs::Mode::empty());
     // Every directory in flight holds a descriptor on the mount path.
     local::raise_fd_limit();
+    // SIGUSR1 asks a run for its progress line (dd's habit); one sent before the run
+    // starts, or after it, must not end the process as it would by default.
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGUSR1,
+        Arc::new(AtomicBool::new(false)),
+    );
 }
 
 /// Runs the sync and reports it; a fatal error before the first copy still gives
@@ -167,12 +173,19 @@ fn sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
     }
     let r = execute(cfg, out);
     match &r {
-        Err(e) if cfg.json => {
+        Err(e) => {
             let mut summary = Summary::failed(e, cfg.dry_run);
             summary.shard = cfg.shard.map(|s| s.to_string());
-            print_json(&summary);
+            if cfg.json {
+                print_json(&summary);
+            }
+            if progress::Mode::here(cfg).json_lines() {
+                // After the error main prints: a log pipeline's last line is the totals.
+                eprintln!("nfsync: {e:#}");
+                eprintln!("{}", progress::lines::totals_json(&summary));
+                return Ok(e.exit_code());
+            }
         }
-        Err(_) => {}
         Ok(summary) => report(cfg, out, summary),
     }
     r.map(|s| s.exit_code)
@@ -244,8 +257,8 @@ fn run<D: Destination>(
         .stop_at
         .map(|at| nfsync::options::stop::arm(at, interrupted.clone()));
     let stats = Arc::new(Stats::default());
-    let progress = Progress::start(cfg.progress, stats.clone());
-    out.set_bar(progress.as_ref().map(|p| p.bar()));
+    let progress = Progress::start(progress::Mode::here(cfg), stats.clone());
+    out.set_bar(progress.bar());
     let mut result = engine::run(cfg, source, dest, out, stats.clone(), interrupted);
     out.set_bar(None);
     drop(progress);
@@ -314,8 +327,12 @@ fn report(cfg: &Config, out: &Output, summary: &Summary) {
     let asked = cfg.verbose > 0
         || cfg.stats
         || cfg.progress_asked
+        || cfg.stats_every.is_some()
         || summary.exit_code != ExitCode::Success;
-    if !cfg.quiet && !cfg.json && (asked || std::io::stderr().is_terminal()) {
+    if progress::Mode::here(cfg).json_lines() {
+        // The last of the JSON lines: the totals, as --json's.
+        out.note_raw(progress::lines::totals_json(summary));
+    } else if !cfg.quiet && !cfg.json && (asked || std::io::stderr().is_terminal()) {
         out.note(summary.one_line());
     }
 }

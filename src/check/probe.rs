@@ -79,6 +79,7 @@ pub(super) fn write<D: Destination>(
         sparse: false,
         limit: None,
         stop: None,
+        moving: None,
     };
     let what = || format!("writing {}", Path::new(name).display());
     dest.write_file(dir, name, &src).map_err(|e| match e {

@@ -251,7 +251,11 @@ impl Cli {
             verbose: self.verbose,
             quiet: self.quiet,
             progress: progress && !self.quiet,
-            progress_asked: self.progress || r.info_progress() == Some(true),
+            progress_asked: self.progress.is_some()
+                || r.partial_progress
+                || r.info_progress() == Some(true),
+            stats_every: self.stats_every,
+            progress_json: self.progress == Some(super::ProgressFormat::Json),
             stats: self.stats,
             itemize: self.itemize_changes,
             json: self.json,

@@ -25,6 +25,15 @@ pub mod version;
 
 pub use rsync::check_argv;
 
+/// How `--progress` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProgressFormat {
+    /// A bar on a terminal, lines elsewhere.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
 /// What `--generate` writes.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Generate {
@@ -163,9 +172,19 @@ pub struct Cli {
     #[arg(short, long)]
     pub quiet: bool,
 
-    /// Show a progress bar on a terminal (the default).
-    #[arg(long, overrides_with = "no_progress", help_heading = "Output")]
-    pub progress: bool,
+    /// Show progress: a bar on a terminal (the default there); elsewhere (a log, a
+    /// pipe, `kubectl logs`) a line every --stats-every. =json: one JSON object a line,
+    /// on a terminal too, the last one the run's totals (--json's).
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "text", overrides_with = "no_progress", help_heading = "Output")]
+    pub progress: Option<ProgressFormat>,
+
+    /// Print a progress line every DURATION (200ms, 30s, 5m, 1h; a bare number is
+    /// seconds) where no bar is shown, even without --progress (default with progress
+    /// asked for: 30s): files and bytes done of found, rates over the interval and
+    /// overall, ETA once the walk is done, jobs, errors. SIGUSR1 prints the line at once.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, help_heading = "Output")]
+    pub stats_every: Option<std::time::Duration>,
 
     /// Don't show a progress bar.
     #[arg(long)]
@@ -223,6 +242,30 @@ pub struct Cli {
     pub mpi: bool,
 }
 
+/// `--stats-every`'s DURATION: a number with `ms`, `s`, `m` or `h` (seconds without).
+fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (200ms, 30s, 5m, 1h)"))?;
+    let secs = n * scale;
+    if !(0.01..=1e7).contains(&secs) {
+        return Err("a duration from 10ms to 115 days".into());
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 /// Writes a completion script or the man page for the CLI to `out`.
 pub fn generate(kind: Generate, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     use clap::CommandFactory;
@@ -240,4 +283,63 @@ pub fn generate(kind: Generate, out: &mut dyn std::io::Write) -> std::io::Result
         Generate::Man => return clap_mangen::Man::new(cmd).render(out),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::Cli;
+    use crate::report::progress::Mode;
+
+    /// The progress a command line gets where stderr is, and is not, a terminal.
+    fn modes(args: &[&str]) -> (Mode, Mode) {
+        let argv = ["nfsync"].iter().chain(args).chain(&["a/", "b"]);
+        let m = Cli::command().try_get_matches_from(argv).unwrap();
+        let cfg = Cli::from_arg_matches(&m).unwrap().into_config(&m).unwrap();
+        (Mode::of(&cfg, true), Mode::of(&cfg, false))
+    }
+
+    #[test]
+    fn progress_is_a_bar_on_a_terminal_and_lines_in_a_log_when_asked_for() {
+        let lines = |s, json| Mode::Lines {
+            every: Duration::from_secs(s),
+            json,
+        };
+        let silent = Mode::Silent { json: false };
+        assert_eq!(modes(&["-a"]), (Mode::Bar, silent));
+        for asked in [&["--progress"][..], &["-P"], &["--info=progress2"]] {
+            assert_eq!(modes(asked), (Mode::Bar, lines(30, false)), "{asked:?}");
+        }
+        assert_eq!(modes(&["--stats-every=5m"]), (Mode::Bar, lines(300, false)));
+        assert_eq!(
+            modes(&["--no-progress", "--stats-every=5"]),
+            (lines(5, false), lines(5, false))
+        );
+        assert_eq!(
+            modes(&["--progress=json"]),
+            (lines(30, true), lines(30, true))
+        );
+        // -q silences what progress asks for, not what --stats-every asks for.
+        assert_eq!(modes(&["-q", "--progress"]), (silent, silent));
+        assert_eq!(
+            modes(&["-q", "--stats-every=1m"]),
+            (lines(60, false), lines(60, false))
+        );
+    }
+
+    #[test]
+    fn intervals_read_as_people_write_them() {
+        let p = super::parse_interval;
+        assert_eq!(p("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(p("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(p("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(p("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(p("1h"), Ok(Duration::from_secs(3600)));
+        assert!(p("0").is_err());
+        assert!(p("5d").is_err());
+        assert!(p("m").is_err());
+    }
 }

@@ -133,6 +133,41 @@ pub struct SourceFile<'a> {
     pub limit: Option<&'a RateLimit>,
     /// Raised when the run is to stop; looked at before each piece is written.
     pub stop: Option<&'a AtomicBool>,
+    /// Where the pieces of this file count while it is written, so progress moves
+    /// during a large file, not only at its end.
+    pub moving: Option<Moving<'a>>,
+}
+
+/// The bytes of one file under way, counted into a run-wide total of bytes in flight
+/// as each piece is let through, and taken out of it again when the file is done
+/// (dropped), written or not: only a finished file counts as bytes copied.
+pub struct Moving<'a> {
+    run: &'a std::sync::atomic::AtomicU64,
+    mine: std::sync::atomic::AtomicU64,
+}
+
+impl<'a> Moving<'a> {
+    /// A file counting into `run`.
+    pub fn new(run: &'a std::sync::atomic::AtomicU64) -> Moving<'a> {
+        Moving {
+            run,
+            mine: Default::default(),
+        }
+    }
+
+    /// Counts `bytes` more of this file written.
+    pub fn add(&self, bytes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.mine.fetch_add(bytes, Relaxed);
+        self.run.fetch_add(bytes, Relaxed);
+    }
+}
+
+impl Drop for Moving<'_> {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.run.fetch_sub(self.mine.load(Relaxed), Relaxed);
+    }
 }
 
 impl SourceFile<'_> {
@@ -152,6 +187,9 @@ impl SourceFile<'_> {
     pub fn throttle(&self, bytes: u64) -> std::result::Result<(), CopyError> {
         if self.stopping() || self.limit.is_some_and(|l| !l.take(bytes, self.stop)) {
             return Err(CopyError::Interrupted);
+        }
+        if let Some(m) = &self.moving {
+            m.add(bytes);
         }
         Ok(())
     }

@@ -97,6 +97,7 @@ impl<D: Destination> Engine<'_, D> {
             sparse: self.cfg.data.sparse,
             limit: None,
             stop: Some(&self.interrupted),
+            moving: None,
         };
         let temp = temp::name(&backup);
         match self.dest.write_file(&to, &temp, &copy) {

@@ -190,6 +190,7 @@ pub fn run<D: Destination>(
         deal: Default::default(),
         time_bounds: Default::default(),
     };
+    engine.stats.jobs.store(ctl.jobs(), Ordering::Relaxed);
     engine.plan_roots()?;
     engine.check_basis_dirs();
     engine.stats.roots_planned.store(true, Ordering::SeqCst);
@@ -258,6 +259,7 @@ pub fn run<D: Destination>(
                     .out
                     .verbose(1, format_args!("{change} at {:.1}s", now.as_secs_f64()));
                 engine.sched.set_limit(n);
+                engine.stats.jobs.store(n, Ordering::Relaxed);
                 if n > spawned {
                     spawned += spawn(n - spawned, spawned).0;
                 }

@@ -147,6 +147,7 @@ impl<D: Destination> Engine<'_, D> {
             sparse: false,
             limit: None,
             stop: None,
+            moving: None,
         };
         let written = self.dest.write_file(&dir, &name, &src);
         let got = written.is_ok().then(|| self.dest.stat(&dir, &name));

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 
 use serde::Serialize;
 
@@ -51,8 +51,10 @@ pub struct Stats {
     pub files_deleted: AtomicU64,
     /// Directories created.
     pub dirs_created: AtomicU64,
-    /// Bytes written.
+    /// Bytes written (of the files finished).
     pub bytes_copied: AtomicU64,
+    /// Bytes written of the files under way (progress only).
+    pub bytes_in_flight: AtomicU64,
     /// Entries that failed (each printed).
     pub errors: AtomicU64,
     /// Source entries that vanished during the run.
@@ -75,6 +77,8 @@ pub struct Stats {
     pub link_bytes: AtomicU64,
     /// `--mpi`: directories found but not walked, every unit in them being taken.
     pub dirs_not_walked: AtomicU64,
+    /// The jobs allowed at once now (what `--jobs auto` last chose).
+    pub jobs: AtomicUsize,
 }
 
 impl Stats {
@@ -405,6 +409,11 @@ impl Output {
     /// caller decides when it is wanted.
     pub fn note(&self, msg: impl std::fmt::Display) {
         self.emit(true, &format!("nfsync: {msg}"));
+    }
+
+    /// A line on stderr as it is (a JSON object), above the bar if there is one.
+    pub fn note_raw(&self, line: impl std::fmt::Display) {
+        self.emit(true, &line.to_string());
     }
 
     /// One of rsync's informational lines, in its words (`skipping directory NAME`):

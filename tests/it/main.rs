@@ -53,6 +53,7 @@ mod memfs;
 mod mount;
 mod mpi;
 mod progress;
+mod progress_log;
 mod rsync_cli;
 mod rsync_data;
 mod rsync_filters;

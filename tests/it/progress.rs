@@ -164,3 +164,39 @@ fn the_bar_says_true_things_at_120_and_40_columns() {
         }
     }
 }
+
+/// On a terminal too, SIGUSR1 prints the progress line at once, above the bar, which
+/// goes on (dd's habit); the run ends as usual.
+#[test]
+fn sigusr1_prints_a_line_above_the_bar() {
+    let scratch = Scratch::new();
+    let src = Tree::new(scratch.join("src"));
+    for i in 0..4 {
+        src.random_file(format!("f{i}"), 384 << 10, i + 1);
+    }
+    let done = scratch.join("done");
+    let cmd = format!(
+        "{} -a --bwlimit=1m {}/ '{}' & p=$!; sleep 0.6; kill -USR1 $p; wait $p; echo $? > {}",
+        bin().display(),
+        src.root().display(),
+        scratch.join("dst").display(),
+        done.display()
+    );
+    let tmux = Tmux::new("usr1");
+    let bars = bar_lines(&tmux, 200, &cmd, &done);
+    let rc = std::fs::read_to_string(&done).unwrap();
+    assert_eq!(rc.trim(), "0", "nfsync failed; screen: {bars:?}");
+    let screen = tmux.tmux(&["capture-pane", "-p", "-t", "t"]);
+    let screen = String::from_utf8_lossy(&screen.stdout);
+    let asked: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.starts_with("nfsync: elapsed 0:0"))
+        .collect();
+    assert_eq!(asked.len(), 1, "screen:\n{screen}");
+    assert!(asked[0].contains("/4 files, "), "{}", asked[0]);
+    assert!(
+        bars.iter().any(|l| !l.starts_with("nfsync:")),
+        "no bar besides the line: {bars:?}"
+    );
+    assert!(screen.contains(" files copied ("), "screen:\n{screen}");
+}

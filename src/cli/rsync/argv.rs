@@ -79,7 +79,8 @@ pub fn check_argv(mut args: Vec<OsString>) -> Result<Checked, ArgvError> {
                 continue;
             }
             match long(name) {
-                Some(a) if takes_value(a) && !has_value => i += 1,
+                // `--progress=json`'s value is only ever joined by `=`.
+                Some(a) if takes_value(a) && !has_value && !a.is_require_equals_set() => i += 1,
                 Some(_) => {}
                 // `--no-X` of a refused `--X`; a refused option that is itself spelled
                 // `--no-...` (`--no-implied-dirs`) stays refused.

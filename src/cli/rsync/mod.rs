@@ -150,8 +150,9 @@ pub struct RsyncOpts {
     #[arg(short = 'h', long, action = ArgAction::Count)]
     pub human_readable: u8,
 
-    /// --partial --progress.
-    #[arg(short = 'P', help_heading = "Accepted for rsync, no effect")]
+    /// --partial --progress: progress lines where no bar is shown (--partial has no
+    /// effect).
+    #[arg(short = 'P')]
     pub partial_progress: bool,
 
     /// Accepted, no effect: an update is written beside the old copy and renamed over
@@ -575,5 +576,11 @@ mod tests {
             Ok(())
         );
         assert_eq!(check(&["-ab", "--link-dest=../x", "a", "b"]), Ok(()));
+        // --progress takes its format only after `=`: the next argument is checked.
+        assert_eq!(
+            check(&["--progress", "--iconv=x", "a", "b"]).map_err(|e| e.starts_with("--iconv")),
+            Err(true)
+        );
+        assert_eq!(check(&["--progress=json", "a", "b"]), Ok(()));
     }
 }

@@ -235,7 +235,7 @@ fn copy_entry(
         wr,
         Mode::from_raw_mode(0o600),
     )?);
-    super::sys::copy_data(&src, &mut dst, st.st_size as u64, None).map_err(|e| match e {
+    super::sys::copy_data(&src, &mut dst, st.st_size as u64, None, None).map_err(|e| match e {
         CopyError::Source(e) => e,
         CopyError::Dest(e) => std::io::Error::other(e),
         _ => std::io::Error::other("the temporary changed while it was moved"),

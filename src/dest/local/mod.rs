@@ -531,7 +531,7 @@ impl LocalDest {
         let bytes = if data::by_ranges(src) {
             data::fill_by_ranges(src, f)?
         } else {
-            copy_data(&src.file, f, meta.size, src.stop)?
+            copy_data(&src.file, f, meta.size, src.stop, src.moving.as_ref())?
         };
         src.verify_unchanged()?;
         let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());

@@ -57,13 +57,20 @@ pub(super) fn close_checked(f: File) -> io::Result<()> {
 const KERNEL_PIECE: usize = 16 << 20;
 
 /// Copies all of `src` into `dst`, telling source failures from destination failures.
-/// A large copy gives up with [`CopyError::Interrupted`] once `stop` is raised.
+/// A large copy gives up with [`CopyError::Interrupted`] once `stop` is raised, and
+/// counts its pieces into `moving` as they go.
 pub(super) fn copy_data(
     src: &File,
     dst: &mut File,
     size: u64,
     stop: Option<&AtomicBool>,
+    moving: Option<&crate::dest::Moving<'_>>,
 ) -> Result<u64, CopyError> {
+    let moved = |n: u64| {
+        if let Some(m) = moving {
+            m.add(n);
+        }
+    };
     let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
     if size <= SMALL_FILE {
         // One read of size + 1 bytes: a full answer of `size` bytes is the whole file
@@ -99,7 +106,10 @@ pub(super) fn copy_data(
         }
         match rustix::fs::copy_file_range(src.as_fd(), None, dst.as_fd(), None, KERNEL_PIECE) {
             Ok(0) => return Ok(done),
-            Ok(n) => done += n as u64,
+            Ok(n) => {
+                done += n as u64;
+                moved(n as u64);
+            }
             Err(e)
                 if done == 0
                     && matches!(
@@ -129,6 +139,7 @@ pub(super) fn copy_data(
         };
         dst.write_all(&buf[..n]).map_err(CopyError::dest)?;
         done += n as u64;
+        moved(n as u64);
     }
 }
 

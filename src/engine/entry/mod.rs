@@ -454,11 +454,15 @@ impl<D: Destination> Engine<'_, D> {
             sparse: self.cfg.data.sparse,
             limit: self.writing.limit(),
             stop: Some(&self.interrupted),
+            moving: Some(crate::dest::Moving::new(&self.stats.bytes_in_flight)),
         };
         let written = match self.put_file(job, &source, put, last) {
             Ok(w) => w,
             Err(raced) => return raced,
         };
+        // Its pieces leave the bytes in flight before the file counts as copied:
+        // progress may lag a moment, never count a byte twice.
+        drop(source);
         let ok = match written {
             Ok(bytes) => {
                 self.note_time(rel, &job.entry.meta);

@@ -379,6 +379,8 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         force: false,
         mkpath: false,
         progress_asked: false,
+        stats_every: None,
+        progress_json: false,
         max_delete: None,
         filter: Default::default(),
         compare: Compare::QuickCheck,

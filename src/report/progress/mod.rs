@@ -1,83 +1,221 @@
-//! The progress bar: what is done of what has been found, the speed, and an ETA only
-//! once there is something to base it on.
+//! Progress: what is done of what has been found, the speed, and an ETA only once
+//! there is something to base it on — as a bar on a terminal, as a line every interval
+//! where stderr is a log ([`lines`]), and as one line whenever SIGUSR1 asks ([`Mode`]).
 //!
 //! The source is walked while it is copied, so until the walk has finished the totals
 //! are a lower bound: they are shown with a `+` and the line says "counting" instead of
-//! an ETA that would only keep slipping. Rates are over the last few seconds, not the
-//! whole run, so a phase of large files after many small ones shows its own speed.
+//! an ETA that would only keep slipping. The bar's rates are over the last few seconds,
+//! not the whole run, so a phase of large files after many small ones shows its own
+//! speed. One thread does the drawing and the writing; it sleeps on a channel, so the
+//! end of the run or a SIGUSR1 wakes it at once.
 
 use std::collections::VecDeque;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::config::Config;
 use crate::report::Stats;
 use crate::report::units::HumanLevel;
 
-/// How often the line is redrawn.
+pub mod lines;
+
+use lines::{Line, Mark};
+
+/// How often the bar is redrawn.
 const TICK: Duration = Duration::from_millis(200);
-/// The window the rates are measured over.
+/// The window the bar's rates are measured over.
 const RATE_WINDOW: Duration = Duration::from_secs(3);
 /// No rate before this much of the run: the first fraction of a second measures the
 /// start-up, not the copy.
 const RATE_AFTER: Duration = Duration::from_millis(500);
 /// No ETA before this much of the run, even when the walk has finished.
 const ETA_AFTER: Duration = Duration::from_secs(2);
+/// The interval of the progress lines when progress is asked for without
+/// `--stats-every` (rclone's `--stats` is a minute; a log line every 30 s stays short).
+pub const DEFAULT_EVERY: Duration = Duration::from_secs(30);
 
-/// A running progress display; stops when dropped.
+/// What a run shows of its progress.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// The bar, on a terminal.
+    Bar,
+    /// A line every `every` (JSON objects with `json`).
+    Lines { every: Duration, json: bool },
+    /// Nothing, unless SIGUSR1 asks.
+    Silent { json: bool },
+}
+
+impl Mode {
+    /// The mode for `cfg` where stderr is (or is not) a `terminal`: the bar where it
+    /// can be drawn and is wanted; lines where progress is asked for and no bar is
+    /// drawn (a log), or where `--stats-every` or `--progress=json` asks for them.
+    /// `-q` silences progress, except the lines `--stats-every` asks for by name.
+    pub fn of(cfg: &Config, terminal: bool) -> Mode {
+        let json = cfg.progress_json;
+        let lines = cfg.stats_every.is_some()
+            || (!cfg.quiet && (json || (cfg.progress_asked && !terminal)));
+        if cfg.progress && terminal && !json {
+            Mode::Bar
+        } else if lines {
+            Mode::Lines {
+                every: cfg.stats_every.unwrap_or(DEFAULT_EVERY),
+                json,
+            }
+        } else {
+            Mode::Silent { json }
+        }
+    }
+
+    /// The mode of this process's stderr.
+    pub fn here(cfg: &Config) -> Mode {
+        Mode::of(cfg, std::io::stderr().is_terminal())
+    }
+
+    /// Whether the lines are JSON and end with the run's totals.
+    pub fn json_lines(self) -> bool {
+        matches!(self, Mode::Lines { json: true, .. })
+    }
+}
+
+/// What wakes the progress thread before its next tick.
+enum Wake {
+    /// SIGUSR1: print the line now.
+    Asked,
+    /// The run is over.
+    Stop,
+}
+
+/// A running progress display (the bar, or lines); stops when dropped. Whatever the
+/// mode, SIGUSR1 prints the current line at once (dd's habit), above the bar on a
+/// terminal.
 pub struct Progress {
-    bar: ProgressBar,
-    stop: Arc<AtomicBool>,
-    ticker: Option<JoinHandle<()>>,
+    bar: Option<ProgressBar>,
+    wake: Sender<Wake>,
+    signals: Option<signal_hook::iterator::Handle>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Progress {
-    /// Starts a bar on stderr if wanted and stderr is a terminal.
-    pub fn start(wanted: bool, stats: Arc<Stats>) -> Option<Progress> {
-        if !wanted || !std::io::stderr().is_terminal() {
-            return None;
+    /// Starts the display of `mode` on stderr.
+    pub fn start(mode: Mode, stats: Arc<Stats>) -> Progress {
+        let bar = (mode == Mode::Bar).then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5));
+            bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+            bar
+        });
+        let (wake, woken) = mpsc::channel();
+        let mut threads = Vec::new();
+        let signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR1]).ok();
+        let handle = signals.as_ref().map(|s| s.handle());
+        if let Some(mut signals) = signals {
+            let w = wake.clone();
+            let t = std::thread::Builder::new()
+                .name("nfsync-sigusr1".into())
+                .spawn(move || {
+                    for _ in signals.forever() {
+                        let _ = w.send(Wake::Asked);
+                    }
+                });
+            threads.extend(t.ok());
         }
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5));
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (b, st) = (bar.clone(), stop.clone());
-        let ticker = std::thread::Builder::new()
+        let b = bar.clone();
+        let t = std::thread::Builder::new()
             .name("nfsync-progress".into())
-            .spawn(move || {
-                let start = Instant::now();
-                let mut rates = Rates::default();
-                while !st.load(Relaxed) {
-                    let now = start.elapsed();
-                    let snap = Snapshot::of(&stats);
-                    rates.add(now, snap.files, snap.bytes);
-                    // The spinner and its space take two columns.
-                    let width = terminal_width().saturating_sub(2);
-                    b.set_message(render(&snap, &rates, now, width));
-                    b.tick();
-                    std::thread::sleep(TICK);
-                }
-            })
-            .ok();
-        Some(Progress { bar, stop, ticker })
+            .spawn(move || show(mode, b, &stats, &woken));
+        threads.extend(t.ok());
+        Progress {
+            bar,
+            wake,
+            signals: handle,
+            threads,
+        }
     }
 
     /// The bar, so messages can be printed above it.
-    pub fn bar(&self) -> ProgressBar {
+    pub fn bar(&self) -> Option<ProgressBar> {
         self.bar.clone()
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.ticker.take() {
+        if let Some(h) = &self.signals {
+            h.close();
+        }
+        let _ = self.wake.send(Wake::Stop);
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        self.bar.finish_and_clear();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The progress thread: redraws the bar or writes a line each tick, and a line when
+/// SIGUSR1 asks, until told to stop.
+fn show(mode: Mode, bar: Option<ProgressBar>, stats: &Stats, woken: &mpsc::Receiver<Wake>) {
+    let start = Instant::now();
+    let tick = match mode {
+        Mode::Bar => TICK,
+        Mode::Lines { every, .. } => every,
+        // Only SIGUSR1 wakes it.
+        Mode::Silent { .. } => Duration::from_secs(86_400),
+    };
+    let json = matches!(
+        mode,
+        Mode::Lines { json: true, .. } | Mode::Silent { json: true }
+    );
+    let mut rates = Rates::default();
+    let mut mark = Mark::default();
+    let mut next = start + tick;
+    let line = |mark: &mut Mark| {
+        let (l, m) = Line::new(&Snapshot::of(stats), start.elapsed(), *mark);
+        *mark = m;
+        let text = if json {
+            l.json()
+        } else {
+            format!("nfsync: {}", l.text())
+        };
+        match &bar {
+            Some(b) => b.println(text),
+            None => {
+                let _ = writeln!(std::io::stderr().lock(), "{text}");
+            }
+        }
+    };
+    loop {
+        match woken.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Ok(Wake::Asked) => line(&mut mark),
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {
+                next += tick;
+                match &bar {
+                    Some(b) => {
+                        let now = start.elapsed();
+                        let snap = Snapshot::of(stats);
+                        rates.add(now, snap.files, snap.bytes);
+                        // The spinner and its space take two columns.
+                        let width = terminal_width().saturating_sub(2);
+                        b.set_message(render(&snap, &rates, now, width));
+                        b.tick();
+                    }
+                    None if matches!(mode, Mode::Lines { .. }) => line(&mut mark),
+                    None => {}
+                }
+                // Ticks missed (a suspended process) are not made up for.
+                let now = Instant::now();
+                if next <= now {
+                    next = now + tick;
+                }
+            }
+        }
     }
 }
 
@@ -97,12 +235,16 @@ pub struct Snapshot {
     pub files: u64,
     /// Entries found so far.
     pub files_total: u64,
-    /// Bytes written.
+    /// Bytes written, of files under way too.
     pub bytes: u64,
     /// Bytes of the regular files found so far.
     pub bytes_total: u64,
     /// Whether the walk may still find more.
     pub counting: bool,
+    /// Jobs allowed at once.
+    pub jobs: usize,
+    /// Entries that failed.
+    pub errors: u64,
 }
 
 impl Snapshot {
@@ -117,8 +259,10 @@ impl Snapshot {
                 + s.attrs_updated.load(Relaxed)
                 + s.errors.load(Relaxed),
             files_total: s.files_scanned.load(Relaxed),
-            bytes: s.bytes_copied.load(Relaxed),
+            bytes: s.bytes_copied.load(Relaxed) + s.bytes_in_flight.load(Relaxed),
             bytes_total: s.bytes_scanned.load(Relaxed),
+            jobs: s.jobs.load(Relaxed),
+            errors: s.errors.load(Relaxed),
         }
     }
 }
@@ -209,6 +353,12 @@ fn eta(snap: &Snapshot, rate: Option<(f64, f64)>, now: Duration) -> Option<Durat
     if snap.counting || now < ETA_AFTER {
         return None;
     }
+    time_left(snap, fr, br)
+}
+
+/// Time left for what `snap` has not done yet at `fr` files and `br` bytes per second:
+/// the slower of the two where both are known.
+fn time_left(snap: &Snapshot, fr: f64, br: f64) -> Option<Duration> {
     let files_left = snap.files_total.saturating_sub(snap.files) as f64;
     let bytes_left = snap.bytes_total.saturating_sub(snap.bytes) as f64;
     let need = |left: f64, r: f64| {
@@ -220,7 +370,12 @@ fn eta(snap: &Snapshot, rate: Option<(f64, f64)>, now: Duration) -> Option<Durat
             None
         }
     };
-    let secs = need(files_left, fr)?.max(need(bytes_left, br).unwrap_or(0.0));
+    // Within a large file no file finishes, but its bytes say how long it takes.
+    let secs = match (need(files_left, fr), need(bytes_left, br)) {
+        (Some(f), b) => f.max(b.unwrap_or(0.0)),
+        (None, Some(b)) if b > 0.0 => b,
+        (None, _) => return None,
+    };
     Some(Duration::from_secs_f64(secs.min(1e7)))
 }
 
@@ -286,6 +441,7 @@ mod tests {
             bytes: 12 << 20,
             bytes_total: 45 << 20,
             counting: true,
+            ..Snapshot::default()
         };
         let r = rates_at(5.0, 3124.0, 25.0 * 1048576.0);
         let line = render(&snap, &r, Duration::from_secs(5), 118);
@@ -303,6 +459,7 @@ mod tests {
             bytes: 10 << 20,
             bytes_total: 110 << 20,
             counting: false,
+            ..Snapshot::default()
         };
         // 1,000 files left at 100/s: 10 s; 100 MiB left at 1 MiB/s: 100 s.
         let r = rates_at(4.0, 100.0, 1048576.0);
@@ -338,6 +495,7 @@ mod tests {
             bytes: 3 << 30,
             bytes_total: 9 << 30,
             counting: false,
+            ..Snapshot::default()
         };
         let r = rates_at(10.0, 4321.0, 50.0 * 1048576.0);
         let now = Duration::from_secs(10);
