@@ -12,9 +12,12 @@
 //!   NFS-wire summary (nfs:// against the mount path, nfs-cp baselines).
 //! * `sweep` (benches/sweep): `--jobs auto` against the best fixed `--jobs`:
 //!   `sweep-latest.md`, `sweep-latest.tsv`.
+//! * `chart`: `latest.svg` drawn again from a committed `latest.md` (the raw
+//!   TSV is not kept), e.g. after editing the report by hand.
 //! * `history`: appends a line given on the command line, for the scripts
 //!   whose figures are not computed here (validate-latency, ab, ab-nfs).
 
+mod chart;
 mod mt;
 mod nfs;
 mod run;
@@ -48,6 +51,14 @@ pub enum Cmd {
         /// Markdown to print under "## Notes".
         #[arg(long)]
         notes: Option<PathBuf>,
+    },
+    /// Draw a run report's chart from its markdown tables (REPORT → OUT.svg).
+    Chart {
+        /// A report of `rig report run` or `nfs` (latest.md).
+        report: PathBuf,
+        /// The SVG to write.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Append one line to a history table (created with its header if missing).
     History {
@@ -127,6 +138,17 @@ pub fn run(cmd: Cmd) -> io::Result<()> {
             print!("{md}");
             input.append_history(&machine, sweep.presets(), sweep.figures())
         }
+        Cmd::Chart { report, out } => {
+            let md = std::fs::read_to_string(&report)?;
+            let rows = chart::rows(&md);
+            if rows.is_empty() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: no run table in it", report.display()),
+                ));
+            }
+            std::fs::write(out, chart::svg(&md))
+        }
         Cmd::History { file, entry } => append(&file, &entry),
     }
 }
@@ -148,10 +170,7 @@ impl Input {
         figures: String,
     ) -> io::Result<()> {
         let _ = writeln!(md, "![files/s per tool per preset](latest.svg)\n");
-        let chart = run::svg(
-            rows,
-            "files/s onto the latency mount (log scale; red = nfsync, grey = capped)",
-        );
+        let chart = run::svg(rows, run::CHART_TITLE);
         self.write_files(&[("latest.md", &md), ("latest.svg", &chart)], "latest.tsv")?;
         print!("{md}");
         self.append_history(machine, presets, figures)

@@ -43,7 +43,7 @@ pub struct Run {
 }
 
 /// One table row: a tool at its best setting on one corpus and preset.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Row {
     pub corpus: String,
     pub preset: String,
@@ -339,6 +339,10 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
+
+/// The title of the run chart (`latest.svg`).
+pub const CHART_TITLE: &str =
+    "files/s onto the latency mount (log scale; red = nfsync, grey = capped)";
 
 /// Horizontal bar chart of files/s (log scale), one panel per corpus/preset.
 pub fn svg(rows: &[Row], title: &str) -> String {
