@@ -194,7 +194,14 @@ impl Cli {
         let times =
             last(&[("archive", true), ("times", true), ("no_times", false)]).unwrap_or(default);
         let data = data_config(r)?;
-        let (backup, basis) = safety(r)?;
+        let (mut backup, basis) = safety(r)?;
+        if let Some(b) = &mut backup {
+            // rsync's -vv turns on BACKUP, as --info=backup does.
+            b.announce = r
+                .info_level("BACKUP")
+                .unwrap_or(u8::from(self.verbose >= 2))
+                > 0;
+        }
         let progress = match r.info_progress() {
             Some(p) => p,
             None => !self.no_progress,
@@ -429,6 +436,7 @@ fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option
             None => "~".into(),
         }),
         dir: r.backup_dir.clone(),
+        announce: false,
     });
     if let Some(b) = &backup
         && b.dir.is_none()

@@ -55,11 +55,46 @@ impl<D: Destination> Engine<'_, D> {
         }
         let backup = b.name(name);
         match &b.dir {
-            None => self.dest.rename(dir, name, &backup),
+            None => self.dest.rename(dir, name, &backup)?,
             Some(root) => {
                 let to = self.backup_dir(root, node, parent)?;
-                self.dest.rename_into(dir, name, &to, &backup)
+                let moved = self.dest.rename_into(dir, name, &to, &backup);
+                if self.cleared_for_backup(&to, &backup, moved)? {
+                    self.dest.rename_into(dir, name, &to, &backup)?;
+                }
             }
+        }
+        self.backed_up(&parent.join(name));
+        Ok(())
+    }
+
+    /// After a move to a backup named `backup` in `to`: whether it failed only for an
+    /// empty directory of that name, now removed so the move can be tried again (rsync
+    /// replaces what is in the way of a backup). A directory that is not empty stays,
+    /// and the backup fails, naming it: its content may be older backups.
+    fn cleared_for_backup(
+        &self,
+        to: &D::Dir,
+        backup: &OsStr,
+        moved: dest::Result<()>,
+    ) -> dest::Result<bool> {
+        let Err(e) = moved else {
+            return Ok(false);
+        };
+        let in_the_way = matches!(
+            e.raw_os_error(),
+            Some(libc::EISDIR | libc::EEXIST | libc::ENOTEMPTY)
+        );
+        if !in_the_way || self.dest.stat(to, backup)?.map(|m| m.kind) != Some(Kind::Dir) {
+            return Err(e);
+        }
+        match self.dest.remove(to, backup, Kind::Dir) {
+            Ok(()) => Ok(true),
+            Err(r) if matches!(r.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) => Err(
+                io::Error::other("a non-empty directory of its name is in the way of its backup")
+                    .into(),
+            ),
+            Err(r) => Err(r),
         }
     }
 
@@ -111,10 +146,18 @@ impl<D: Destination> Engine<'_, D> {
             }
             Err(e) => return Err(e),
         }
-        self.dest.rename(&to, &temp, &backup).map_err(|e| {
-            let _ = self.dest.remove(&to, &temp, Kind::File);
-            CopyError::Dest(e)
-        })
+        let moved = self.dest.rename(&to, &temp, &backup);
+        self.cleared_for_backup(&to, &backup, moved)
+            .and_then(|again| match again {
+                true => self.dest.rename(&to, &temp, &backup),
+                false => Ok(()),
+            })
+            .map_err(|e| {
+                let _ = self.dest.remove(&to, &temp, Kind::File);
+                CopyError::Dest(e)
+            })?;
+        self.backed_up(&rel);
+        Ok(())
     }
 
     /// With `--safe-links`, whether DEST's `rel` is a symlink that must not be kept
@@ -229,22 +272,55 @@ impl<D: Destination> Engine<'_, D> {
             let crel = rel.join(&c.name);
             all &= self.back_up_deleted(&sub, (node, &below), (&c.name, &crel, ckind), each)?;
         }
-        if !all || !each.may_remove(rel, kind) {
+        let non_empty = || {
+            self.out.info(format_args!(
+                "cannot delete non-empty directory: {}",
+                parent.join(name).display()
+            ));
+            Ok(false)
+        };
+        // What stays below it keeps it, and each level says so, as rsync does.
+        if !all {
+            return non_empty();
+        }
+        if !each.may_remove(rel, kind) {
             return Ok(false);
         }
         match self.dest.remove(dir, name, Kind::Dir) {
             Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {
-                self.out.info(format_args!(
-                    "cannot delete non-empty directory: {}",
-                    parent.join(name).display()
-                ));
-                return Ok(false);
-            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => return non_empty(),
             Err(e) => return Err(e),
         }
         each.removed(rel, kind);
         Ok(true)
+    }
+
+    /// `--info=backup`: names `--backup-dir` before the transfer, as rsync does
+    /// (`(new)` when it is still to be made).
+    pub(super) fn announce_backup_dir(&self) {
+        let Some(b) = self.cfg.backup.as_ref().filter(|b| b.announce) else {
+            return;
+        };
+        let (Some(dir), Some(shown)) = (&b.dir, b.shown_dir()) else {
+            return;
+        };
+        let new = match self.dest.open_path(dir, false) {
+            Ok(Some(_)) => "",
+            _ => "(new) ",
+        };
+        self.out
+            .info(format_args!("{new}backup_dir is {}", shown.display()));
+    }
+
+    /// `--info=backup`: the line rsync prints for a backup made of DEST's `rel`.
+    fn backed_up(&self, rel: &Path) {
+        if let Some(b) = self.cfg.backup.as_ref().filter(|b| b.announce) {
+            self.out.info(format_args!(
+                "backed up {} to {}",
+                rel.display(),
+                b.shown(rel).display()
+            ));
+        }
     }
 
     /// Warns, as rsync does, about a basis directory that is not there (the run goes

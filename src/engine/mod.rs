@@ -193,6 +193,7 @@ pub fn run<D: Destination>(
     engine.stats.jobs.store(ctl.jobs(), Ordering::Relaxed);
     engine.plan_roots()?;
     engine.check_basis_dirs();
+    engine.announce_backup_dir();
     engine.stats.roots_planned.store(true, Ordering::SeqCst);
 
     let started = std::thread::scope(|s| {

@@ -13,6 +13,8 @@ pub struct Backup {
     /// `--backup-dir`: relative to DEST, or absolute (on `nfs://`, a path on the
     /// server). The backup keeps the entry's path below it.
     pub dir: Option<PathBuf>,
+    /// `--info=backup` (or `-vv`): each backup is named as it is made, as rsync does.
+    pub announce: bool,
 }
 
 impl Backup {
@@ -27,6 +29,42 @@ impl Backup {
     /// path for [`crate::dest::Destination::open_path`]; `None`: beside the entry.
     pub fn dir_for(&self, parent: &Path) -> Option<PathBuf> {
         self.dir.as_ref().map(|d| d.join(parent))
+    }
+
+    /// How rsync names the backup of `rel` (relative to DEST) in its `backed up`
+    /// line: beside it, or `--backup-dir` as given (less leading `./`) ending in `/`,
+    /// then `rel`, plus the suffix.
+    pub fn shown(&self, rel: &Path) -> PathBuf {
+        let mut out = OsString::new();
+        if let Some(d) = self.given_dir() {
+            out.push(OsStr::from_bytes(d));
+            if !d.ends_with(b"/") {
+                out.push("/");
+            }
+        }
+        out.push(rel);
+        out.push(&self.suffix);
+        out.into()
+    }
+
+    /// `--backup-dir` as rsync shows it in `backup_dir is DIR`: less leading `./` and
+    /// one trailing `/`.
+    pub fn shown_dir(&self) -> Option<PathBuf> {
+        let d = self.given_dir()?;
+        let d = match d {
+            [rest @ .., b'/'] if !rest.is_empty() => rest,
+            d => d,
+        };
+        Some(OsStr::from_bytes(d).into())
+    }
+
+    /// `--backup-dir` less the leading `./` rsync drops.
+    fn given_dir(&self) -> Option<&[u8]> {
+        let mut d = self.dir.as_ref()?.as_os_str().as_bytes();
+        while let Some(rest) = d.strip_prefix(b"./") {
+            d = rest;
+        }
+        Some(d)
     }
 
     /// Whether `--delete` must leave `rel` (relative to DEST) alone, as rsync's own
@@ -72,6 +110,7 @@ mod tests {
         let b = Backup {
             suffix: "~".into(),
             dir: None,
+            announce: false,
         };
         assert_eq!(b.name(OsStr::new("a")), "a~");
         assert!(b.protects(Path::new("x/a~")));
@@ -80,10 +119,36 @@ mod tests {
         let d = Backup {
             suffix: "".into(),
             dir: Some("./bk/../old".into()),
+            announce: false,
         };
         assert!(d.protects(Path::new("old")));
         assert!(!d.protects(Path::new("a~")));
         assert_eq!(d.dir_for(Path::new("x")), Some("./bk/../old/x".into()));
+    }
+
+    #[test]
+    fn backups_named_as_rsync_names_them() {
+        let beside = Backup {
+            suffix: "~".into(),
+            dir: None,
+            announce: true,
+        };
+        assert_eq!(beside.shown(Path::new("d/a")).as_os_str(), "d/a~");
+        assert_eq!(beside.shown_dir(), None);
+        for (given, dir, shown) in [
+            ("/bk", "/bk", "/bk/d/a"),
+            ("./././bk/", "bk", "bk/d/a"),
+            ("../bk//", "../bk/", "../bk//d/a"),
+            ("/", "/", "/d/a"),
+        ] {
+            let b = Backup {
+                suffix: "".into(),
+                dir: Some(given.into()),
+                announce: true,
+            };
+            assert_eq!(b.shown_dir().unwrap().as_os_str(), dir, "{given}");
+            assert_eq!(b.shown(Path::new("d/a")).as_os_str(), shown, "{given}");
+        }
     }
 
     #[test]

@@ -152,6 +152,13 @@ fn list_open(fd: OwnedFd, dir: &Path) -> Listing {
     Ok((entries, problems))
 }
 
+/// Whether `e` is read through the kernel, so that its open file's attributes say
+/// what a read of it gives from then on (a remote source's open file is a local copy,
+/// checked against the listing by its own rules).
+pub fn is_local(e: &SrcEntry) -> bool {
+    !matches!(e.parent.as_deref(), Some(Held::Remote(_)))
+}
+
 /// Opens a listed regular file for reading. `Ok(None)`: it is no longer a regular
 /// file (replaced since the listing: a FIFO, a device, a directory), and was not read.
 ///

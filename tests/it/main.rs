@@ -62,6 +62,7 @@ mod rsync_output;
 mod rsync_paths;
 mod rsync_safety;
 mod rsync_scripts;
+mod rsync_source_change;
 mod rsync_trust;
 mod rsync_unsafe_links;
 mod scenarios;

@@ -179,6 +179,39 @@ fn sparse_inplace_punches_holes() {
     );
 }
 
+/// `-S` (with `--preallocate` too, as rsync's suite runs it) turns runs of zeros the
+/// source holds as data into holes, new files and `--inplace` updates alike (whose old
+/// blocks there are punched out), as rsync does; the mount path.
+#[test]
+fn sparse_turns_zero_runs_into_holes() {
+    let zero_run = |src: &Tree, st: &Tree| {
+        let mut bytes = vec![0u8; 2 * MB as usize + 8192];
+        bytes[..4096].fill(1);
+        bytes[2 * MB as usize + 4096..].fill(2);
+        src.file("zeros", &bytes).mtime("zeros", 1_600_000_000, 0);
+        src.file("zeros_update", &bytes)
+            .mtime("zeros_update", 1_600_000_000, 0);
+        st.random_file("zeros_update", 2 * MB + 8192, 3)
+            .mtime("zeros_update", 1_500_000_000, 0);
+    };
+    for flags in [
+        &["-aS"][..],
+        &["-aS", "--preallocate"],
+        &["-aS", "--inplace"],
+    ] {
+        let b = both(Via::Mount, flags, zero_run);
+        b.assert_same(&format!("{flags:?}"));
+        for f in ["zeros", "zeros_update"] {
+            let (r, n) = (allocated(&b.rsync(f)), allocated(&b.nfsync(f)));
+            assert!(r < MB, "{flags:?} {f}: rsync allocated {r}: no holes here?");
+            assert!(
+                n <= r + 128 * 1024,
+                "{flags:?} {f}: nfsync allocated {n} bytes, rsync {r}"
+            );
+        }
+    }
+}
+
 /// `--inplace`: the destination file is written into, so a hard link to it (here
 /// `older_link`, which the source lacks) sees the new content, as with rsync.
 fn check_inplace(via: Via) {

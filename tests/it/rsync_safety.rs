@@ -260,6 +260,89 @@ fn backup_dir_with_delete() {
     }
 }
 
+/// `--info=backup` names each backup as rsync does (`backed up older to older~`, or
+/// below `--backup-dir` as written, after `backup_dir is DIR`), and an empty directory
+/// of a backup's name in `--backup-dir` is replaced, as rsync replaces it; on the mount
+/// path and over nfs://.
+#[test]
+fn info_backup_names_each_backup() {
+    let in_the_way = |w: &Path| {
+        fs::create_dir_all(w.join("bk/extra")).unwrap();
+    };
+    for (nfs, flags) in [
+        (false, &["-a", "--info=backup", "-b", "--delete"][..]),
+        (
+            false,
+            &["-a", "--info=backup", "--backup-dir=../bk", "--delete"],
+        ),
+        (
+            false,
+            &["-a", "--info=backup", "--inplace", "--backup-dir=./bk/"],
+        ),
+        (
+            true,
+            &[
+                "-a",
+                "--no-D",
+                "--info=backup",
+                "--backup-dir=../bk",
+                "--delete",
+            ],
+        ),
+        (true, &["-a", "--no-D", "--info=backup", "--inplace", "-b"]),
+    ] {
+        let (sides, d) = side_by_side(nfs, flags, in_the_way);
+        assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+        assert_eq!(sides.printed.1, sides.printed.0, "{flags:?}");
+        assert!(
+            sides
+                .printed
+                .0
+                .iter()
+                .any(|l| l.starts_with("backed up older to ")),
+            "{flags:?}: {:?}",
+            sides.printed.0
+        );
+    }
+    let (sides, d) = side_by_side(false, &["-a", "--backup-dir=../bk", "--delete"], in_the_way);
+    assert!(d.is_empty(), "differs from rsync:\n{d}");
+    assert!(sides.printed.1.is_empty(), "{:?}", sides.printed.1);
+    assert_eq!(read(sides.nfsync("bk/extra")), "extra\n");
+}
+
+/// A non-empty directory of a backup's name in `--backup-dir` may hold older backups:
+/// it stays, and the entry it is in the way of is kept too, the run ending 23 with the
+/// path and the cause (rsync deletes the directory and all in it).
+#[test]
+fn backup_dir_keeps_a_non_empty_directory_in_the_way() {
+    let s = Scratch::new();
+    Tree::new(s.join("src")).file("f", "new content\n");
+    Tree::new(s.join("dst"))
+        .file("f", "old\n")
+        .file("gone", "g\n");
+    Tree::new(s.join("bk"))
+        .file("f/older", "o\n")
+        .file("gone/older", "o\n");
+    let out = nfsync()
+        .args(["-a", "--delete", "--backup-dir=../bk"])
+        .arg(slash(&s.join("src")))
+        .arg(slash(&s.join("dst")))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("in the way of its backup"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(read(s.join("bk/f/older")), "o\n");
+    assert_eq!(read(s.join("bk/gone/older")), "o\n");
+    assert_eq!(read(s.join("dst/gone")), "g\n");
+    assert_eq!(read(s.join("dst/f")), "old\n");
+    assert_eq!(fs::read_dir(s.join("dst")).unwrap().count(), 2);
+}
+
 /// The world for the basis options: `prev/` is the source as a previous run left it,
 /// except `older` (other content) and `world` (other mode: same content, so copied
 /// locally); `dst/` is a new, empty snapshot directory.

@@ -498,6 +498,23 @@ impl RsyncOpts {
         )))
     }
 
+    /// The level `--info` gives the flag `word` (upper case, as `BACKUP`), the last
+    /// naming it winning (`BACKUP2`, `ALL`, `NONE`, `BACKUP0`); `None` when no `--info`
+    /// names it, so `-v` decides.
+    pub fn info_level(&self, word: &str) -> Option<u8> {
+        let mut level = None;
+        for flag in self.info.iter().flat_map(|i| i.split(',')) {
+            let upper = flag.trim().to_ascii_uppercase();
+            let name = upper.trim_end_matches(|c: char| c.is_ascii_digit());
+            if name == word || name == "ALL" {
+                level = Some(upper[name.len()..].parse().unwrap_or(1));
+            } else if name == "NONE" {
+                level = Some(0);
+            }
+        }
+        level
+    }
+
     /// What `--info` asks of the progress bar: `Some(true)` for a progress level above
     /// 0, `Some(false)` for `progress0` or `none`.
     pub fn info_progress(&self) -> Option<bool> {

@@ -1,4 +1,5 @@
-//! The mount path's writes by ranges: `-S` (only the data extents, then the size),
+//! The mount path's writes by ranges: `-S` (only the data extents, less whole blocks
+//! of zeros, then the size),
 //! `--bwlimit` (pieces small enough to pace), and `--inplace` / `--append` (into the
 //! existing file, from an offset).
 
@@ -15,12 +16,20 @@ use crate::dest::{CopyError, SourceFile, read_full, sparse};
 /// The largest piece read and written at once.
 const PIECE: u64 = 1 << 20;
 
+/// The unit `-S` finds zeros in: a block of the file (at a multiple of it) holding
+/// only zeros is not written, so it stays (or is made) a hole, as rsync's `-S` leaves
+/// runs of zeros unwritten. The page size, the smallest block a hole can free.
+const ZERO_BLOCK: u64 = 4096;
+
 /// Copies `ranges` of the source into `dst` at the same offsets, pacing by
-/// `--bwlimit`. Returns the bytes written.
+/// `--bwlimit`. Under `-S` whole blocks of zeros are not written: below `old_end`
+/// (what `dst` held before: `--inplace`) they are punched out, past it they already
+/// read as zeros once the size is set. Returns the bytes read from the source.
 pub(super) fn write_ranges(
     src: &SourceFile<'_>,
     dst: &File,
     ranges: &[(u64, u64)],
+    old_end: u64,
 ) -> Result<u64, CopyError> {
     let piece = if src.limit.is_some() {
         crate::options::bwlimit::CHUNK
@@ -36,12 +45,46 @@ pub(super) fn write_ranges(
             buf.resize(n as usize, 0);
             read_full(&src.file, &mut buf, at)?;
             src.throttle(n)?;
-            dst.write_all_at(&buf, at).map_err(CopyError::dest)?;
+            if src.sparse {
+                for (seg_at, seg, zero) in segments(&buf, at) {
+                    if !zero {
+                        dst.write_all_at(seg, seg_at).map_err(CopyError::dest)?;
+                    } else if seg_at < old_end {
+                        punch_hole(dst, seg_at, seg.len() as u64, old_end)?;
+                    }
+                }
+            } else {
+                dst.write_all_at(&buf, at).map_err(CopyError::dest)?;
+            }
             at += n;
             done += n;
         }
     }
     Ok(done)
+}
+
+/// `buf` (the file's bytes from `at`) cut into runs of whole zero blocks and runs of
+/// the rest: `(offset in the file, bytes, whether zeros)`, in order.
+fn segments(buf: &[u8], at: u64) -> Vec<(u64, &[u8], bool)> {
+    let mut out: Vec<(u64, &[u8], bool)> = Vec::new();
+    let mut i = 0usize;
+    while i < buf.len() {
+        let pos = at + i as u64;
+        let end = ((pos / ZERO_BLOCK + 1) * ZERO_BLOCK - at).min(buf.len() as u64) as usize;
+        let block = &buf[i..end];
+        let zero = pos.is_multiple_of(ZERO_BLOCK)
+            && block.len() as u64 == ZERO_BLOCK
+            && block.iter().all(|&b| b == 0);
+        match out.last_mut() {
+            Some((from, seg, z)) if *z == zero => {
+                let start = (*from - at) as usize;
+                *seg = &buf[start..end];
+            }
+            _ => out.push((pos, block, zero)),
+        }
+        i = end;
+    }
+    out
 }
 
 /// Whether a new file must be written by ranges rather than copied whole.
@@ -52,7 +95,7 @@ pub(super) fn by_ranges(src: &SourceFile<'_>) -> bool {
 /// A new file's data by ranges, then its size (a trailing hole). Returns the file's
 /// size, as a whole copy does.
 pub(super) fn fill_by_ranges(src: &SourceFile<'_>, f: &File) -> Result<u64, CopyError> {
-    write_ranges(src, f, &src.new_file_ranges()?)?;
+    write_ranges(src, f, &src.new_file_ranges()?, 0)?;
     f.set_len(src.meta.size).map_err(CopyError::dest)?;
     Ok(src.meta.size)
 }
@@ -124,9 +167,9 @@ impl LocalDest {
                     punch_hole(&f, off, len, old_end)?;
                 }
             }
-            write_ranges(src, &f, &data)?
+            write_ranges(src, &f, &data, old_end)?
         } else {
-            write_ranges(src, &f, &sparse::whole(from, meta.size))?
+            write_ranges(src, &f, &sparse::whole(from, meta.size), 0)?
         };
         if st.st_size as u64 != meta.size {
             f.set_len(meta.size).map_err(CopyError::dest)?;
@@ -244,4 +287,46 @@ fn copy_entry(
     rustix::fs::fchmod(&dst, Mode::from_raw_mode(st.st_mode & 0o7777))?;
     rustix::fs::futimens(&dst, &mtime)?;
     close_checked(dst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_zero_blocks_are_found_at_block_offsets() {
+        let b = ZERO_BLOCK as usize;
+        let mut buf = vec![0u8; 4 * b + 10];
+        buf[0] = 1;
+        buf[3 * b + 5] = 1;
+        // From offset 0: block 0 has data, 1 and 2 are zeros, block 3 has data, and
+        // the 10 bytes after block 3 are no whole block.
+        let seg: Vec<_> = segments(&buf, 0)
+            .into_iter()
+            .map(|(at, s, z)| (at, s.len(), z))
+            .collect();
+        assert_eq!(
+            seg,
+            [
+                (0, b, false),
+                (b as u64, 2 * b, true),
+                (3 * b as u64, b + 10, false)
+            ]
+        );
+        // Starting mid-block, the first (partial) block is written whatever it holds.
+        let zeros = vec![0u8; 2 * b];
+        let seg: Vec<_> = segments(&zeros, 100)
+            .into_iter()
+            .map(|(at, s, z)| (at, s.len(), z))
+            .collect();
+        assert_eq!(
+            seg,
+            [
+                (100, b - 100, false),
+                (b as u64, b, true),
+                (2 * b as u64, 100, false)
+            ]
+        );
+        assert!(segments(&[], 0).is_empty());
+    }
 }

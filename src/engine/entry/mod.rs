@@ -429,7 +429,19 @@ impl<D: Destination> Engine<'_, D> {
         {
             return Attempt::Done(false);
         }
-        let mut given = self.give(&job.entry.meta);
+        // A file that changed between the listing and this open is sent as it is now,
+        // as rsync sends what it reads: its size and time are taken from the open file
+        // (so a re-run finds the copy up to date), and it must hold still from here on.
+        let opened = match (based || !walk::is_local(&job.entry), file.metadata()) {
+            (false, Ok(m)) => Some(Meta {
+                size: m.len(),
+                mtime: Meta::from_std(&m).mtime,
+                ..job.entry.meta
+            }),
+            _ => None,
+        };
+        let listed = opened.as_ref().unwrap_or(listed);
+        let mut given = self.give(opened.as_ref().unwrap_or(&job.entry.meta));
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;
@@ -477,12 +489,20 @@ impl<D: Destination> Engine<'_, D> {
             Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
             Err(CopyError::SourceChanged) => {
                 Stats::bump(&self.stats.errors);
-                let what = if based {
-                    "its basis copy changed while being copied; left incomplete, a re-run copies it again"
-                } else {
-                    "changed while being copied; left incomplete, a re-run copies it again"
+                // rsync's words for a file that came up short when read.
+                let shrank = source
+                    .file
+                    .metadata()
+                    .is_ok_and(|m| m.len() < source.listed.size);
+                let what = match (based, shrank) {
+                    (true, _) => "its basis copy changed while being copied",
+                    (false, true) => "read errors mapping: changed while being copied (it shrank)",
+                    (false, false) => "changed while being copied",
                 };
-                self.out.error(&read_path, what);
+                self.out.error(
+                    &read_path,
+                    format_args!("{what}; left incomplete, a re-run copies it again"),
+                );
                 false
             }
             Err(CopyError::Vanished) => {
