@@ -472,6 +472,12 @@ impl<D: Destination> Engine<'_, D> {
             Ok(w) => w,
             Err(raced) => return raced,
         };
+        // rsync's words for a file that came up short when read.
+        let shrank = matches!(written, Err(CopyError::SourceChanged))
+            && source
+                .file
+                .metadata()
+                .is_ok_and(|m| m.len() < source.listed.size);
         // Its pieces leave the bytes in flight before the file counts as copied:
         // progress may lag a moment, never count a byte twice.
         drop(source);
@@ -489,11 +495,6 @@ impl<D: Destination> Engine<'_, D> {
             Err(CopyError::Dest(e)) if !last && is_race(&e) => return Attempt::Raced,
             Err(CopyError::SourceChanged) => {
                 Stats::bump(&self.stats.errors);
-                // rsync's words for a file that came up short when read.
-                let shrank = source
-                    .file
-                    .metadata()
-                    .is_ok_and(|m| m.len() < source.listed.size);
                 let what = match (based, shrank) {
                     (true, _) => "its basis copy changed while being copied",
                     (false, true) => "read errors mapping: changed while being copied (it shrank)",
