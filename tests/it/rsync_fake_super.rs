@@ -62,3 +62,54 @@ fn copy_dest_basis_copy_gets_the_sources_xattrs() {
     let d = s.diff(&["-X"]);
     assert!(d.is_empty(), "nfsync differs from rsync:\n{d}");
 }
+
+/// `--link-dest -X`: a basis file with the same bytes but other extended attributes
+/// is not linked (linking would give the copy the basis's attributes, or change the
+/// basis's): it is copied and given the source's, itemized `cf........x` as rsync
+/// does; one whose attributes match is linked.
+#[test]
+fn link_dest_links_only_a_basis_with_the_same_xattrs() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Sides::new(Via::Mount);
+    if !holds_xattrs(s.path()) {
+        return;
+    }
+    let src = Tree::new(s.join("src"));
+    src.file("changed", "c\n").file("same", "s\n");
+    setxattr(&src.path("changed"), "user.n", b"new").unwrap();
+    setxattr(&src.path("same"), "user.n", b"kept").unwrap();
+    src.age();
+    let basis = Tree::new(s.join("basis"));
+    basis.file("changed", "c\n").file("same", "s\n");
+    setxattr(&basis.path("changed"), "user.n", b"old").unwrap();
+    setxattr(&basis.path("same"), "user.n", b"kept").unwrap();
+    basis.age();
+    let link_dest = format!("--link-dest={}", s.join("basis").display());
+    let ran = s.run("", b"", &|_, cmd| {
+        cmd.args(["-aiX", &link_dest])
+            .arg(crate::support::slash(&s.join("src")));
+    });
+    assert!(ran.nfsync.status.success(), "{}", describe(&ran.nfsync));
+    assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+    let items = |o: &std::process::Output| {
+        let mut l: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("created"))
+            .map(str::to_owned)
+            .collect();
+        l.sort();
+        l
+    };
+    assert_eq!(items(&ran.nfsync), items(&ran.rsync), "-i lines");
+    for f in ["changed", "same"] {
+        assert_eq!(xattrs_of(&s.nfsync(f)), xattrs_of(&s.rsync(f)), "{f}");
+        let links = |p: &Path| std::fs::symlink_metadata(p).unwrap().nlink();
+        // rsync's run linked `same` once already: the basis counts both runs' links.
+        assert_eq!(links(&s.nfsync(f)), links(&s.rsync(f)), "{f}: link count");
+    }
+    assert_eq!(
+        xattrs_of(&s.join("basis/changed")),
+        vec![("user.n".to_owned(), b"old".to_vec())],
+        "the basis is left alone"
+    );
+}
