@@ -155,7 +155,9 @@ mod tests {
         let mut cfg = crate::engine::tests::recorder::config(src, false);
         cfg.dest = dst.to_path_buf();
         cfg.claims = Some(Claims(ledger.clone()));
-        let dest = LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust);
+        let dest = LocalDest::new(&cfg.dest, cfg.owners)
+            .with_trust(cfg.trust)
+            .with_fake_super(cfg.fake_super.dest);
         let out = Output::new(true, 0, false, false);
         super::super::run(
             &cfg,

@@ -27,6 +27,9 @@ pub struct XattrSet {
     pub acls: bool,
     /// Running as root: the privileged namespaces are readable and writable.
     pub root: bool,
+    /// `--fake-super`: its own attribute (the faked owner, mode and device) is not
+    /// one of the entry's attributes to copy or remove.
+    pub fake_super: bool,
 }
 
 const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
@@ -41,6 +44,9 @@ impl XattrSet {
     pub fn keeps(self, name: &[u8]) -> bool {
         if ACL_NAMES.contains(&name) {
             return self.acls;
+        }
+        if self.fake_super && name == crate::options::fake_super::STAT_XATTR.as_bytes() {
+            return false;
         }
         self.xattrs
             && (name.starts_with(b"user.")
@@ -162,6 +168,7 @@ mod tests {
             xattrs: true,
             acls: false,
             root: false,
+            fake_super: false,
         };
         assert!(x.keeps(b"user.a"));
         assert!(!x.keeps(b"trusted.a"));
@@ -172,7 +179,14 @@ mod tests {
             xattrs: false,
             acls: true,
             root: true,
+            fake_super: false,
         };
         assert!(acl.keeps(b"system.posix_acl_default") && !acl.keeps(b"user.a"));
+        let fake = XattrSet {
+            fake_super: true,
+            ..x
+        };
+        assert!(x.keeps(b"user.rsync.%stat") && !fake.keeps(b"user.rsync.%stat"));
+        assert!(fake.keeps(b"user.rsync.other"));
     }
 }

@@ -113,3 +113,189 @@ fn link_dest_links_only_a_basis_with_the_same_xattrs() {
         "the basis is left alone"
     );
 }
+
+/// Every entry below `root`, as `ls -ln` and `getfattr` would show it: kind, mode,
+/// owner, device number, content or target, and extended attributes.
+fn listing(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let what = if m.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+            String::new()
+        } else if m.file_type().is_symlink() {
+            std::fs::read_link(&p).unwrap().display().to_string()
+        } else if m.is_file() {
+            String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()
+        } else {
+            String::new()
+        };
+        let rel = p.strip_prefix(root).unwrap().display().to_string();
+        out.push(format!(
+            "{rel} {:o} {}:{} {} {what:?} {:?}",
+            m.mode(),
+            m.uid(),
+            m.gid(),
+            m.rdev(),
+            xattrs_of(&p)
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// What only root can make: a setuid file, another user's file, a read-only
+/// directory, a FIFO, a device, a symlink.
+fn privileged_source(s: &Sides) -> Tree {
+    let src = Tree::new(s.join("src"));
+    src.file("setuid", "s\n")
+        .file("theirs", "t\n")
+        .file("ro/f", "f\n")
+        .fifo("fifo")
+        .device("char", libc::S_IFCHR, 41, 67)
+        .symlink("link", "setuid");
+    src.chmod("setuid", 0o4755)
+        .chown("theirs", 5000, 5002)
+        .chmod("ro", 0o555)
+        .age();
+    src
+}
+
+/// `--fake-super` (both sides of a local copy) and `-M--fake-super` (DEST only): the
+/// same regular files and `user.rsync.%stat` values as rsync gives (devices, FIFOs
+/// and symlinks as regular files, no setuid bit, no chown), and a second run finds
+/// everything up to date by what the attribute says.
+#[test]
+fn fake_super_keeps_roots_attributes_in_an_xattr_as_rsync_does() {
+    if !crate::support::root_or_skip("rsync_fake_super::fake_super_keeps_roots_attributes") {
+        return;
+    }
+    let s = Sides::new(Via::Mount);
+    if !holds_xattrs(s.path()) {
+        return;
+    }
+    privileged_source(&s);
+    let src = crate::support::slash(&s.join("src"));
+    for flags in [&["-aiX", "--fake-super"][..], &["-ai", "-M--fake-super"]] {
+        let _ = std::fs::remove_dir_all(s.rsync(""));
+        let _ = std::fs::remove_dir_all(s.nfsync(""));
+        let ran = s.run("", b"", &|_, cmd| {
+            cmd.args(flags).arg(&src);
+        });
+        assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+        assert!(
+            ran.nfsync.status.success(),
+            "{flags:?}: {}",
+            describe(&ran.nfsync)
+        );
+        let theirs = listing(&s.rsync(""));
+        assert!(
+            theirs.iter().any(|l| l.contains("user.rsync.%stat")),
+            "rsync kept nothing in the attribute: {theirs:#?}"
+        );
+        assert_eq!(listing(&s.nfsync("")), theirs, "{flags:?}");
+        let again = s.run("", b"", &|_, cmd| {
+            cmd.args(flags).arg(&src);
+        });
+        assert_eq!(
+            String::from_utf8_lossy(&again.nfsync.stdout),
+            String::from_utf8_lossy(&again.rsync.stdout),
+            "{flags:?}: second run"
+        );
+    }
+}
+
+/// A source whose entries carry `user.rsync.%stat` (what a fake-super copy left) is
+/// read as the attribute says: with `--fake-super` into a fake-super DEST the values
+/// carry over; with `--fake-super -M--super` (the source side only) DEST gets the real
+/// owner, device and symlink, as rsync gives them.
+#[test]
+fn fake_super_source_is_read_as_its_xattr_says() {
+    if !crate::support::root_or_skip("rsync_fake_super::fake_super_source_is_read") {
+        return;
+    }
+    let s = Sides::new(Via::Mount);
+    if !holds_xattrs(s.path()) {
+        return;
+    }
+    let src = Tree::new(s.join("src"));
+    src.file("owned", "o\n")
+        .file("dev", "")
+        .file("link", "owned")
+        .file("plain", "p\n");
+    setxattr(
+        &src.path("owned"),
+        "user.rsync.%stat",
+        b"100640 0,0 5000:5002",
+    )
+    .unwrap();
+    setxattr(&src.path("dev"), "user.rsync.%stat", b"20644 41,67 0:0").unwrap();
+    setxattr(&src.path("link"), "user.rsync.%stat", b"120777 0,0 0:0").unwrap();
+    src.age();
+    let from = crate::support::slash(&s.join("src"));
+    for flags in [
+        &["-ai", "--fake-super"][..],
+        &["-ai", "--fake-super", "-M--super"],
+    ] {
+        let _ = std::fs::remove_dir_all(s.rsync(""));
+        let _ = std::fs::remove_dir_all(s.nfsync(""));
+        let ran = s.run("", b"", &|_, cmd| {
+            cmd.args(flags).arg(&from);
+        });
+        assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+        assert!(
+            ran.nfsync.status.success(),
+            "{flags:?}: {}",
+            describe(&ran.nfsync)
+        );
+        let items = |o: &std::process::Output| {
+            let mut l: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.starts_with("created directory"))
+                .map(str::to_owned)
+                .collect();
+            l.sort();
+            l
+        };
+        assert_eq!(items(&ran.nfsync), items(&ran.rsync), "{flags:?}: -i lines");
+        assert_eq!(listing(&s.nfsync("")), listing(&s.rsync("")), "{flags:?}");
+    }
+}
+
+/// An NFS server keeps no extended attributes for nfsync: `--fake-super` there is
+/// refused before anything is copied, saying why; `-M` takes only the two options
+/// a local copy's receiver understands.
+#[test]
+fn fake_super_is_refused_over_nfs_and_m_takes_only_super_options() {
+    let s = Sides::new(Via::InProc);
+    Tree::new(s.join("src")).file("f", "f\n");
+    let run = |args: &[&str], dest: std::ffi::OsString| {
+        crate::support::nfsync()
+            .args(args)
+            .arg(crate::support::slash(&s.join("src")))
+            .arg(dest)
+            .output()
+            .unwrap()
+    };
+    for flags in [&["-a", "--fake-super"][..], &["-a", "-M--fake-super"]] {
+        let out = run(flags, s.dest("d"));
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--fake-super is kept on the mount path only"),
+            "{flags:?}: {err}"
+        );
+        assert!(!s.join("d").exists(), "{flags:?}: nothing copied");
+    }
+    let out = run(&["-a", "-M--delete"], s.join("d2").into_os_string());
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-M --delete"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -19,7 +19,7 @@ use crate::meta::{Kind, Meta};
 use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
 
 /// `name` in `dir`, as a path the kernel resolves through the open descriptor.
-fn entry_path(dir: &LocalDir, name: &OsStr) -> PathBuf {
+pub(super) fn entry_path(dir: &LocalDir, name: &OsStr) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", dir.fd().as_raw_fd())).join(name)
 }
 

@@ -121,7 +121,16 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<Vec<SrcEntry>> {
         let path = &dir.path;
         match walk::list_entry(dir) {
-            Ok((entries, problems)) => {
+            Ok((mut entries, problems)) => {
+                if self.cfg.fake_super.source {
+                    entries.retain_mut(|e| match walk::read_faked(e) {
+                        Ok(()) => true,
+                        Err(err) => {
+                            self.source_error(&e.path, &err);
+                            false
+                        }
+                    });
+                }
                 for p in problems {
                     match p {
                         ListError::Vanished(p) => {
