@@ -93,8 +93,8 @@ impl<D: Destination> Engine<'_, D> {
     /// A new directory's attributes at creation: a shard makes it writable for its
     /// owner whatever the source's mode, so the other shards can still write into it
     /// (the finalize run gives the source's mode).
-    pub(super) fn give_new_dir(&self, m: &Meta) -> Meta {
-        let mut g = self.give(m);
+    pub(super) fn give_new_dir(&self, m: &Meta, parent: &super::DirNode<D>) -> Meta {
+        let mut g = self.give_in(m, Some(parent));
         if self.shared() {
             g.mode |= 0o700;
         }

@@ -1,6 +1,7 @@
-//! Attributes a root-less receiver keeps: `-X` through a `--copy-dest` basis, and
+//! Attributes beyond the bytes: `-X` through a `--copy-dest`/`--link-dest` basis,
 //! `--fake-super` (ownership, modes and device numbers kept in the `user.rsync.%stat`
-//! extended attribute), each run by rsync and nfsync side by side on the mount path.
+//! extended attribute), a default ACL standing for the umask; each run by rsync and
+//! nfsync side by side on the mount path.
 
 use std::path::Path;
 
@@ -298,4 +299,80 @@ fn fake_super_is_refused_over_nfs_and_m_takes_only_super_options() {
         "{}",
         describe(&out)
     );
+}
+
+/// A default ACL `(tag, perm)` entries, as the kernel stores one.
+fn default_acl(entries: &[(u16, u16)]) -> Vec<u8> {
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for &(tag, perm) in entries {
+        v.extend(tag.to_le_bytes());
+        v.extend(perm.to_le_bytes());
+        v.extend(u32::MAX.to_le_bytes());
+    }
+    v
+}
+
+/// Without `-p`, under a umask of 077: in a directory with a default ACL, DEST (made
+/// by the run) and what is created in it get the source's bits as the ACL allows
+/// them, the umask ignored (rsync and the kernel's rule); without one, the umask's.
+#[test]
+fn default_acl_stands_for_the_umask_without_p() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let s = Sides::new(Via::Mount);
+    let src = Tree::new(s.join("src"));
+    src.file("file", "f\n")
+        .file("program", "#!/bin/sh\n")
+        .dir("dir");
+    src.chmod("file", 0o666)
+        .chmod("program", 0o777)
+        .chmod("dir", 0o777);
+    for (acl, want) in [
+        (
+            Some(0o5),
+            ["rwxrwxr-x", "rwxrwxr-x", "rw-rw-r--", "rwxrwxr-x"],
+        ),
+        (None, ["rwx------", "rwx------", "rw-------", "rwx------"]),
+    ] {
+        for side in ["by_rsync", "by_nfsync"] {
+            let _ = std::fs::remove_dir_all(s.join(side));
+            std::fs::create_dir(s.join(side)).unwrap();
+            if let Some(other) = acl {
+                let v = default_acl(&[(0x01, 7), (0x04, 7), (0x20, other)]);
+                if let Err(e) = setxattr(&s.join(side), "system.posix_acl_default", &v) {
+                    eprintln!("skipping: {} holds no ACLs ({e})", s.path().display());
+                    return;
+                }
+            }
+        }
+        let ran = s.run("to/", b"", &|_, cmd| {
+            // SAFETY: umask is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::umask(0o077);
+                    Ok(())
+                });
+            }
+            cmd.arg("-r");
+            for f in ["dir", "file", "program"] {
+                cmd.arg(s.join("src").join(f));
+            }
+        });
+        assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+        assert!(ran.nfsync.status.success(), "{}", describe(&ran.nfsync));
+        let perms = |side: fn(&Sides, &str) -> std::path::PathBuf| {
+            ["to", "to/dir", "to/file", "to/program"].map(|f| {
+                let m = std::fs::metadata(side(&s, f)).unwrap().permissions().mode();
+                (0..9)
+                    .rev()
+                    .map(|b| match m & (1 << b) != 0 {
+                        true => ['x', 'w', 'r'][b % 3],
+                        false => '-',
+                    })
+                    .collect::<String>()
+            })
+        };
+        assert_eq!(perms(Sides::rsync), want, "rsync, default ACL {acl:?}");
+        assert_eq!(perms(Sides::nfsync), want, "nfsync, default ACL {acl:?}");
+    }
 }

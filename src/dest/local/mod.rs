@@ -150,6 +150,29 @@ impl LocalDest {
         LocalDest { trust, ..self }
     }
 
+    /// The mode DEST's missing directories up to `path` are made with: `0777`, which a
+    /// default ACL on the nearest existing one cuts as it lets them have (the kernel
+    /// then ignores the umask, as it does for rsync), else `0777` less the umask.
+    fn new_dirs_mode(&self, path: &Path) -> u32 {
+        let mut at = path.parent();
+        loop {
+            let p = match at {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if fs::symlink_metadata(p).is_ok() {
+                return match xattr::default_perms(crate::options::xattrs::Target::Path(p)) {
+                    Some(_) => 0o777,
+                    None => 0o777 & !self.umask,
+                };
+            }
+            if p == Path::new(".") {
+                return 0o777 & !self.umask;
+            }
+            at = p.parent();
+        }
+    }
+
     /// The uid/gid to pass to `chown` for `meta`, or `None` when nothing would change
     /// for a file we just created (owned by our euid/egid).
     fn chown_ids(&self, meta: &Meta) -> Option<(Option<u32>, Option<u32>)> {
@@ -195,7 +218,7 @@ impl Destination for LocalDest {
             Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o777 & !self.umask)
+                .mode(self.new_dirs_mode(&self.root))
                 .create(&self.root)?,
             Err(e) => return Err(e.into()),
         }
@@ -222,7 +245,7 @@ impl Destination for LocalDest {
         match self.root.parent() {
             Some(p) if !p.as_os_str().is_empty() => Ok(fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o777 & !self.umask)
+                .mode(self.new_dirs_mode(p))
                 .create(p)?),
             _ => Ok(()),
         }
@@ -553,6 +576,10 @@ impl Destination for LocalDest {
         want: &crate::options::xattrs::Xattrs,
     ) -> dest::Result<()> {
         self.write_xattrs(dir, name, have, want)
+    }
+
+    fn default_perms(&self, dir: &LocalDir) -> Option<u32> {
+        xattr::default_perms(crate::options::xattrs::Target::Fd(dir.fd()))
     }
 
     fn open_dir_link(

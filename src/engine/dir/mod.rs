@@ -65,6 +65,7 @@ impl<D: Destination> Engine<'_, D> {
             deletions: Mutex::new(Vec::new()),
             filters,
             basis: std::sync::OnceLock::new(),
+            new_perms: std::sync::OnceLock::new(),
             implied,
         });
         self.child_done(node)
@@ -339,7 +340,7 @@ impl<D: Destination> Engine<'_, D> {
                     match self.dest.mkdir(
                         pdir.unwrap(),
                         &entry.name,
-                        &self.give_new_dir(&entry.meta),
+                        &self.give_new_dir(&entry.meta, &parent),
                     ) {
                         Ok((d, todo)) => {
                             origin = Origin::Created(todo);
@@ -497,7 +498,7 @@ impl<D: Destination> Engine<'_, D> {
         {
             self.sync_xattrs(dir, None, (src, None, &node.rel), true);
         }
-        let mut given = self.give(meta);
+        let mut given = self.give_in(meta, node.parent.as_deref());
         let mut what = match node.origin {
             // Created by us: what mkdir could not give it, and always the mtime
             // (creating children moved it).

@@ -183,8 +183,11 @@ impl<D: Destination> Engine<'_, D> {
             self.act_link_like(job, rel, (&src, decision), ('S', None), last, || {
                 let code = Itemize::New(Update::Local, kind);
                 self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
-                    self.dest
-                        .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
+                    self.dest.mknod(
+                        dir,
+                        &job.entry.name,
+                        &self.give_in(&job.entry.meta, Some(&job.parent)),
+                    )
                 })
             })
         })

@@ -438,7 +438,7 @@ impl<D: Destination> Engine<'_, D> {
         {
             return Attempt::Done(false);
         }
-        let mut given = self.give(&job.entry.meta);
+        let mut given = self.give_in(&job.entry.meta, Some(&job.parent));
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;
