@@ -290,6 +290,7 @@ impl Cli {
                 acls,
                 root: really_root,
                 fake_super: fake_super.source || fake_super.dest,
+                fake_acls: false,
             },
             fake_super,
             data,

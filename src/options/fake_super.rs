@@ -178,6 +178,79 @@ pub fn store(t: Target<'_>, real: &Meta, want: &Faked) -> io::Result<()> {
     Ok(r?)
 }
 
+/// rsync's mark for an ACL entry it does not keep.
+const NO_ENTRY: u32 = 0x80;
+/// rsync's mark for a named entry that names a user (else a group).
+const NAME_IS_USER: u32 = 1 << 31;
+
+/// A kernel ACL (`system.posix_acl_access` or `_default`'s value) as `--fake-super`
+/// keeps it in `user.rsync.%aacl` or `%dacl`, in rsync's layout: the owner, group,
+/// mask and other entries, then each named entry (id, then its bits with the top bit
+/// set for a user), little-endian 32-bit words. An access ACL (`mode`: the entry's
+/// mode) drops what the mode already says, as rsync does; `None` when nothing is left
+/// to keep, or the value is no ACL.
+pub fn pack_acl(kernel: &[u8], mode: Option<u32>) -> Option<Vec<u8>> {
+    let (version, entries) = kernel.split_first_chunk::<4>()?;
+    if u32::from_le_bytes(*version) != 2 || entries.len() % 8 != 0 {
+        return None;
+    }
+    let [mut user, mut group, mut mask, mut other] = [NO_ENTRY; 4];
+    let mut names = Vec::new();
+    for e in entries.chunks_exact(8) {
+        let tag = u16::from_le_bytes([e[0], e[1]]);
+        let perm = u32::from(u16::from_le_bytes([e[2], e[3]]) & 0o7);
+        let id = u32::from_le_bytes([e[4], e[5], e[6], e[7]]);
+        match tag {
+            0x01 => user = perm,
+            0x02 => names.push((id, perm | NAME_IS_USER)),
+            0x04 => group = perm,
+            0x08 => names.push((id, perm)),
+            0x10 => mask = perm,
+            0x20 => other = perm,
+            _ => return None,
+        }
+    }
+    // Users before groups, each by id.
+    names.sort_by_key(|&(id, access)| (access & NAME_IS_USER == 0, id));
+    if let Some(mode) = mode {
+        let group_bits = (mode >> 3) & 7;
+        user = NO_ENTRY;
+        if mask == NO_ENTRY {
+            group = NO_ENTRY;
+        } else {
+            if group == group_bits {
+                group = NO_ENTRY;
+            }
+            if !names.is_empty() && mask == group_bits {
+                mask = NO_ENTRY;
+            }
+        }
+        other = NO_ENTRY;
+        if [user, group, mask, other] == [NO_ENTRY; 4] && names.is_empty() {
+            return None;
+        }
+    }
+    // A list of names needs a mask: rsync's receiver puts back the one the mode says
+    // (a default ACL's: what its entries grant).
+    if !names.is_empty() && mask == NO_ENTRY {
+        mask = match mode {
+            Some(mode) => (mode >> 3) & 7,
+            None => names
+                .iter()
+                .fold(group & 7, |m, &(_, access)| m | (access & 7)),
+        };
+    }
+    let mut out = Vec::with_capacity(16 + 8 * names.len());
+    for w in [user, group, mask, other] {
+        out.extend(w.to_le_bytes());
+    }
+    for (id, access) in names {
+        out.extend(id.to_le_bytes());
+        out.extend(access.to_le_bytes());
+    }
+    Some(out)
+}
+
 /// The target a regular file standing for a symlink holds: at most `PATH_MAX` bytes.
 pub fn read_target(f: std::fs::File) -> io::Result<Vec<u8>> {
     use std::io::Read;
@@ -207,6 +280,44 @@ mod tests {
         assert_eq!(Faked::parse(b"100000 0,0 0:0").unwrap().kind(), Kind::File);
         assert_eq!(Faked::parse(b"nonsense"), None);
         assert_eq!(Faked::parse(b"644 0,0"), None);
+    }
+
+    #[test]
+    fn acls_are_kept_in_rsyncs_layout() {
+        let kernel = |entries: &[(u16, u16, u32)]| {
+            let mut v = 2u32.to_le_bytes().to_vec();
+            for &(tag, perm, id) in entries {
+                v.extend(tag.to_le_bytes());
+                v.extend(perm.to_le_bytes());
+                v.extend(id.to_le_bytes());
+            }
+            v
+        };
+        let words = |w: &[u32]| w.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        let m = u32::MAX;
+        // u::rw-, u:1000:rwx, g::r--, g:7:r-x, m::rwx, o::r-- on a 0674 file: the owner's
+        // and other's bits are the mode's; the group's, the mask and the names are kept.
+        let acl = kernel(&[
+            (0x01, 6, m),
+            (0x08, 5, 7),
+            (0x02, 7, 1000),
+            (0x04, 4, m),
+            (0x10, 7, m),
+            (0x20, 4, m),
+        ]);
+        assert_eq!(
+            pack_acl(&acl, Some(0o674)),
+            Some(words(&[0x80, 4, 7, 0x80, 1000, 7 | 1 << 31, 7, 5]))
+        );
+        // A default ACL is kept whole.
+        assert_eq!(
+            pack_acl(&kernel(&[(0x01, 7, m), (0x04, 5, m), (0x20, 5, m)]), None),
+            Some(words(&[7, 5, 0x80, 5]))
+        );
+        // An access ACL the mode says all of is not kept.
+        let trivial = kernel(&[(0x01, 6, m), (0x04, 4, m), (0x20, 4, m)]);
+        assert_eq!(pack_acl(&trivial, Some(0o644)), None);
+        assert_eq!(pack_acl(b"junk", None), None);
     }
 
     #[test]

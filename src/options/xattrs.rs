@@ -30,9 +30,15 @@ pub struct XattrSet {
     /// `--fake-super`: its own attribute (the faked owner, mode and device) is not
     /// one of the entry's attributes to copy or remove.
     pub fake_super: bool,
+    /// The side read keeps its ACLs as `--fake-super` does, in `user.rsync.%aacl`
+    /// and `%dacl` (which `-A` then keeps instead of the real ones).
+    pub fake_acls: bool,
 }
 
 const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
+
+/// Where `--fake-super` keeps the access and default ACLs.
+pub const FAKE_ACL_NAMES: [&[u8]; 2] = [b"user.rsync.%aacl", b"user.rsync.%dacl"];
 
 impl XattrSet {
     /// Whether anything is copied.
@@ -43,6 +49,9 @@ impl XattrSet {
     /// Whether the attribute `name` is one this run keeps.
     pub fn keeps(self, name: &[u8]) -> bool {
         if ACL_NAMES.contains(&name) {
+            return self.acls && !self.fake_acls;
+        }
+        if self.fake_acls && FAKE_ACL_NAMES.contains(&name) {
             return self.acls;
         }
         if self.fake_super && name == crate::options::fake_super::STAT_XATTR.as_bytes() {
@@ -193,6 +202,7 @@ mod tests {
             acls: false,
             root: false,
             fake_super: false,
+            fake_acls: false,
         };
         assert!(x.keeps(b"user.a"));
         assert!(!x.keeps(b"trusted.a"));
@@ -204,7 +214,15 @@ mod tests {
             acls: true,
             root: true,
             fake_super: false,
+            fake_acls: false,
         };
+        let fake_acl = XattrSet {
+            fake_acls: true,
+            ..acl
+        };
+        assert!(!fake_acl.keeps(b"system.posix_acl_access"));
+        assert!(fake_acl.keeps(b"user.rsync.%aacl") && fake_acl.keeps(b"user.rsync.%dacl"));
+        assert!(!fake_acl.keeps(b"user.rsync.other"));
         assert!(acl.keeps(b"system.posix_acl_default") && !acl.keeps(b"user.a"));
         let fake = XattrSet {
             fake_super: true,

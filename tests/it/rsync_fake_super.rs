@@ -301,15 +301,22 @@ fn fake_super_is_refused_over_nfs_and_m_takes_only_super_options() {
     );
 }
 
-/// A default ACL `(tag, perm)` entries, as the kernel stores one.
-fn default_acl(entries: &[(u16, u16)]) -> Vec<u8> {
+/// An ACL of `(tag, perm, id)` entries (in the kernel's order), as the kernel
+/// stores one.
+fn kernel_acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
     let mut v = 2u32.to_le_bytes().to_vec();
-    for &(tag, perm) in entries {
+    for &(tag, perm, id) in entries {
         v.extend(tag.to_le_bytes());
         v.extend(perm.to_le_bytes());
-        v.extend(u32::MAX.to_le_bytes());
+        v.extend(id.to_le_bytes());
     }
     v
+}
+
+/// A default ACL of the owner, group and other `(tag, perm)` entries.
+fn default_acl(entries: &[(u16, u16)]) -> Vec<u8> {
+    let e: Vec<_> = entries.iter().map(|&(t, p)| (t, p, u32::MAX)).collect();
+    kernel_acl(&e)
 }
 
 /// Without `-p`, under a umask of 077: in a directory with a default ACL, DEST (made
@@ -374,5 +381,59 @@ fn default_acl_stands_for_the_umask_without_p() {
         };
         assert_eq!(perms(Sides::rsync), want, "rsync, default ACL {acl:?}");
         assert_eq!(perms(Sides::nfsync), want, "nfsync, default ACL {acl:?}");
+    }
+}
+
+/// `-A -M--fake-super`: a file's ACL and a directory's default ACL are kept in
+/// `user.rsync.%aacl` and `%dacl` with rsync's bytes (so rsync reads nfsync's), and a
+/// default ACL the source drops is dropped there too.
+#[test]
+fn fake_super_keeps_acls_in_rsyncs_xattrs() {
+    let s = Sides::new(Via::Mount);
+    let src = Tree::new(s.join("src"));
+    src.file("f", "f\n").file("d/g", "g\n").file("plain", "p\n");
+    src.chmod("f", 0o674);
+    // u::rw-, u:1000:rwx, g::r--, g:7:r-x, m::rwx, o::r--
+    let none = u32::MAX;
+    let access = kernel_acl(&[
+        (0x01, 6, none),
+        (0x02, 7, 1000),
+        (0x04, 4, none),
+        (0x08, 5, 7),
+        (0x10, 7, none),
+        (0x20, 4, none),
+    ]);
+    if let Err(e) = setxattr(&src.path("f"), "system.posix_acl_access", &access) {
+        eprintln!("skipping: {} holds no ACLs ({e})", s.path().display());
+        return;
+    }
+    let dflt = default_acl(&[(0x01, 7), (0x04, 5), (0x20, 5)]);
+    setxattr(&src.path("d"), "system.posix_acl_default", &dflt).unwrap();
+    let from = crate::support::slash(&s.join("src"));
+    for leg in ["first", "default ACL dropped"] {
+        if leg != "first" {
+            rustix::fs::removexattr(src.path("d"), "system.posix_acl_default").unwrap();
+        }
+        let ran = s.run("", b"", &|_, cmd| {
+            // -o -g: without them rsync stores an owner it did not read.
+            cmd.args(["-rogA", "-M--fake-super"]).arg(&from);
+        });
+        assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+        assert!(
+            ran.nfsync.status.success(),
+            "{leg}: {}",
+            describe(&ran.nfsync)
+        );
+        let theirs = listing(&s.rsync(""));
+        assert_eq!(
+            theirs.iter().any(|l| l.contains("user.rsync.%dacl")),
+            leg == "first",
+            "{leg}: rsync's own copy: {theirs:#?}"
+        );
+        assert!(
+            theirs.iter().any(|l| l.contains("user.rsync.%aacl")),
+            "{theirs:#?}"
+        );
+        assert_eq!(listing(&s.nfsync("")), theirs, "{leg}");
     }
 }
