@@ -437,3 +437,46 @@ fn fake_super_keeps_acls_in_rsyncs_xattrs() {
         assert_eq!(listing(&s.nfsync("")), theirs, "{leg}");
     }
 }
+
+/// `--fake-super --backup-dir` on another filesystem: the backup of a FIFO kept as a
+/// regular file is copied there (no rename across filesystems) and keeps the
+/// attribute that says it is a FIFO, as rsync's backup does.
+#[test]
+fn fake_super_backup_across_filesystems_keeps_the_attribute() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Sides::new(Via::Mount);
+    let shm = Path::new("/dev/shm");
+    let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    if dev(shm).is_none() || dev(shm) == dev(s.path()) || !holds_xattrs(s.path()) {
+        eprintln!("skipping: no other filesystem with user xattrs at /dev/shm");
+        return;
+    }
+    let backups = crate::support::Scratch::new_in(shm);
+    if !holds_xattrs(backups.path()) {
+        return;
+    }
+    let src = Tree::new(s.join("src"));
+    src.fifo("p").file("f", "f\n");
+    let from = crate::support::slash(&s.join("src"));
+    s.run("", b"", &|_, cmd| {
+        cmd.args(["-a", "--fake-super"]).arg(&from);
+    });
+    std::fs::remove_file(src.path("p")).unwrap();
+    src.file("p", "now a file\n");
+    let ran = s.run("", b"", &|side, cmd| {
+        let dir = backups.join(side.dir());
+        cmd.args(["-a", "--fake-super", "--backup"])
+            .arg(format!("--backup-dir={}", dir.display()))
+            .arg(&from);
+    });
+    assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+    assert!(ran.nfsync.status.success(), "{}", describe(&ran.nfsync));
+    let theirs = listing(&backups.join("by_rsync"));
+    assert!(
+        theirs
+            .iter()
+            .any(|l| l.starts_with("p ") && l.contains("user.rsync.%stat")),
+        "rsync's backup: {theirs:#?}"
+    );
+    assert_eq!(listing(&backups.join("by_nfsync")), theirs);
+}
