@@ -1,7 +1,7 @@
 //! Attributes beyond the bytes: `-X` through a `--copy-dest`/`--link-dest` basis,
 //! `--fake-super` (ownership, modes and device numbers kept in the `user.rsync.%stat`
-//! extended attribute), a default ACL standing for the umask; each run by rsync and
-//! nfsync side by side on the mount path.
+//! extended attribute), a default ACL standing for the umask, a device made again with
+//! other numbers; each run by rsync and nfsync side by side on the mount path.
 
 use std::path::Path;
 
@@ -479,4 +479,63 @@ fn fake_super_backup_across_filesystems_keeps_the_attribute() {
         "rsync's backup: {theirs:#?}"
     );
     assert_eq!(listing(&backups.join("by_nfsync")), theirs);
+}
+
+/// A device DEST has with other numbers is made again and itemized as rsync does:
+/// `cDc.t......` (`c`: the numbers, `t`: the time), `cDc........` when only the
+/// numbers differ, and `T` without `-t`; with `--fake-super` too (the numbers then
+/// read from the attribute).
+#[test]
+fn device_with_other_numbers_is_itemized_as_changed() {
+    if !crate::support::root_or_skip("rsync_fake_super::device_with_other_numbers") {
+        return;
+    }
+    let s = Sides::new(Via::Mount);
+    let src = Tree::new(s.join("src"));
+    src.device("same_time", libc::S_IFBLK, 42, 73)
+        .device("other_time", libc::S_IFCHR, 42, 69);
+    let start = Tree::new(s.join("start"));
+    start
+        .device("same_time", libc::S_IFBLK, 42, 69)
+        .device("other_time", libc::S_IFCHR, 105, 73);
+    src.age();
+    start.age();
+    let t = filetime::FileTime::from_unix_time(1_000_000, 0);
+    filetime::set_symlink_file_times(start.path("other_time"), t, t).unwrap();
+    let from = crate::support::slash(&s.join("src"));
+    let lines = |o: &std::process::Output| {
+        let mut l: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| !l.starts_with(".d"))
+            .map(str::to_owned)
+            .collect();
+        l.sort();
+        l
+    };
+    for flags in [&["-ai"][..], &["-rDi"], &["-aiX", "--fake-super"]] {
+        s.copy_start("start");
+        if flags.contains(&"--fake-super") {
+            // The start as a fake-super copy holds it: regular files and attributes.
+            for side in ["by_rsync", "by_nfsync"] {
+                let _ = std::fs::remove_dir_all(s.join(side));
+            }
+            s.run("", b"", &|_, cmd| {
+                cmd.args(["-a", "--fake-super"])
+                    .arg(crate::support::slash(&s.join("start")));
+            });
+        }
+        let ran = s.run("", b"", &|_, cmd| {
+            cmd.args(flags).arg(&from);
+        });
+        assert!(ran.rsync.status.success(), "{}", describe(&ran.rsync));
+        assert!(
+            ran.nfsync.status.success(),
+            "{flags:?}: {}",
+            describe(&ran.nfsync)
+        );
+        let theirs = lines(&ran.rsync);
+        assert!(theirs.iter().any(|l| l.starts_with("cDc")), "{theirs:?}");
+        assert_eq!(lines(&ran.nfsync), theirs, "{flags:?}");
+        assert_eq!(listing(&s.nfsync("")), listing(&s.rsync("")), "{flags:?}");
+    }
 }
