@@ -18,7 +18,7 @@ use crate::meta::{Kind, Meta};
 use crate::options::xattrs::Target;
 
 /// The extended attribute that holds the faked attributes.
-pub const STAT_XATTR: &str = "user.rsync.%stat";
+pub const STAT_XATTR: &str = crate::options::xattrs::FAKE_STAT_NAME;
 
 /// Where `--fake-super` is in force: rsync's option applies to both sides of a local
 /// copy, `-M--fake-super` to the receiver only.

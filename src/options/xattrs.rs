@@ -37,6 +37,9 @@ pub struct XattrSet {
 
 const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
 
+/// Where `--fake-super` keeps an entry's owner, mode and device numbers.
+pub const FAKE_STAT_NAME: &str = "user.rsync.%stat";
+
 /// Where `--fake-super` keeps the access and default ACLs.
 pub const FAKE_ACL_NAMES: [&[u8]; 2] = [b"user.rsync.%aacl", b"user.rsync.%dacl"];
 
@@ -54,7 +57,7 @@ impl XattrSet {
         if self.fake_acls && FAKE_ACL_NAMES.contains(&name) {
             return self.acls;
         }
-        if self.fake_super && name == crate::options::fake_super::STAT_XATTR.as_bytes() {
+        if self.fake_super && name == FAKE_STAT_NAME.as_bytes() {
             return false;
         }
         self.xattrs
