@@ -23,7 +23,7 @@ _nfsync() {
 
     case "${cmd}" in
         nfsync)
-            opts="-n -c -j -H -o -g -v -q -i -a -r -l -p -t -D -O -U -J -E -u -I -x -z -h -P -W -y -B -f -F -C -L -k -K -X -A -S -T -b -R -0 -d -m -V --help --dry-run --delete --max-delete --exclude --include --exclude-from --checksum --size-only --modify-window --jobs --hard-links --specials --no-specials --devices --no-devices --owner --no-owner --group --no-group --numeric-ids --verbose --quiet --progress --stats-every --no-progress --stats --itemize-changes --json --timeout --archive --recursive --no-recursive --links --no-links --perms --no-perms --times --no-times --no-D --omit-dir-times --atimes --omit-link-times --executability --stop-at --stop-after --update --ignore-existing --existing --max-size --min-size --ignore-times --one-file-system --del --ignore-errors --info --debug --compress --human-readable --partial --whole-file --no-inc-recursive --max-alloc --fuzzy --block-size --compress-choice --compress-level --skip-compress --no-motd --open-noatime --preallocate --super --force --mkpath --filter --include-from --cvs-exclude --delete-excluded --out-format --log-file --log-file-format --no-human-readable --copy-links --copy-unsafe-links --safe-links --insecure-links --copy-dirlinks --keep-dirlinks --chmod --chown --usermap --groupmap --xattrs --no-xattrs --acls --no-acls --sparse --no-sparse --inplace --append --append-verify --temp-dir --delay-updates --bwlimit --backup --backup-dir --suffix --link-dest --compare-dest --copy-dest --remove-source-files --partial-dir --relative --no-implied-dirs --no-relative --files-from --from0 --dirs --prune-empty-dirs --list-only --check --check-files --generate --shard --mpi --version"
+            opts="-n -c -j -H -o -g -v -q -i -a -r -l -p -t -D -O -U -J -E -u -I -x -z -h -P -W -y -B -M -f -F -C -L -k -K -X -A -S -T -b -R -0 -d -m -V --help --dry-run --delete --max-delete --exclude --include --exclude-from --checksum --size-only --modify-window --jobs --hard-links --specials --no-specials --devices --no-devices --owner --no-owner --group --no-group --numeric-ids --verbose --quiet --progress --stats-every --no-progress --stats --itemize-changes --json --timeout --archive --recursive --no-recursive --links --no-links --perms --no-perms --times --no-times --no-D --omit-dir-times --atimes --omit-link-times --executability --stop-at --stop-after --update --ignore-existing --existing --max-size --min-size --ignore-times --one-file-system --del --ignore-errors --info --debug --compress --human-readable --partial --whole-file --no-inc-recursive --max-alloc --fuzzy --block-size --compress-choice --compress-level --skip-compress --no-motd --open-noatime --preallocate --super --fake-super --remote-option --force --mkpath --filter --include-from --cvs-exclude --delete-excluded --out-format --log-file --log-file-format --no-human-readable --copy-links --copy-unsafe-links --safe-links --insecure-links --copy-dirlinks --keep-dirlinks --chmod --chown --usermap --groupmap --xattrs --no-xattrs --acls --no-acls --sparse --no-sparse --inplace --append --append-verify --temp-dir --delay-updates --bwlimit --backup --backup-dir --suffix --link-dest --compare-dest --copy-dest --remove-source-files --partial-dir --relative --no-implied-dirs --no-relative --files-from --from0 --dirs --prune-empty-dirs --list-only --check --check-files --generate --shard --mpi --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -114,6 +114,14 @@ _nfsync() {
                     return 0
                     ;;
                 --skip-compress)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote-option)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -M)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

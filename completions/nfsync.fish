@@ -19,6 +19,7 @@ complete -c nfsync -s B -l block-size -d 'Accepted, no effect: the block size of
 complete -c nfsync -l compress-choice -d 'Accepted, no effect: nothing is compressed on a local copy' -r
 complete -c nfsync -l compress-level -d 'Accepted, no effect: nothing is compressed on a local copy' -r
 complete -c nfsync -l skip-compress -d 'Accepted, no effect: nothing is compressed on a local copy' -r
+complete -c nfsync -s M -l remote-option -d 'Only --fake-super or --super: what rsync would pass to the remote side applies to DEST (-M--fake-super: fake-super on DEST only; with --fake-super, -M--super: on the source only)' -r
 complete -c nfsync -s f -l filter -d 'Add a filter RULE in rsync\'s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include' -r
 complete -c nfsync -l include-from -d 'Read include patterns from FILE (\'-\' for stdin)' -r -F
 complete -c nfsync -l out-format -d 'Print each change in FORMAT, as rsync (%i %n %L %l %b %f %M %t %o %p %B %U %G; widths as %-20n; %\'l for commas)' -r
@@ -97,6 +98,7 @@ complete -c nfsync -l no-motd -d 'Accepted, no effect: there is no daemon to pri
 complete -c nfsync -l open-noatime -d 'Accepted, no effect: source files are always opened with O_NOATIME where the kernel allows it (files we own, or as root)'
 complete -c nfsync -l preallocate -d 'Accepted, no effect'
 complete -c nfsync -l super -d 'Accepted, no effect: as root nfsync keeps owners and devices (see -o, -g, -D)'
+complete -c nfsync -l fake-super -d 'Keep what only root may set (owner, devices, special permission bits) in the user.rsync.%stat extended attribute of each entry, on both sides of the copy (mount path only)'
 complete -c nfsync -l force -d 'Accepted, no effect: directories in the way are always removed whole'
 complete -c nfsync -l mkpath -d 'Accepted, no effect: DEST\'s missing parents are always created'
 complete -c nfsync -s F -d 'Same as --filter=\'dir-merge /.rsync-filter\' (a .rsync-filter in each directory); given twice also --filter=\'- .rsync-filter\''

@@ -38,6 +38,8 @@ json\:"One JSON object a line"))' \
 '--compress-choice=[Accepted, no effect\: nothing is compressed on a local copy]:STR:_default' \
 '--compress-level=[Accepted, no effect\: nothing is compressed on a local copy]:NUM:_default' \
 '--skip-compress=[Accepted, no effect\: nothing is compressed on a local copy]:LIST:_default' \
+'*-M+[Only --fake-super or --super\: what rsync would pass to the remote side applies to DEST (-M--fake-super\: fake-super on DEST only; with --fake-super, -M--super\: on the source only)]:OPTION:_default' \
+'*--remote-option=[Only --fake-super or --super\: what rsync would pass to the remote side applies to DEST (-M--fake-super\: fake-super on DEST only; with --fake-super, -M--super\: on the source only)]:OPTION:_default' \
 '*-f+[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--filter=[Add a filter RULE in rsync'\''s syntax (- + H S P R ! merge dir-merge, with modifiers); rules apply in command-line order with --exclude and --include]:RULE:_default' \
 '*--include-from=[Read include patterns from FILE ('\''-'\'' for stdin)]:FILE:_files' \
@@ -142,6 +144,7 @@ man\:"The man page (roff)"))' \
 '--open-noatime[Accepted, no effect\: source files are always opened with O_NOATIME where the kernel allows it (files we own, or as root)]' \
 '--preallocate[Accepted, no effect]' \
 '*--super[Accepted, no effect\: as root nfsync keeps owners and devices (see -o, -g, -D)]' \
+'--fake-super[Keep what only root may set (owner, devices, special permission bits) in the user.rsync.%stat extended attribute of each entry, on both sides of the copy (mount path only)]' \
 '--force[Accepted, no effect\: directories in the way are always removed whole]' \
 '--mkpath[Accepted, no effect\: DEST'\''s missing parents are always created]' \
 '*-F[Same as --filter='\''dir-merge /.rsync-filter'\'' (a .rsync-filter in each directory); given twice also --filter='\''- .rsync-filter'\'']' \

@@ -130,6 +130,9 @@ pub struct Config {
     pub groupmap: Option<IdMap>,
     /// Which extended attributes are copied (`-X`, `-A`).
     pub xattrs: XattrSet,
+    /// `--fake-super` (and `-M--fake-super`): which side keeps root's attributes in
+    /// an extended attribute.
+    pub fake_super: crate::options::fake_super::FakeSuper,
     // Safety: what is kept and reused.
     /// `-b/--backup`, `--suffix`, `--backup-dir`.
     pub backup: Option<Backup>,

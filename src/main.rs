@@ -127,7 +127,8 @@ fn check(cfg: &Config, out: &Arc<Output>) -> ExitCode {
     } else {
         let d = local::LocalDest::new(&cfg.dest, cfg.owners)
             .with_trust(cfg.trust)
-            .with_umask(cfg.umask);
+            .with_umask(cfg.umask)
+            .with_fake_super(cfg.fake_super.dest);
         nfsync::check::run(cfg, &d, describe(&d), start.elapsed())
     };
     if cfg.json {
@@ -216,7 +217,8 @@ fn execute(cfg: &Config, out: &Arc<Output>) -> Result<Summary, Error> {
             source,
             &local::LocalDest::new(&cfg.dest, cfg.owners)
                 .with_trust(cfg.trust)
-                .with_umask(cfg.umask),
+                .with_umask(cfg.umask)
+                .with_fake_super(cfg.fake_super.dest),
             out,
         )
     }

@@ -119,7 +119,11 @@ impl Cli {
         // rsync applies -a, -X and --no-X in command-line order, the last one winning
         // (`--no-t -a` keeps times, `-a --no-t` does not); without any rsync selection
         // nfsync works like -a without -D.
-        let root = rustix::process::geteuid().is_root();
+        let fake_super = fake_super(r, nfs(&dest) || paths.iter().any(nfs))?;
+        // A fake-super receiver keeps owners and devices as root would (rsync's
+        // `am_root < 0`), in an extended attribute.
+        let really_root = rustix::process::geteuid().is_root();
+        let root = really_root || fake_super.dest;
         let last = |given: &[(&str, bool)]| -> Option<bool> {
             given
                 .iter()
@@ -292,7 +296,14 @@ impl Cli {
             chmod,
             usermap,
             groupmap,
-            xattrs: XattrSet { xattrs, acls, root },
+            xattrs: XattrSet {
+                xattrs,
+                acls,
+                root: really_root,
+                fake_super: fake_super.source || fake_super.dest,
+                fake_acls: false,
+            },
+            fake_super,
             data,
             backup,
             basis,
@@ -459,6 +470,38 @@ fn safety(r: &super::rsync::RsyncOpts) -> anyhow::Result<(Option<Backup>, Option
         _ => anyhow::bail!("You may not mix --compare-dest, --copy-dest, and --link-dest."),
     };
     Ok((backup, basis))
+}
+
+/// Where `--fake-super` applies: both sides of the copy, or only DEST with
+/// `-M--fake-super`, or only the source with `--fake-super -M--super` (`-M` passes an
+/// option to rsync's remote side, which a local copy's receiver is). Refused where an
+/// NFS server holds a side: nfsync keeps no extended attributes there.
+fn fake_super(
+    r: &super::rsync::RsyncOpts,
+    nfs: bool,
+) -> anyhow::Result<crate::options::fake_super::FakeSuper> {
+    let mut dest = r.fake_super;
+    for o in &r.remote_option {
+        match o.as_str() {
+            "--fake-super" => dest = true,
+            "--super" => dest = false,
+            _ => anyhow::bail!(
+                "-M {o}: only --fake-super and --super are taken by -M (nfsync copies to a \
+                 local path or an nfs:// URL, not to a remote rsync)"
+            ),
+        }
+    }
+    let f = crate::options::fake_super::FakeSuper {
+        source: r.fake_super,
+        dest,
+    };
+    if nfs && (f.source || f.dest) {
+        anyhow::bail!(
+            "--fake-super is kept on the mount path only, not with an nfs:// SRC or DEST \
+             (nfsync keeps no extended attributes on an NFS server)"
+        );
+    }
+    Ok(f)
 }
 
 /// The process's umask, read without changing it for good (nfsync clears it later).

@@ -33,7 +33,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "munge-links", NOT_YET),
     (None, "copy-devices", NOT_YET),
     (None, "write-devices", NOT_YET),
-    (None, "fake-super", NO_ATTR),
     (
         None,
         "no-open-noatime",
@@ -72,7 +71,6 @@ pub const LIST: &[Unsupported] = refused![
     (Some('4'), "ipv4", REMOTE),
     (Some('6'), "ipv6", REMOTE),
     (None, "contimeout", REMOTE),
-    (Some('M'), "remote-option", REMOTE),
     (None, "daemon", REMOTE),
     (None, "config", REMOTE),
     (None, "dparam", REMOTE),

@@ -472,6 +472,13 @@ pub trait Destination: Send + Sync {
         ))
     }
 
+    /// The permission bits a default ACL on `dir` lets what is created in it keep
+    /// (standing in for the umask, as rsync takes it); `None` when it has none.
+    fn default_perms(&self, dir: &Self::Dir) -> Option<u32> {
+        let _ = dir;
+        None
+    }
+
     /// `-K`: the directory a destination symlink (`name` in `dir`, at `rel` below
     /// DEST) points to, with its attributes; `None` when it points to something else
     /// or nowhere (then it is replaced). A link that leads out of DEST is refused

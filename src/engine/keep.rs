@@ -385,7 +385,16 @@ impl<D: Destination> Engine<'_, D> {
                     if m.kind == src.kind {
                         first.get_or_insert(m);
                     }
-                    keep::compare(src, &m, &self.rules, || same(dir)).map(|c| (c, m))
+                    keep::compare(src, &m, &self.rules, || same(dir)).map(|c| {
+                        // Other extended attributes or ACLs: the bytes serve, the
+                        // entry itself does not (rsync copies it, `cf........x`).
+                        match c {
+                            Match::Exact if self.basis_xattrs(job, dir).any() => {
+                                (Match::Content, m)
+                            }
+                            c => (c, m),
+                        }
+                    })
                 }
                 _ => None,
             };
@@ -399,6 +408,17 @@ impl<D: Destination> Engine<'_, D> {
             Some((i, _)) => (found.swap_remove(i), first),
             None => (None, first),
         }
+    }
+
+    /// How the kept extended attributes and ACLs of the basis copy in `dir` differ
+    /// from the source's.
+    fn basis_xattrs(&self, job: &EntryJob<D>, dir: &D::Dir) -> super::xattrs::XattrChange {
+        let src = (
+            job.entry.path.as_path(),
+            Some(&job.entry),
+            job.entry.path.as_path(),
+        );
+        self.sync_xattrs(dir, Some(&job.entry.name), src, false)
     }
 
     /// What the basis directories do for a regular file DEST lacks (`src` as the
@@ -435,7 +455,11 @@ impl<D: Destination> Engine<'_, D> {
             },
             (Match::Exact, BasisUse::Copy) => FromBasis::CopyBasis(None, bdir, bmeta),
             (Match::Content, _) => {
-                let code = local_change_code(src, &bmeta, self);
+                let mut code = local_change_code(src, &bmeta, self);
+                if let Itemize::Changed(_, _, c) = &mut code {
+                    let x = self.basis_xattrs(job, &bdir);
+                    (c.acl, c.xattr) = (x.acl, x.xattr);
+                }
                 FromBasis::CopyBasis(Some(code), bdir, bmeta)
             }
         }

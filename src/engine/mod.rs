@@ -75,6 +75,9 @@ pub struct DirNode<D: Destination> {
     /// The basis directories' counterparts of this directory (`--link-dest` and its
     /// kin), opened once for all its children; `None` where one has none.
     basis: OnceLock<Vec<Option<D::Dir>>>,
+    /// Without `-p`: the permission bits what is created in it may keep (its default
+    /// ACL's, else those the umask leaves), looked up once for all its children.
+    new_perms: OnceLock<u32>,
     /// The `-R`/`--files-from` names at and below it, when it is on their path.
     implied: Option<Arc<Named>>,
 }
@@ -366,6 +369,24 @@ impl<'a, D: Destination> Engine<'a, D> {
                 sec: now.as_secs() as i64,
                 nsec: now.subsec_nanos(),
             };
+        }
+        g
+    }
+
+    /// [`Engine::give`] for an entry created in `parent`: without `-p` a default ACL on
+    /// `parent` stands for the umask, as in rsync (the kernel then ignores the umask).
+    fn give_in(&self, m: &Meta, parent: Option<&DirNode<D>>) -> Meta {
+        let mut g = self.give(m);
+        if !self.cfg.perms
+            && let Some(p) = parent
+        {
+            let allowed = *p.new_perms.get_or_init(|| {
+                p.dir
+                    .as_ref()
+                    .and_then(|d| self.dest.default_perms(d))
+                    .unwrap_or(0o777 & !self.cfg.umask)
+            });
+            g.mode = m.mode & 0o777 & allowed;
         }
         g
     }

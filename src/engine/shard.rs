@@ -93,8 +93,8 @@ impl<D: Destination> Engine<'_, D> {
     /// A new directory's attributes at creation: a shard makes it writable for its
     /// owner whatever the source's mode, so the other shards can still write into it
     /// (the finalize run gives the source's mode).
-    pub(super) fn give_new_dir(&self, m: &Meta) -> Meta {
-        let mut g = self.give(m);
+    pub(super) fn give_new_dir(&self, m: &Meta, parent: &super::DirNode<D>) -> Meta {
+        let mut g = self.give_in(m, Some(parent));
         if self.shared() {
             g.mode |= 0o700;
         }
@@ -155,7 +155,9 @@ mod tests {
         let mut cfg = crate::engine::tests::recorder::config(src, false);
         cfg.dest = dst.to_path_buf();
         cfg.claims = Some(Claims(ledger.clone()));
-        let dest = LocalDest::new(&cfg.dest, cfg.owners).with_trust(cfg.trust);
+        let dest = LocalDest::new(&cfg.dest, cfg.owners)
+            .with_trust(cfg.trust)
+            .with_fake_super(cfg.fake_super.dest);
         let out = Output::new(true, 0, false, false);
         super::super::run(
             &cfg,

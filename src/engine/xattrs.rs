@@ -7,12 +7,14 @@
 
 use std::ffi::OsStr;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Engine;
 use crate::dest::Destination;
-use crate::options::xattrs::{self, Target, Xattrs};
+use crate::options::fake_super;
+use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
 use crate::report::Stats;
 use crate::walk;
 
@@ -65,6 +67,28 @@ fn diff(have: &Xattrs, want: &Xattrs) -> XattrChange {
     c
 }
 
+/// Real ACLs read from the source (`got`) as a `--fake-super` DEST keeps them, in
+/// `user.rsync.%aacl` and `%dacl`; `mode` is the source entry's.
+fn as_fake_acls(got: Xattrs, mode: impl Fn() -> io::Result<u32>) -> io::Result<Xattrs> {
+    let [access, default] = xattrs::FAKE_ACL_NAMES;
+    let mut out = Vec::with_capacity(got.len());
+    for (name, value) in got {
+        let (fake, mode) = match name.as_encoded_bytes() {
+            b"system.posix_acl_access" => (access, Some(mode()?)),
+            b"system.posix_acl_default" => (default, None),
+            _ => {
+                out.push((name, value));
+                continue;
+            }
+        };
+        if let Some(packed) = fake_super::pack_acl(&value, mode) {
+            out.push((OsStr::from_bytes(fake).to_owned(), packed));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 impl<D: Destination> Engine<'_, D> {
     /// Gives `name` in `dir` (the directory itself for `None`) the kept attributes of
     /// the source at `src` (read inside the directory it was listed in when `entry` is
@@ -81,7 +105,26 @@ impl<D: Destination> Engine<'_, D> {
         if !set.any() || self.xattrs.refused.load(Ordering::Relaxed) {
             return XattrChange::default();
         }
-        let read = |p: &Path| xattrs::read(Target::Path(p), set);
+        // Each side's ACLs where that side keeps them (see --fake-super).
+        let fake = self.cfg.fake_super;
+        let src_set = XattrSet {
+            fake_acls: fake.source,
+            ..set
+        };
+        let dest_set = XattrSet {
+            fake_acls: fake.dest,
+            ..set
+        };
+        let read = |p: &Path| {
+            let got = xattrs::read(Target::Path(p), src_set)?;
+            match set.acls && fake.dest && !fake.source {
+                true => as_fake_acls(got, || {
+                    use std::os::unix::fs::MetadataExt;
+                    Ok(std::fs::symlink_metadata(p)?.mode())
+                }),
+                false => Ok(got),
+            }
+        };
         let got = match entry {
             Some(e) => walk::in_listed_dir(e, read),
             None => walk::short_path(src, read),
@@ -94,7 +137,7 @@ impl<D: Destination> Engine<'_, D> {
                 return XattrChange::default();
             }
         };
-        let have = match self.dest.xattrs(dir, name, set) {
+        let have = match self.dest.xattrs(dir, name, dest_set) {
             Ok(h) => h,
             Err(e) => {
                 self.xattr_error(rel, e);

@@ -7,6 +7,7 @@
 pub mod backup;
 pub mod bwlimit;
 pub mod chmod;
+pub mod fake_super;
 pub mod filter;
 pub mod follow;
 pub mod idmap;

@@ -27,9 +27,21 @@ pub struct XattrSet {
     pub acls: bool,
     /// Running as root: the privileged namespaces are readable and writable.
     pub root: bool,
+    /// `--fake-super`: its own attribute (the faked owner, mode and device) is not
+    /// one of the entry's attributes to copy or remove.
+    pub fake_super: bool,
+    /// The side read keeps its ACLs as `--fake-super` does, in `user.rsync.%aacl`
+    /// and `%dacl` (which `-A` then keeps instead of the real ones).
+    pub fake_acls: bool,
 }
 
 const ACL_NAMES: [&[u8]; 2] = [b"system.posix_acl_access", b"system.posix_acl_default"];
+
+/// Where `--fake-super` keeps an entry's owner, mode and device numbers.
+pub const FAKE_STAT_NAME: &str = "user.rsync.%stat";
+
+/// Where `--fake-super` keeps the access and default ACLs.
+pub const FAKE_ACL_NAMES: [&[u8]; 2] = [b"user.rsync.%aacl", b"user.rsync.%dacl"];
 
 impl XattrSet {
     /// Whether anything is copied.
@@ -40,7 +52,13 @@ impl XattrSet {
     /// Whether the attribute `name` is one this run keeps.
     pub fn keeps(self, name: &[u8]) -> bool {
         if ACL_NAMES.contains(&name) {
+            return self.acls && !self.fake_acls;
+        }
+        if self.fake_acls && FAKE_ACL_NAMES.contains(&name) {
             return self.acls;
+        }
+        if self.fake_super && name == FAKE_STAT_NAME.as_bytes() {
+            return false;
         }
         self.xattrs
             && (name.starts_with(b"user.")
@@ -146,6 +164,30 @@ pub fn write(t: Target<'_>, have: &Xattrs, want: &Xattrs) -> io::Result<()> {
     Ok(())
 }
 
+/// The permission bits a default ACL (`system.posix_acl_default`'s value) lets a new
+/// entry keep: its owner's, its mask's (else its owning group's) and its others'
+/// entries, as rsync reads them to stand for the umask. `None` for a value that is
+/// not an ACL.
+pub fn default_acl_perms(value: &[u8]) -> Option<u32> {
+    let (version, entries) = value.split_first_chunk::<4>()?;
+    if u32::from_le_bytes(*version) != 2 || entries.len() % 8 != 0 {
+        return None;
+    }
+    let (mut user, mut group, mut mask, mut other) = (None, None, None, None);
+    for e in entries.chunks_exact(8) {
+        let tag = u16::from_le_bytes([e[0], e[1]]);
+        let perm = u32::from(u16::from_le_bytes([e[2], e[3]]) & 0o7);
+        match tag {
+            0x01 => user = Some(perm),
+            0x04 => group = Some(perm),
+            0x10 => mask = Some(perm),
+            0x20 => other = Some(perm),
+            _ => {}
+        }
+    }
+    Some((user? << 6) | (mask.or(group)? << 3) | other?)
+}
+
 /// Whether an error means the filesystem holds no such attributes at all.
 pub fn is_unsupported(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOTSUP) | Some(libc::ENOSYS))
@@ -162,6 +204,8 @@ mod tests {
             xattrs: true,
             acls: false,
             root: false,
+            fake_super: false,
+            fake_acls: false,
         };
         assert!(x.keeps(b"user.a"));
         assert!(!x.keeps(b"trusted.a"));
@@ -172,7 +216,51 @@ mod tests {
             xattrs: false,
             acls: true,
             root: true,
+            fake_super: false,
+            fake_acls: false,
         };
+        let fake_acl = XattrSet {
+            fake_acls: true,
+            ..acl
+        };
+        assert!(!fake_acl.keeps(b"system.posix_acl_access"));
+        assert!(fake_acl.keeps(b"user.rsync.%aacl") && fake_acl.keeps(b"user.rsync.%dacl"));
+        assert!(!fake_acl.keeps(b"user.rsync.other"));
         assert!(acl.keeps(b"system.posix_acl_default") && !acl.keeps(b"user.a"));
+        let fake = XattrSet {
+            fake_super: true,
+            ..x
+        };
+        assert!(x.keeps(b"user.rsync.%stat") && !fake.keeps(b"user.rsync.%stat"));
+        assert!(fake.keeps(b"user.rsync.other"));
+    }
+
+    #[test]
+    fn a_default_acl_stands_for_the_umask() {
+        let acl = |entries: &[(u16, u16, u32)]| {
+            let mut v = 2u32.to_le_bytes().to_vec();
+            for &(tag, perm, id) in entries {
+                v.extend(tag.to_le_bytes());
+                v.extend(perm.to_le_bytes());
+                v.extend(id.to_le_bytes());
+            }
+            v
+        };
+        let plain = acl(&[
+            (0x01, 7, u32::MAX),
+            (0x04, 7, u32::MAX),
+            (0x20, 5, u32::MAX),
+        ]);
+        assert_eq!(default_acl_perms(&plain), Some(0o775));
+        let masked = acl(&[
+            (0x01, 7, u32::MAX),
+            (0x02, 7, 0),
+            (0x04, 7, u32::MAX),
+            (0x10, 5, u32::MAX),
+            (0x20, 0, u32::MAX),
+        ]);
+        assert_eq!(default_acl_perms(&masked), Some(0o750));
+        assert_eq!(default_acl_perms(b"junk"), None);
+        assert_eq!(default_acl_perms(&acl(&[(0x01, 7, u32::MAX)])), None);
     }
 }

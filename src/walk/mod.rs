@@ -194,7 +194,13 @@ pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
 /// A listed symlink's target, read relative to the directory it was listed in.
 pub fn read_link(e: &SrcEntry) -> io::Result<OsString> {
     let target = match e.parent.as_deref() {
-        Some(Held::Fd(p)) => rustix::fs::readlinkat(p, &e.name, Vec::new())?,
+        Some(Held::Fd(p)) => match rustix::fs::readlinkat(p, &e.name, Vec::new()) {
+            Ok(t) => t,
+            // Listed as a symlink, read as something else: a regular file standing for
+            // one (`--fake-super`), or one swapped in since the listing.
+            Err(rustix::io::Errno::INVAL) => return read_faked_link(e),
+            Err(err) => return Err(err.into()),
+        },
         Some(Held::Remote(d)) => return d.read_link(&e.name),
         None => return short_path(&e.path, |p| std::fs::read_link(p)).map(|t| t.into()),
     };
@@ -244,6 +250,33 @@ pub fn remove(e: &SrcEntry) -> io::Result<()> {
         Some(Held::Remote(d)) => d.remove(&e.name),
         Some(Held::Fd(p)) => Ok(rustix::fs::unlinkat(p, &e.name, AtFlags::empty())?),
         None => short_path(&e.path, |p| std::fs::remove_file(p)),
+    }
+}
+
+/// `--fake-super` on the source: the entry as the attributes stored with it say it
+/// is (its owner, mode and kind: a regular file may stand for a device).
+pub fn read_faked(e: &mut SrcEntry) -> io::Result<()> {
+    use crate::options::{fake_super, xattrs::Target};
+    if e.meta.kind == crate::meta::Kind::Symlink {
+        return Ok(());
+    }
+    if let Some(f) = in_listed_dir(e, |p| fake_super::read(Target::Path(p)))? {
+        f.apply(&mut e.meta);
+    }
+    Ok(())
+}
+
+/// The target a regular file standing for a symlink holds, when its stored attributes
+/// say it is one (else `EINVAL`, as for any other entry that is not a symlink).
+fn read_faked_link(e: &SrcEntry) -> io::Result<OsString> {
+    use crate::options::{fake_super, xattrs::Target};
+    let faked = in_listed_dir(e, |p| fake_super::read(Target::Path(p)))?;
+    if faked.is_none_or(|f| f.kind() != crate::meta::Kind::Symlink) {
+        return Err(rustix::io::Errno::INVAL.into());
+    }
+    match open_file(e)? {
+        Some(f) => Ok(OsString::from_vec(fake_super::read_target(f)?)),
+        None => Err(rustix::io::Errno::INVAL.into()),
     }
 }
 

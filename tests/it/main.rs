@@ -18,6 +18,7 @@
 //!   beside what rsync prints for the same change.
 //! - [`rsync_links`]: the link options (-L, -k, -K, --safe-links, --copy-unsafe-links),
 //!   --chmod, --chown, -X, -A.
+//! - [`rsync_fake_super`]: `-X` through a basis directory, `--fake-super`, default ACLs.
 //! - [`rsync_unsafe_links`]: links a hostile tree holds (`--safe-links` with rsync 3.4's
 //!   test, also for backups; source directory loops; `-K` links leading out of DEST).
 //! - [`rsync_data`]: how file data is written (-S, --inplace, --append, --temp-dir,
@@ -56,6 +57,7 @@ mod progress;
 mod progress_log;
 mod rsync_cli;
 mod rsync_data;
+mod rsync_fake_super;
 mod rsync_filters;
 mod rsync_links;
 mod rsync_output;

@@ -283,11 +283,11 @@ fn acl_granting(uid: u32) -> Vec<u8> {
     v
 }
 
-fn setxattr(p: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
+pub(crate) fn setxattr(p: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
     rustix::fs::lsetxattr(p, name, value, rustix::fs::XattrFlags::empty()).map_err(Into::into)
 }
 
-fn xattrs_of(p: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn xattrs_of(p: &Path) -> Vec<(String, Vec<u8>)> {
     let mut buf = vec![0u8; 4096];
     let n = rustix::fs::llistxattr(p, &mut buf[..]).unwrap();
     let mut out: Vec<_> = buf[..n]

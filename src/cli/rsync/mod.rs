@@ -244,6 +244,18 @@ pub struct RsyncOpts {
     )]
     pub super_user: u8,
 
+    /// Keep what only root may set (owner, devices, special permission bits) in the
+    /// user.rsync.%stat extended attribute of each entry, on both sides of the copy
+    /// (mount path only).
+    #[arg(long)]
+    pub fake_super: bool,
+
+    /// Only --fake-super or --super: what rsync would pass to the remote side applies
+    /// to DEST (-M--fake-super: fake-super on DEST only; with --fake-super,
+    /// -M--super: on the source only).
+    #[arg(short = 'M', long, value_name = "OPTION", allow_hyphen_values = true)]
+    pub remote_option: Vec<String>,
+
     /// Accepted, no effect: directories in the way are always removed whole.
     #[arg(long, help_heading = "Accepted for rsync, no effect")]
     pub force: bool,

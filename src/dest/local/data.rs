@@ -5,6 +5,7 @@
 
 use std::ffi::OsStr;
 use std::fs::File;
+use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 
 use rustix::fs::{Mode, OFlags};
@@ -175,6 +176,12 @@ impl LocalDest {
             f.set_len(meta.size).map_err(CopyError::dest)?;
         }
         src.verify_unchanged()?;
+        if self.fake_super {
+            self.fill_faked(&f, meta).map_err(CopyError::dest)?;
+            rustix::fs::futimens(&f, &super::sys::file_times(meta)).map_err(dest)?;
+            close_checked(f).map_err(CopyError::dest)?;
+            return Ok(bytes);
+        }
         let mut chmod =
             made_writable || st.st_mode & 0o7777 != meta.mode || meta.mode & 0o6000 != 0;
         if let Some((uid, gid)) = self.owner_ids(meta)
@@ -284,9 +291,36 @@ fn copy_entry(
         _ => std::io::Error::other("the temporary changed while it was moved"),
     })?;
     let _ = rustix::fs::fchown(&dst, uid, gid);
+    copy_xattrs(&src, &dst)?;
     rustix::fs::fchmod(&dst, Mode::from_raw_mode(st.st_mode & 0o7777))?;
     rustix::fs::futimens(&dst, &mtime)?;
     close_checked(dst)
+}
+
+/// The extended attributes (ACLs, `--fake-super`'s) a rename would have kept, copied
+/// from `src` to `dst`: those the filesystem or our privileges do not let us set are
+/// left out, as they would be by any copy.
+fn copy_xattrs(src: &File, dst: &File) -> std::io::Result<()> {
+    use rustix::io::Errno;
+    let all = crate::options::xattrs::XattrSet {
+        xattrs: true,
+        acls: true,
+        root: true,
+        ..Default::default()
+    };
+    let got =
+        match crate::options::xattrs::read(crate::options::xattrs::Target::Fd(src.as_fd()), all) {
+            Ok(got) => got,
+            Err(e) if crate::options::xattrs::is_unsupported(&e) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+    for (name, value) in got {
+        match rustix::fs::fsetxattr(dst, &name, &value, rustix::fs::XattrFlags::empty()) {
+            Ok(()) | Err(Errno::PERM | Errno::NOTSUP | Errno::ACCESS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ use crate::meta::{Kind, Meta};
 use crate::options::trust::Trust;
 
 mod data;
+mod fake;
 mod named_dirs;
 mod remove;
 mod sys;
@@ -107,6 +108,8 @@ pub struct LocalDest {
     /// The caller's umask (the process runs with none): DEST and its missing parents
     /// are made `0777` less it, as rsync makes them.
     umask: u32,
+    /// `--fake-super`: what root would set is kept in an extended attribute.
+    fake_super: bool,
 }
 
 impl LocalDest {
@@ -121,6 +124,7 @@ impl LocalDest {
             egid: rustix::process::getegid().as_raw(),
             trust: Trust::OWNED,
             umask: 0o022,
+            fake_super: false,
         }
     }
 
@@ -130,10 +134,43 @@ impl LocalDest {
         LocalDest { umask, ..self }
     }
 
+    /// The same destination under `--fake-super` (when `on`): entries are made safe and
+    /// ours, and owners, special bits and device numbers are kept in an extended
+    /// attribute instead.
+    pub fn with_fake_super(self, on: bool) -> LocalDest {
+        LocalDest {
+            fake_super: on,
+            ..self
+        }
+    }
+
     /// The same destination, following the symlinks `trust` allows in the paths the
     /// user names (`--insecure-links`: all of them); rsync's rule by default.
     pub fn with_trust(self, trust: Trust) -> LocalDest {
         LocalDest { trust, ..self }
+    }
+
+    /// The mode DEST's missing directories up to `path` are made with: `0777`, which a
+    /// default ACL on the nearest existing one cuts as it lets them have (the kernel
+    /// then ignores the umask, as it does for rsync), else `0777` less the umask.
+    fn new_dirs_mode(&self, path: &Path) -> u32 {
+        let mut at = path.parent();
+        loop {
+            let p = match at {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if fs::symlink_metadata(p).is_ok() {
+                return match xattr::default_perms(crate::options::xattrs::Target::Path(p)) {
+                    Some(_) => 0o777,
+                    None => 0o777 & !self.umask,
+                };
+            }
+            if p == Path::new(".") {
+                return 0o777 & !self.umask;
+            }
+            at = p.parent();
+        }
     }
 
     /// The uid/gid to pass to `chown` for `meta`, or `None` when nothing would change
@@ -181,7 +218,7 @@ impl Destination for LocalDest {
             Ok(_) => return Err(io::Error::from_raw_os_error(libc::ENOTDIR).into()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o777 & !self.umask)
+                .mode(self.new_dirs_mode(&self.root))
                 .create(&self.root)?,
             Err(e) => return Err(e.into()),
         }
@@ -208,7 +245,7 @@ impl Destination for LocalDest {
         match self.root.parent() {
             Some(p) if !p.as_os_str().is_empty() => Ok(fs::DirBuilder::new()
                 .recursive(true)
-                .mode(0o777 & !self.umask)
+                .mode(self.new_dirs_mode(p))
                 .create(p)?),
             _ => Ok(()),
         }
@@ -236,6 +273,8 @@ impl Destination for LocalDest {
             }
             let kind = match e.file_type() {
                 rustix::fs::FileType::Unknown => None,
+                // It may stand for another kind: stat says.
+                rustix::fs::FileType::RegularFile if self.fake_super => None,
                 t => Some(Kind::from_raw_type(t)),
             };
             out.push(DestEntry {
@@ -249,7 +288,11 @@ impl Destination for LocalDest {
 
     fn stat(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<Meta>> {
         match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(Meta::from_stat(&st))),
+            Ok(st) => {
+                let mut meta = Meta::from_stat(&st);
+                self.read_faked(dir, Some(name), &mut meta)?;
+                Ok(Some(meta))
+            }
             Err(rustix::io::Errno::NOENT) => Ok(None),
             Err(e) => Err(e.into()),
         }
@@ -264,14 +307,17 @@ impl Destination for LocalDest {
         // With the umask cleared, mkdir gives the final mode when that leaves the
         // directory writable by us and has no special bit; else 0700 until
         // set_dir_attrs. Owner and group are ours (the parent's group under setgid).
-        let mode = mkdir_mode(meta);
+        let mode = match self.fake_super {
+            true => crate::options::fake_super::real_mode(Kind::Dir, meta.mode),
+            false => mkdir_mode(meta),
+        };
         rustix::fs::mkdirat(dir.fd(), name, Mode::from_raw_mode(mode))?;
         let made = LocalDir {
             setgid: dir.setgid,
             ..LocalDir::open(dir.fd(), name)?
         };
         let todo = AttrSet {
-            mode: mode != meta.mode,
+            mode: mode != meta.mode || self.fake_super,
             owner: self.chown_ids(meta).is_some() || (self.owners.group && dir.setgid),
             mtime: true,
         };
@@ -282,6 +328,7 @@ impl Destination for LocalDest {
         let mut d = LocalDir::open(dir.fd(), name)?;
         let mut meta = Meta::from_stat(&rustix::fs::fstat(d.fd())?);
         d.setgid = meta.mode & 0o2000 != 0;
+        self.read_faked(&d, None, &mut meta)?;
         // A read-only directory we may have to write into (when not root): make it ours
         // to write; the mode we report is the one it now has, so the engine's final
         // set_dir_attrs restores the source's.
@@ -305,7 +352,10 @@ impl Destination for LocalDest {
             dir.fd(),
             name,
             flags,
-            Mode::from_raw_mode(meta.mode & 0o777),
+            Mode::from_raw_mode(match self.fake_super {
+                true => crate::options::fake_super::real_mode(Kind::File, meta.mode),
+                false => meta.mode & 0o777,
+            }),
         )
         .map_err(|e| CopyError::Dest(e.into()))?;
         let mut f = File::from(fd);
@@ -366,6 +416,9 @@ impl Destination for LocalDest {
     }
 
     fn read_link(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<OsString> {
+        if self.fake_super {
+            return Ok(OsString::from_vec(self.read_faked_link(dir, name)?));
+        }
         let t = rustix::fs::readlinkat(dir.fd(), name, Vec::new())?;
         Ok(OsString::from_vec(t.into_bytes()))
     }
@@ -377,6 +430,9 @@ impl Destination for LocalDest {
         target: &OsStr,
         meta: &Meta,
     ) -> dest::Result<()> {
+        if self.fake_super {
+            return self.make_faked(dir, name, meta, target.as_encoded_bytes());
+        }
         rustix::fs::symlinkat(target, dir.fd(), name)?;
         if self.chown_ids(meta).is_some()
             && let Some((uid, gid)) = self.owner_ids(meta)
@@ -405,6 +461,9 @@ impl Destination for LocalDest {
     }
 
     fn mknod(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> dest::Result<()> {
+        if self.fake_super {
+            return self.make_faked(dir, name, meta, b"");
+        }
         let ft = match meta.kind {
             Kind::Fifo => rustix::fs::FileType::Fifo,
             Kind::Socket => rustix::fs::FileType::Socket,
@@ -447,6 +506,9 @@ impl Destination for LocalDest {
         meta: &Meta,
         what: AttrSet,
     ) -> dest::Result<()> {
+        if self.fake_super {
+            return self.set_faked_attrs(dir, Some(name), meta, what);
+        }
         // Owner first (chown clears setuid/setgid), then mode, then mtime.
         if what.owner
             && let Some((uid, gid)) = self.owner_ids(meta)
@@ -463,6 +525,9 @@ impl Destination for LocalDest {
     }
 
     fn set_dir_attrs(&self, dir: &LocalDir, meta: &Meta, what: AttrSet) -> dest::Result<()> {
+        if self.fake_super {
+            return self.set_faked_attrs(dir, None, meta, what);
+        }
         if what.owner
             && let Some((uid, gid)) = self.owner_ids(meta)
         {
@@ -513,6 +578,10 @@ impl Destination for LocalDest {
         self.write_xattrs(dir, name, have, want)
     }
 
+    fn default_perms(&self, dir: &LocalDir) -> Option<u32> {
+        xattr::default_perms(crate::options::xattrs::Target::Fd(dir.fd()))
+    }
+
     fn open_dir_link(
         &self,
         dir: &LocalDir,
@@ -535,6 +604,11 @@ impl LocalDest {
         };
         src.verify_unchanged()?;
         let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
+        if self.fake_super {
+            self.fill_faked(f, meta).map_err(CopyError::dest)?;
+            rustix::fs::futimens(&*f, &sys::file_times(meta)).map_err(dest)?;
+            return Ok(bytes);
+        }
         let mut mode_needed = meta.mode & 0o7000 != 0;
         if let Some((uid, gid)) = self.chown_ids(meta) {
             rustix::fs::fchown(

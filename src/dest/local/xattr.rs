@@ -18,8 +18,21 @@ use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
 
+/// The permission bits the default ACL of the directory `t` lets new entries keep;
+/// `None` when it has none (or the filesystem holds no ACLs).
+pub(super) fn default_perms(t: Target<'_>) -> Option<u32> {
+    let mut buf = [0u8; 1024];
+    let name = "system.posix_acl_default";
+    let n = match t {
+        Target::Path(p) => rustix::fs::getxattr(p, name, &mut buf),
+        Target::Fd(fd) => rustix::fs::fgetxattr(fd, name, &mut buf),
+    }
+    .ok()?;
+    xattrs::default_acl_perms(&buf[..n])
+}
+
 /// `name` in `dir`, as a path the kernel resolves through the open descriptor.
-fn entry_path(dir: &LocalDir, name: &OsStr) -> PathBuf {
+pub(super) fn entry_path(dir: &LocalDir, name: &OsStr) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", dir.fd().as_raw_fd())).join(name)
 }
 

@@ -65,6 +65,7 @@ impl<D: Destination> Engine<'_, D> {
             deletions: Mutex::new(Vec::new()),
             filters,
             basis: std::sync::OnceLock::new(),
+            new_perms: std::sync::OnceLock::new(),
             implied,
         });
         self.child_done(node)
@@ -121,7 +122,16 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<Vec<SrcEntry>> {
         let path = &dir.path;
         match walk::list_entry(dir) {
-            Ok((entries, problems)) => {
+            Ok((mut entries, problems)) => {
+                if self.cfg.fake_super.source {
+                    entries.retain_mut(|e| match walk::read_faked(e) {
+                        Ok(()) => true,
+                        Err(err) => {
+                            self.source_error(&e.path, &err);
+                            false
+                        }
+                    });
+                }
                 for p in problems {
                     match p {
                         ListError::Vanished(p) => {
@@ -330,7 +340,7 @@ impl<D: Destination> Engine<'_, D> {
                     match self.dest.mkdir(
                         pdir.unwrap(),
                         &entry.name,
-                        &self.give_new_dir(&entry.meta),
+                        &self.give_new_dir(&entry.meta, &parent),
                     ) {
                         Ok((d, todo)) => {
                             origin = Origin::Created(todo);
@@ -488,7 +498,7 @@ impl<D: Destination> Engine<'_, D> {
         {
             self.sync_xattrs(dir, None, (src, None, &node.rel), true);
         }
-        let mut given = self.give(meta);
+        let mut given = self.give_in(meta, node.parent.as_deref());
         let mut what = match node.origin {
             // Created by us: what mkdir could not give it, and always the mtime
             // (creating children moved it).

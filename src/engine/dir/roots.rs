@@ -69,6 +69,12 @@ impl<D: Destination> Engine<'_, D> {
             let entry = self
                 .source
                 .operand(given, contents)
+                .and_then(|mut e| {
+                    if self.cfg.fake_super.source {
+                        crate::walk::read_faked(&mut e)?;
+                    }
+                    Ok(e)
+                })
                 .map_err(|source| Error::Select {
                     path: src.clone(),
                     source,

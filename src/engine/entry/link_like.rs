@@ -181,10 +181,13 @@ impl<D: Destination> Engine<'_, D> {
             let src = self.as_stored(&job.entry.meta);
             let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
             self.act_link_like(job, rel, (&src, decision), ('S', None), last, || {
-                let code = Itemize::New(Update::Local, kind);
+                let code = special_code(&src, dst.as_ref(), self);
                 self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
-                    self.dest
-                        .mknod(dir, &job.entry.name, &self.give(&job.entry.meta))
+                    self.dest.mknod(
+                        dir,
+                        &job.entry.name,
+                        &self.give_in(&job.entry.meta, Some(&job.parent)),
+                    )
                 })
             })
         })
@@ -204,5 +207,22 @@ fn symlink_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D
             Itemize::Changed(Update::Local, Kind::Symlink, changes)
         }
         _ => Itemize::New(Update::Local, Kind::Symlink),
+    }
+}
+
+/// A device's or special file's itemized code as rsync prints it: new
+/// (`cD+++++++++`), or one of the same kind made again with other device numbers
+/// (`cDc.t......`, `T` without `-t`).
+fn special_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D>) -> Itemize {
+    match dst {
+        Some(d) if d.kind == src.kind => {
+            let changes = Changes {
+                value: d.rdev != src.rdev,
+                time: e.time_flag(src, d),
+                ..Changes::default()
+            };
+            Itemize::Changed(Update::Local, src.kind, changes)
+        }
+        _ => Itemize::New(Update::Local, src.kind),
     }
 }

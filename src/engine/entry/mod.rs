@@ -263,11 +263,14 @@ impl<D: Destination> Engine<'_, D> {
                 FromBasis::Nothing => {}
                 FromBasis::Done(a) => return a,
                 FromBasis::Copy(code) => {
-                    return self.copy_content(job, rel, (code, None), Put::New, last);
+                    let done = self.copy_content(job, rel, (code, None), Put::New, last);
+                    return self.copied_xattrs(job, rel, done);
                 }
                 FromBasis::CopyBasis(code, bdir, bmeta) => {
+                    // The basis gave the bytes; the attributes are still the source's.
                     let from = Some((&bdir, &bmeta));
-                    return self.copy_content(job, rel, (code, from), Put::New, last);
+                    let done = self.copy_content(job, rel, (code, from), Put::New, last);
+                    return self.copied_xattrs(job, rel, done);
                 }
             }
         }
@@ -328,14 +331,20 @@ impl<D: Destination> Engine<'_, D> {
                     Some(d) => Put::MakeWay(d),
                 };
                 let done = self.copy_content(job, rel, (Some(code), None), put, last);
-                if let Attempt::Done(true) = done
-                    && !self.cfg.dry_run
-                {
-                    self.entry_xattrs(job, rel);
-                }
-                done
+                self.copied_xattrs(job, rel, done)
             }
         }
+    }
+
+    /// After a copy that put the file in place (`done`), its extended attributes and
+    /// ACLs are brought in line with the source's.
+    fn copied_xattrs(&self, job: &EntryJob<D>, rel: &Path, done: Attempt) -> Attempt {
+        if let Attempt::Done(true) = done
+            && !self.cfg.dry_run
+        {
+            self.entry_xattrs(job, rel);
+        }
+        done
     }
 
     /// Whether `dir`'s `name` holds the bytes of the source file `src` (opened as a copy
@@ -441,7 +450,7 @@ impl<D: Destination> Engine<'_, D> {
             _ => None,
         };
         let listed = opened.as_ref().unwrap_or(listed);
-        let mut given = self.give(opened.as_ref().unwrap_or(&job.entry.meta));
+        let mut given = self.give_in(opened.as_ref().unwrap_or(&job.entry.meta), Some(&job.parent));
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;

@@ -425,6 +425,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         usermap: None,
         groupmap: None,
         xattrs: Default::default(),
+        fake_super: Default::default(),
         data: Default::default(),
         backup: None,
         basis: None,
