@@ -84,6 +84,17 @@ fn files_from_with_recursive() {
     same_as_rsync(Via::Mount, &["-ar", "--no-R", &list], &[""]);
 }
 
+/// A listed `..` cannot climb above SRC: rsync clamps it there (`../older` is SRC's
+/// `older`), on the mount path and over nfs://.
+#[test]
+fn files_from_dot_dots_stay_in_the_source() {
+    let s = Scratch::new();
+    let list = list_file(&s, b"../older\nsub/../same\n/../sub/./small\n");
+    for via in [Via::Mount, Via::InProc] {
+        same_as_rsync_but_dest_time(via, &["-a", &list], &[""]);
+    }
+}
+
 #[test]
 fn files_from_nul_separated() {
     let s = Scratch::new();
