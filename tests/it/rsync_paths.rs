@@ -53,6 +53,33 @@ fn relative_starts_at_the_anchor() {
     same_as_rsync(Via::Mount, &["-a", "-R", "--delete"], &["./sub", "./same"]);
 }
 
+/// A -R path starting with `./` sends that `.` too (rsync's implied `.`): DEST takes
+/// the source directory's attributes; `sub/./x` does not, and DEST keeps its own.
+#[test]
+fn relative_dot_slash_gives_dest_the_source_attributes() {
+    use std::os::unix::fs::PermissionsExt;
+    for via in [Via::Mount, Via::InProc] {
+        for operands in [&["./a/b/f", "./c"][..], &["a/./b/f"]] {
+            let s = Sides::new(via);
+            let src = Tree::new(s.join("src"));
+            src.file("a/b/f", "f\n").file("c", "c\n");
+            fs::set_permissions(src.root(), fs::Permissions::from_mode(0o750)).unwrap();
+            let old = filetime::FileTime::from_unix_time(1_500_000_000, 0);
+            filetime::set_file_mtime(src.root(), old).unwrap();
+            s.run_ok("", b"", &|_, cmd| {
+                cmd.current_dir(src.root())
+                    .args(["-a", "-R"])
+                    .args(operands);
+            });
+            let d = s.diff(&[]);
+            assert!(d.is_empty(), "{operands:?} differs from rsync:\n{d}");
+            let root = fs::metadata(s.nfsync("")).unwrap();
+            let dotted = operands[0].starts_with("./");
+            assert_eq!(root.permissions().mode() & 0o777 == 0o750, dotted);
+        }
+    }
+}
+
 /// Without -r a directory named by -R is skipped, and so are the implied directories
 /// above it; a file's implied directories are sent with their source attributes.
 #[test]

@@ -216,8 +216,24 @@ impl<D: Destination> Engine<'_, D> {
         let only_names = operands.iter().all(|o| !o.contents);
         // (-R and --files-from names beside it too: rsync sends its `.` with them.)
         let lone = operands.len() == 1 && operands[0].contents;
-        let root_src = lone.then(|| operands[0].entry.path.clone());
-        let root_meta = lone.then(|| self.shape_meta(operands[0].meta));
+        // A -R path whose part to recreate starts with `./` gives DEST the attributes
+        // of the directory that `.` is, as rsync sends that `.` as an implied directory.
+        let dot = (!lone).then(|| self.implied_dot()).flatten();
+        let root_src = match &dot {
+            Some(d) => Some(d.path.clone()),
+            None => lone.then(|| operands[0].entry.path.clone()),
+        };
+        let root_meta = match &dot {
+            Some(d) => Some(self.shape_meta(d.meta)),
+            None => lone.then(|| self.shape_meta(operands[0].meta)),
+        };
+        if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta) {
+            if let Some(code) = self.new_dir_code(Path::new(""), &d.meta) {
+                let path = d.path.join(".");
+                let src = crate::report::Source { meta, path: &path };
+                self.out.change(code, Path::new("./"), src);
+            }
+        }
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
         let now = match (&state, &dir) {
@@ -229,15 +245,18 @@ impl<D: Destination> Engine<'_, D> {
                 Err(e) => return Err(self.unusable_dest(e)),
             },
         };
-        if !only_names && let Some(m) = &now {
+        if (!only_names || dot.is_some())
+            && let Some(m) = &now
+        {
             self.note_written_root(m);
         }
         let origin = match now {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
-        if let (RootState::Exists(found), Some(meta)) = (&state, &root_meta) {
-            let path = operands[0].entry.path.join(".");
+        if let (RootState::Exists(found), Some(meta), Some(root)) = (&state, &root_meta, &root_src)
+        {
+            let path = root.join(".");
             let src = crate::report::Source { meta, path: &path };
             self.itemize_dir(Path::new("./"), src, found);
         }
@@ -297,6 +316,24 @@ impl<D: Destination> Engine<'_, D> {
         self.deal_tree(&entries);
         self.plan_children(&node, entries, fresh, whole && only_contents);
         Ok(())
+    }
+
+    /// The `.` of the first `-R` operand whose part to recreate starts with `./`
+    /// (`./a/b`, `src/././a`), as rsync's implied `.`; `None` without one, or when it
+    /// cannot be read (its names are still sent).
+    fn implied_dot(&self) -> Option<SrcEntry> {
+        if !self.cfg.paths.relative || self.cfg.paths.files_from.is_some() {
+            return None;
+        }
+        self.cfg.sources.iter().find_map(|src| {
+            let (base, rel) = crate::options::relative::split_anchor(src);
+            let b = rel.as_os_str().as_encoded_bytes();
+            let dotted = b.len() > 2 && b.starts_with(b"./");
+            dotted
+                .then(|| self.source.operand(&base.join("."), true).ok())
+                .flatten()
+                .filter(|e| e.meta.kind == Kind::Dir)
+        })
     }
 
     /// The filter scope of DEST's top: the first source's (rsync reads the parents'
