@@ -95,6 +95,10 @@ pub struct Config {
     /// Progress was asked for (`--progress`, `-P`, `--info=progress2`): the summary
     /// line is printed also where stderr is no terminal.
     pub progress_asked: bool,
+    /// `--progress`/`-P` where stdout is no terminal: rsync's per-file progress lines.
+    pub file_progress: bool,
+    /// `-8/--8-bit-output`.
+    pub eight_bit: bool,
     /// `--stats`.
     pub stats: bool,
     /// `-i`.

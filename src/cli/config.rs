@@ -252,6 +252,10 @@ impl Cli {
             quiet: self.quiet,
             progress: progress && !self.quiet,
             progress_asked: self.progress || r.info_progress() == Some(true),
+            file_progress: (self.progress || r.partial_progress)
+                && !self.quiet
+                && !std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            eight_bit: r.eight_bit_output,
             stats: self.stats,
             itemize: self.itemize_changes,
             json: self.json,

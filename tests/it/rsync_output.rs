@@ -513,3 +513,82 @@ fn quiet_without_a_terminal_unless_asked() {
         assert!(line.contains("B/s, jobs"), "{flags:?}: {line}");
     }
 }
+
+/// `--progress` where stdout is no terminal: after each file sent, rsync's progress
+/// line for it (its size, 100%, rate, time, `xfr#N` and the entries left to check),
+/// and the names as with `-v`; on the mount path and over nfs://.
+#[test]
+fn progress_lines_without_a_terminal_are_rsyncs() {
+    let progress = regex::Regex::new(
+        r"^ +([0-9,]+) 100% +[0-9]+\.[0-9]{2}[kMG]B/s +[0-9]+:[0-9]{2}:[0-9]{2} \(xfr#([0-9]+), (?:to|ir)-chk=[0-9]+/[0-9]+\)$",
+    )
+    .unwrap();
+    for via in [Via::Mount, Via::InProc] {
+        let b = both(via, &["-a", "--no-D", "--progress"]);
+        assert!(b.diff.is_empty(), "trees differ:\n{}", b.diff);
+        // rsync redraws its line with a CR; the last drawing is the one that stays.
+        let lines = |o: &Output| -> Vec<String> {
+            stdout_lines(o)
+                .iter()
+                .map(|l| l.rsplit('\r').next().unwrap_or("").to_owned())
+                .filter(|l| {
+                    !l.is_empty()
+                        && l != "sending incremental file list"
+                        && !l.starts_with("created directory ")
+                })
+                .collect()
+        };
+        let (want, got) = (lines(&b.rsync), lines(&b.nfsync));
+        let split = |ls: &[String]| {
+            let (p, n): (Vec<String>, Vec<String>) =
+                ls.iter().cloned().partition(|l| progress.is_match(l));
+            let mut sizes: Vec<String> = p
+                .iter()
+                .map(|l| progress.captures(l).unwrap()[1].to_owned())
+                .collect();
+            sizes.sort();
+            (sizes, sorted(&n, |_| true))
+        };
+        let (want_sizes, want_names) = split(&want);
+        let (got_sizes, got_names) = split(&got);
+        assert!(!want_sizes.is_empty(), "{want:?}");
+        assert_eq!(got_sizes, want_sizes, "sizes sent differ:\n{got:?}");
+        assert_eq!(got_names, want_names, "names differ");
+        // Each progress line follows its file's name; they count the files sent.
+        for (i, l) in got.iter().enumerate() {
+            if let Some(c) = progress.captures(l) {
+                assert!(i > 0 && !progress.is_match(&got[i - 1]), "{got:?}");
+                let n: usize = c[2].parse().unwrap();
+                let before = got[..i].iter().filter(|l| progress.is_match(l)).count();
+                assert_eq!(n, before + 1, "{got:?}");
+            }
+        }
+    }
+}
+
+/// `-8`: a name's bytes that are not UTF-8 are printed as they are, as rsync prints
+/// them (without it both print `\#ooo`).
+#[test]
+fn eight_bit_output_prints_names_raw() {
+    use std::os::unix::ffi::OsStrExt;
+    for flags in [&["-ai"][..], &["-ai", "-8"]] {
+        let sides = Sides::new(Via::Mount);
+        let src = sides.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"hi\xf9name");
+        std::fs::write(src.join(name), "x\n").unwrap();
+        let ran = sides.run_ok("", b"", &|_, cmd| {
+            cmd.env("LC_ALL", "C").args(flags).arg(slash(&src));
+        });
+        let line = |o: &Output| -> Vec<u8> {
+            o.stdout
+                .split(|&c| c == b'\n')
+                .find(|l| l.starts_with(b">f"))
+                .unwrap_or_else(|| panic!("{}", describe(o)))
+                .to_vec()
+        };
+        let got = line(&ran.nfsync);
+        assert_eq!(got, line(&ran.rsync), "{flags:?}");
+        assert_eq!(got.ends_with(b"hi\xf9name"), flags.contains(&"-8"));
+    }
+}

@@ -150,6 +150,11 @@ pub struct RsyncOpts {
     #[arg(short = 'h', long, action = ArgAction::Count)]
     pub human_readable: u8,
 
+    /// Names in per-file lines keep their bytes that are not UTF-8 as they are (without
+    /// it they are shown as `\#ooo`); control characters are still escaped.
+    #[arg(short = '8', long = "8-bit-output")]
+    pub eight_bit_output: bool,
+
     /// --partial --progress.
     #[arg(short = 'P', help_heading = "Accepted for rsync, no effect")]
     pub partial_progress: bool,

@@ -455,6 +455,7 @@ impl<D: Destination> Engine<'_, D> {
             limit: self.writing.limit(),
             stop: Some(&self.interrupted),
         };
+        let started = std::time::Instant::now();
         let written = match self.put_file(job, &source, put, last) {
             Ok(w) => w,
             Err(raced) => return raced,
@@ -465,7 +466,8 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
                 if let Some(code) = code {
-                    self.out.change(code, rel, (&job.entry).into());
+                    let sent = (started.elapsed(), &*self.stats);
+                    self.out.received(code, rel, (&job.entry).into(), sent);
                 }
                 self.source_done(job);
                 true

@@ -377,6 +377,8 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         force: false,
         mkpath: false,
         progress_asked: false,
+        file_progress: false,
+        eight_bit: false,
         max_delete: None,
         filter: Default::default(),
         compare: Compare::QuickCheck,
