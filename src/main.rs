@@ -100,6 +100,7 @@ fn real_main() -> Result<ExitCode, Error> {
             cfg.dry_run,
         )
         .with_eight_bit(cfg.eight_bit)
+        .with_all_checksums(cfg.compare == nfsync::plan::Compare::Checksum)
         .with_file_progress(cfg.file_progress.then_some(cfg.human_readable));
     let out = Arc::new(out);
     if cfg.paths.list_only {

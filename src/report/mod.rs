@@ -285,6 +285,8 @@ pub struct Output {
     pub tally: Tally,
     /// `-8/--8-bit-output`.
     eight_bit: bool,
+    /// `-c`: `%C` shows every file's checksum, not only those sent.
+    all_checksums: bool,
     /// `--progress` where stdout is no terminal: rsync's line after each file sent,
     /// its numbers in this style.
     file_progress: Option<HumanLevel>,
@@ -313,6 +315,7 @@ fn source_item<'a>(code: Itemize, rel: &'a Path, src: Source<'a>) -> Item<'a> {
         link: None,
         hard_link: None,
         bytes: 0,
+        checksum: None,
     }
 }
 
@@ -350,6 +353,7 @@ impl Output {
             },
             tally: Tally::default(),
             eight_bit: false,
+            all_checksums: false,
             file_progress: None,
             sent: Mutex::new(0),
         }
@@ -374,6 +378,12 @@ impl Output {
         self.log = log;
         self.context.owners = owners;
         self.context.groups = groups;
+        self
+    }
+
+    /// `-c`: `%C` shows the checksum of every file shown, as rsync's does.
+    pub fn with_all_checksums(mut self, on: bool) -> Output {
+        self.all_checksums = on;
         self
     }
 
@@ -527,6 +537,17 @@ impl Output {
         if !shown {
             return;
         }
+        // `%C`: rsync shows a file's checksum when it was sent, or for every file
+        // with -c.
+        let wants_sum = self.format.as_ref().is_some_and(|f| f.has_checksum)
+            || self.log.as_ref().is_some_and(|l| l.format.has_checksum);
+        let checksum = match (wants_sum, item.kind, item.src) {
+            (true, Kind::File, Some(src)) if transferred || self.all_checksums => {
+                file_checksum(src)
+            }
+            _ => None,
+        };
+        let item = &Item { checksum, ..*item };
         // rsync's dry run logs no transfers (its receiver, which logs them, gets none).
         if let Some(l) = self.log.as_ref().filter(|_| !(self.dry_run && transferred)) {
             l.line(&l.format.render(item, &self.context));
@@ -589,6 +610,7 @@ impl Output {
             link: None,
             hard_link: None,
             bytes: 0,
+            checksum: None,
         };
         let deleting = LogFormat::deleting();
         let pick = |f: &'_ LogFormat| -> Vec<u8> {
@@ -664,6 +686,24 @@ pub fn escape_name(name: &[u8]) -> String {
     out
 }
 
+/// `%C`'s checksum of the file at `path`: xxh128, rsync's default for a local copy,
+/// the number as rsync prints it. `None` where it cannot be read (the line then shows
+/// spaces, as rsync's does for a checksum it does not know).
+fn file_checksum(path: &Path) -> Option<u128> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(h.digest128()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
 /// A file name as rsync's `-8` prints it: bytes with the high bit set as they are
 /// (whatever the locale makes of them), control characters other than tab and a
 /// backslash that would read as an escape still as `\#ooo`.
@@ -687,6 +727,16 @@ pub fn escape_controls(name: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::{escape_controls, escape_name};
+
+    #[test]
+    fn checksums_are_rsyncs_xxh128() {
+        let dir = std::env::temp_dir().join(format!("nfsync-sum-{}", std::process::id()));
+        std::fs::write(&dir, "data3\n").unwrap();
+        let sum = super::file_checksum(&dir);
+        std::fs::remove_file(&dir).unwrap();
+        // What rsync 3.2 printed for this content with --out-format=%C.
+        assert_eq!(sum, Some(0xc6930651a6933db55501f34aab58c54f));
+    }
 
     #[test]
     fn eight_bit_output_keeps_high_bytes() {

@@ -3,7 +3,7 @@
 //! Each test runs rsync and nfsync with the same options from the same source onto two
 //! copies of the same starting destination (the trees of [`crate::support::sides`]:
 //! files older, newer and extra there) and compares what they print: `--stats`' count
-//! lines, `--out-format` lines with every escape nfsync gives, the `--log-file` (times
+//! lines, `--out-format` lines with every escape nfsync gives (`%C` too), the `--log-file` (times
 //! and pids masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by
 //! the trees; `--list-only`'s sizes at each `-h` level and a changed device's `-i`
 //! line (from a source of their own).
@@ -183,10 +183,21 @@ fn out_format_bytes_pid_and_time() {
     assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
 }
 
-/// `%c` and `%C` are about rsync's delta transfer: refused with the reason.
+/// `%C`: the checksum of each file sent (of every file shown with `-c`), rsync's
+/// xxh128, blank for the rest; in `--out-format` and the `--log-file`, on the mount
+/// path and over nfs://.
+#[test]
+fn checksum_escape_is_rsyncs() {
+    assert_out_format_matches(Via::Mount, &["-a", "--delete", "--out-format=%C|%i|%n"]);
+    assert_out_format_matches(Via::Mount, &["-a", "-c", "--out-format=[%40C]%n"]);
+    assert_out_format_matches(Via::InProc, &["-a", "--no-D", "--out-format=%C %n"]);
+    assert_logs_match(&["-a", "--log-file=LOG", "--log-file-format=%C %i %n"]);
+}
+
+/// `%c` counts rsync's delta-transfer checksums: refused with the reason.
 #[test]
 fn out_format_refuses_what_it_cannot_give() {
-    for (flag, letter) in [("--out-format=%n %c", "%c"), ("--log-file-format=%C", "%C")] {
+    for (flag, letter) in [("--out-format=%n %c", "%c"), ("--log-file-format=%c", "%c")] {
         let out = nfsync().args([flag, "a", "b"]).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
         let err = String::from_utf8_lossy(&out.stderr);
