@@ -98,7 +98,8 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// A scan for a directory --no-implied-dirs does not send: one DEST has is used as
-    /// it is (nothing set on it), a missing one is made with default permissions
+    /// it is (nothing set on it; a symlink to a directory inside DEST is followed), a
+    /// missing one is made with default permissions
     /// (`0777` less the umask) and no itemized line, and anything else in the way is
     /// left and reported (rsync's "mkdir failed: Not a directory", exit 23).
     pub(super) fn scan_bare(
@@ -127,6 +128,22 @@ impl<D: Destination> Engine<'_, D> {
                     return;
                 };
                 (Some(d), Origin::Found(m))
+            }
+            // A symlink to a directory stands for it, as rsync uses the path's
+            // elements as they are (the link is followed when it stays in DEST).
+            (Some(m), Some(pd)) if m.kind == Kind::Symlink => {
+                match self.open_dest_link(pd, &entry.name, &rel) {
+                    Ok(Some((d, m))) => (Some(d), Origin::Found(m)),
+                    Ok(None) => {
+                        let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+                        self.dest_error(&rel, dest::Error::Entry(e));
+                        return;
+                    }
+                    Err(e) => {
+                        self.dest_error(&rel, e);
+                        return;
+                    }
+                }
             }
             (Some(_), _) => {
                 let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);

@@ -390,3 +390,31 @@ fn no_implied_dirs() {
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
     }
 }
+
+/// --no-implied-dirs uses DEST's path elements as they are: a symlink there to a
+/// directory in DEST is followed, and the file lands in that directory (rsync); the
+/// default replaces the link by a directory.
+#[test]
+fn no_implied_dirs_follows_a_dest_link() {
+    for implied in [false, true] {
+        let s = Sides::new(Via::Mount);
+        Tree::new(s.join("src")).file("path/file", "NEW\n");
+        Tree::new(s.join("start"))
+            .dir("real")
+            .symlink("path", "real");
+        s.copy_start("start");
+        let operand = format!("{}/./path/file", s.join("src").display());
+        s.run_ok("", b"", &|_, cmd| {
+            cmd.args(["-a", "-R"]);
+            if !implied {
+                cmd.arg("--no-implied-dirs");
+            }
+            cmd.arg(&operand);
+        });
+        let d = s.diff(&["-O"]);
+        assert!(d.is_empty(), "implied {implied}: differs from rsync:\n{d}");
+        let through = s.nfsync("real/file");
+        assert_eq!(through.exists(), !implied, "implied {implied}");
+        assert_eq!(s.nfsync("path").is_symlink(), !implied);
+    }
+}
