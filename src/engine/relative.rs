@@ -70,7 +70,7 @@ impl<D: Destination> Engine<'_, D> {
             None => self.cfg.recursive,
             Some(t) => t.named && (self.cfg.recursive || t.contents),
         };
-        let (mut children, whole) = if list {
+        let (mut children, mut whole) = if list {
             match self.list_source(src) {
                 Some(children) => (children, true),
                 None if self.cfg.ignore_errors => (vec![], true),
@@ -79,6 +79,20 @@ impl<D: Destination> Engine<'_, D> {
         } else {
             (vec![], false)
         };
+        // The same directory from later sources: listed beside it (rsync merges them).
+        let also = match (&node.parent, list && self.cfg.sources.len() > 1) {
+            (Some(p), true) => p.merged.lock().unwrap().remove(&src.name),
+            _ => None,
+        };
+        for other in also.into_iter().flatten() {
+            match self.list_source(&other) {
+                Some(more) => {
+                    let mut merged = node.merged.lock().unwrap();
+                    super::dir::merge_listing(&mut children, more, &mut merged);
+                }
+                None => whole &= self.cfg.ignore_errors,
+            }
+        }
         if let Some(t) = &node.implied {
             let implied = self.implied_entries(t);
             let have: std::collections::HashSet<_> =

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::sides::{Sides, Via, against_rsync_setup, against_rsync_via};
-use crate::support::{Scratch, Tree, describe, nfsync};
+use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 fn same_as_rsync(via: Via, flags: &[&str], operands: &[&str]) {
     let d = against_rsync_via(via, flags, operands, &[]);
@@ -416,5 +416,45 @@ fn no_implied_dirs_follows_a_dest_link() {
         let through = s.nfsync("real/file");
         assert_eq!(through.exists(), !implied, "implied {implied}");
         assert_eq!(s.nfsync("path").is_symlink(), !implied);
+    }
+}
+
+/// Several `SRC/` with directories of one name: their contents are merged (the first
+/// source's entry wins a name both have), and DEST takes the first `SRC/`'s attributes,
+/// as rsync keeps the first `.` sent; on the mount path and over nfs://.
+#[test]
+fn several_sources_merge_their_directories() {
+    use std::os::unix::fs::PermissionsExt;
+    for via in [Via::Mount, Via::InProc] {
+        let s = Sides::new(via);
+        Tree::new(s.join("a"))
+            .file("sub/one", "a1\n")
+            .file("sub/both", "from a\n")
+            .file("sub/deeper/x", "ax\n")
+            .file("top", "a\n");
+        Tree::new(s.join("b"))
+            .file("sub/two", "b2\n")
+            .file("sub/both", "from b, longer\n")
+            .file("sub/deeper/y", "by\n")
+            .file("top", "b\n");
+        fs::write(s.join("f"), "f\n").unwrap();
+        fs::set_permissions(s.join("b"), fs::Permissions::from_mode(0o700)).unwrap();
+        let old = filetime::FileTime::from_unix_time(1_400_000_000, 0);
+        filetime::set_file_mtime(s.join("b"), old).unwrap();
+        let (f, b, a) = (s.join("f"), slash(&s.join("b")), slash(&s.join("a")));
+        s.run_ok("", b"", &|_, cmd| {
+            cmd.args(["-a", "--delete"]).arg(&f).arg(&b).arg(&a);
+        });
+        let d = s.diff(&[]);
+        assert!(d.is_empty(), "differs from rsync:\n{d}");
+        for p in ["sub/one", "sub/two", "sub/deeper/x", "sub/deeper/y"] {
+            assert!(s.nfsync(p).exists(), "{p}");
+        }
+        assert_eq!(
+            fs::read_to_string(s.nfsync("sub/both")).unwrap(),
+            "from b, longer\n"
+        );
+        let root = fs::metadata(s.nfsync("")).unwrap();
+        assert_eq!(root.permissions().mode() & 0o777, 0o700);
     }
 }

@@ -193,11 +193,12 @@ impl<D: Destination> Engine<'_, D> {
         if fresh {
             Stats::bump(&self.stats.dirs_created);
             self.out.created_dest(&self.dest_display);
-            let code = match operands.as_slice() {
-                [o] if o.contents => self.new_dir_code(Path::new(""), &o.meta),
-                _ => Some(Itemize::New(Update::Local, Kind::Dir)),
+            let first_dir = operands.iter().find(|o| o.contents);
+            let code = match first_dir {
+                Some(o) => self.new_dir_code(Path::new(""), &o.meta),
+                None => Some(Itemize::New(Update::Local, Kind::Dir)),
             };
-            if let (Some(code), Some(op)) = (code, operands.first()) {
+            if let (Some(code), Some(op)) = (code, first_dir.or(operands.first())) {
                 // rsync's line for the transfer's top directory, made from scratch.
                 let meta = Meta {
                     kind: Kind::Dir,
@@ -211,21 +212,24 @@ impl<D: Destination> Engine<'_, D> {
                 self.out.change(code, Path::new("./"), src);
             }
         }
-        // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
+        // DEST takes the attributes of the first `SRC/` (rsync keeps the first of the
+        // `.`s sent); with none it keeps its own.
         let only_contents = named.is_none() && operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
         // (-R and --files-from names beside it too: rsync sends its `.` with them.)
-        let lone = operands.len() == 1 && operands[0].contents;
+        let first_dir = operands.iter().position(|o| o.contents);
+        let lone = first_dir.is_some();
+        let first = first_dir.unwrap_or(0);
         // A -R path whose part to recreate starts with `./` gives DEST the attributes
         // of the directory that `.` is, as rsync sends that `.` as an implied directory.
         let dot = (!lone).then(|| self.implied_dot()).flatten();
         let root_src = match &dot {
             Some(d) => Some(d.path.clone()),
-            None => lone.then(|| operands[0].entry.path.clone()),
+            None => lone.then(|| operands[first].entry.path.clone()),
         };
         let root_meta = match &dot {
             Some(d) => Some(self.shape_meta(d.meta)),
-            None => lone.then(|| self.shape_meta(operands[0].meta)),
+            None => lone.then(|| self.shape_meta(operands[first].meta)),
         };
         if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta) {
             if let Some(code) = self.new_dir_code(Path::new(""), &d.meta) {
@@ -272,6 +276,7 @@ impl<D: Destination> Engine<'_, D> {
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
+        let mut merged = node.merged.lock().unwrap();
         for op in operands {
             // -d: a directory named is created, `SRC/`'s top level sent.
             if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.paths.dirs {
@@ -288,7 +293,7 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.dirs_scanned);
                 let _listed = Listed(&self.stats);
                 match self.list_source(&op.entry) {
-                    Some(list) => entries.extend(list),
+                    Some(list) => super::merge_listing(&mut entries, list, &mut merged),
                     None => listing_ok = false,
                 }
             } else {
@@ -301,9 +306,11 @@ impl<D: Destination> Engine<'_, D> {
                         path: op.entry.path.clone(),
                         why: "cannot copy a path with no name".into(),
                     })?;
-                entries.push(SrcEntry { name, ..op.entry });
+                let one = vec![SrcEntry { name, ..op.entry }];
+                super::merge_listing(&mut entries, one, &mut merged);
             }
         }
+        drop(merged);
         if let Some(t) = &node.implied {
             entries.extend(self.implied_entries(t));
         }
