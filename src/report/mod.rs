@@ -454,7 +454,7 @@ impl Output {
     /// A line about the run as a whole (why it stopped, the closing summary): the
     /// caller decides when it is wanted.
     pub fn note(&self, msg: impl std::fmt::Display) {
-        self.emit(true, &format!("nfsync: {msg}"));
+        self.emit(true, format!("nfsync: {msg}"));
     }
 
     /// One of rsync's informational lines, in its words (`skipping directory NAME`):
@@ -655,7 +655,7 @@ impl Output {
     /// A `-v` diagnostic line (e.g. the job controller's decisions), to stderr.
     pub fn verbose(&self, level: u8, msg: impl std::fmt::Display) {
         if self.verbose >= level && !self.quiet {
-            self.emit(true, &format!("nfsync: {msg}"));
+            self.emit(true, format!("nfsync: {msg}"));
         }
     }
 }

@@ -231,12 +231,12 @@ impl<D: Destination> Engine<'_, D> {
             Some(d) => Some(self.shape_meta(d.meta)),
             None => lone.then(|| self.shape_meta(operands[first].meta)),
         };
-        if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta) {
-            if let Some(code) = self.new_dir_code(Path::new(""), &d.meta) {
-                let path = d.path.join(".");
-                let src = crate::report::Source { meta, path: &path };
-                self.out.change(code, Path::new("./"), src);
-            }
+        if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta)
+            && let Some(code) = self.new_dir_code(Path::new(""), &d.meta)
+        {
+            let path = d.path.join(".");
+            let src = crate::report::Source { meta, path: &path };
+            self.out.change(code, Path::new("./"), src);
         }
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
