@@ -87,7 +87,7 @@ complete -c nfsync -l ignore-errors -d 'Delete even when a source directory coul
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
 complete -c nfsync -s h -l human-readable -d 'Numbers in units: --stats and --list-only sizes (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
 complete -c nfsync -s 8 -l 8-bit-output -d 'Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as `\\#ooo`); control characters are still escaped'
-complete -c nfsync -s P -d '--partial --progress'
+complete -c nfsync -s P -d '--partial --progress: where stdout is no terminal, rsync\'s progress line after each file sent'
 complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
 complete -c nfsync -l no-inc-recursive -d 'Accepted, no effect: nfsync\'s walk is incremental already'

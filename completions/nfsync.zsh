@@ -131,7 +131,7 @@ man\:"The man page (roff)"))' \
 '*--human-readable[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
 '-8[Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as \`\\#ooo\`); control characters are still escaped]' \
 '--8-bit-output[Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as \`\\#ooo\`); control characters are still escaped]' \
-'-P[--partial --progress]' \
+'-P[--partial --progress\: where stdout is no terminal, rsync'\''s progress line after each file sent]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
 '*--whole-file[Accepted, no effect\: nfsync always sends whole files]' \

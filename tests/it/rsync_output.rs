@@ -525,7 +525,7 @@ fn quiet_without_a_terminal_unless_asked() {
     }
 }
 
-/// `--progress` where stdout is no terminal: after each file sent, rsync's progress
+/// `--progress` (or `-P`) where stdout is no terminal: after each file sent, rsync's progress
 /// line for it (its size, 100%, rate, time, `xfr#N` and the entries left to check),
 /// and the names as with `-v`; on the mount path and over nfs://.
 #[test]
@@ -534,8 +534,12 @@ fn progress_lines_without_a_terminal_are_rsyncs() {
         r"^ +([0-9,]+) 100% +[0-9]+\.[0-9]{2}[kMG]B/s +[0-9]+:[0-9]{2}:[0-9]{2} \(xfr#([0-9]+), (?:to|ir)-chk=[0-9]+/[0-9]+\)$",
     )
     .unwrap();
-    for via in [Via::Mount, Via::InProc] {
-        let b = both(via, &["-a", "--no-D", "--progress"]);
+    for (via, flag) in [
+        (Via::Mount, "--progress"),
+        (Via::InProc, "--progress"),
+        (Via::Mount, "-P"),
+    ] {
+        let b = both(via, &["-a", "--no-D", flag]);
         assert!(b.diff.is_empty(), "trees differ:\n{}", b.diff);
         // rsync redraws its line with a CR; the last drawing is the one that stays.
         let lines = |o: &Output| -> Vec<String> {

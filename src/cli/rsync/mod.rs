@@ -155,8 +155,9 @@ pub struct RsyncOpts {
     #[arg(short = '8', long = "8-bit-output")]
     pub eight_bit_output: bool,
 
-    /// --partial --progress.
-    #[arg(short = 'P', help_heading = "Accepted for rsync, no effect")]
+    /// --partial --progress: where stdout is no terminal, rsync's progress line after
+    /// each file sent.
+    #[arg(short = 'P')]
     pub partial_progress: bool,
 
     /// Accepted, no effect: an update is written beside the old copy and renamed over
