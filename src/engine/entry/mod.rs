@@ -518,7 +518,8 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// rsync's code for a file sent whole: new (`>f+++++++++`), or an update of `dst`
-    /// (columns YXcstpoguax: size, time, permissions, owner, group).
+    /// (columns YXcstpoguax: with -c the checksum, size, time, permissions, owner,
+    /// group).
     pub(super) fn file_code(
         &self,
         src: &Meta,
@@ -530,6 +531,8 @@ impl<D: Destination> Engine<'_, D> {
             Some(d) if d.kind == Kind::File => {
                 let x = self.entry_xattrs_diff(job, rel, false);
                 let changes = Changes {
+                    // -c: rsync marks every file it sends over an old copy.
+                    value: self.rules.compare == crate::plan::Compare::Checksum,
                     size: d.size != src.size,
                     time: self.time_flag(src, d),
                     perms: self.cfg.perms && d.mode != src.mode,
