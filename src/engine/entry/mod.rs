@@ -540,7 +540,6 @@ impl<D: Destination> Engine<'_, D> {
                     group: self.cfg.owners.group && d.gid != src.gid,
                     acl: x.acl,
                     xattr: x.xattr,
-                    ..Changes::default()
                 };
                 Itemize::Changed(Update::Received, Kind::File, changes)
             }
