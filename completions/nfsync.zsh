@@ -133,7 +133,9 @@ man\:"The man page (roff)"))' \
 '--compress[Accepted, no effect\: nothing to compress on a local-to-NFS copy (-v says so)]' \
 '*-h[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
 '*--human-readable[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
-'-P[--partial --progress\: progress lines where no bar is shown (--partial has no effect)]' \
+'-8[Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as \`\\#ooo\`); control characters are still escaped]' \
+'--8-bit-output[Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as \`\\#ooo\`); control characters are still escaped]' \
+'-P[--partial --progress\: progress lines where no bar is shown, and where stdout is no terminal rsync'\''s progress line after each file sent (--partial has no effect)]' \
 '--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
 '*--whole-file[Accepted, no effect\: nfsync always sends whole files]' \

@@ -100,6 +100,10 @@ pub struct Config {
     pub stats_every: Option<Duration>,
     /// `--progress=json`: progress lines are JSON objects, the last one the totals.
     pub progress_json: bool,
+    /// `--progress`/`-P` where stdout is no terminal: rsync's per-file progress lines.
+    pub file_progress: bool,
+    /// `-8/--8-bit-output`.
+    pub eight_bit: bool,
     /// `--stats`.
     pub stats: bool,
     /// `-i`.

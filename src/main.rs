@@ -92,12 +92,16 @@ fn real_main() -> Result<ExitCode, Error> {
             })
             .ok()
     });
-    let out = Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json).with_formats(
-        cfg.out_format.clone(),
-        log,
-        (cfg.owners.owner, cfg.owners.group),
-        cfg.dry_run,
-    );
+    let out = Output::new(cfg.quiet, cfg.verbose, cfg.itemize, cfg.json)
+        .with_formats(
+            cfg.out_format.clone(),
+            log,
+            (cfg.owners.owner, cfg.owners.group),
+            cfg.dry_run,
+        )
+        .with_eight_bit(cfg.eight_bit)
+        .with_all_checksums(cfg.compare == nfsync::plan::Compare::Checksum)
+        .with_file_progress(cfg.file_progress.then_some(cfg.human_readable));
     let out = Arc::new(out);
     if cfg.paths.list_only {
         let source = source(&cfg, &out)?;

@@ -176,9 +176,24 @@ pub fn plan_dir(
         .flat_map(|m| m.into_values())
         .filter_map(|e| {
             let kind = e.kind.or(e.meta.map(|m| m.kind));
-            if excluded(&e.name, kind == Some(Kind::Dir), Side::Receiver)
-                || rules.backup.is_some_and(|b| b.protects(&rel.join(&e.name)))
-            {
+            // The backup's own protect rule comes after the user's rules, as rsync
+            // appends it: a user's rule that decides the name (`R *~`) wins.
+            let decided = if rules.filter.is_empty() {
+                None
+            } else {
+                rules
+                    .filter
+                    .decided_by(
+                        scope,
+                        &rel.join(&e.name),
+                        kind == Some(Kind::Dir),
+                        Side::Receiver,
+                    )
+                    .map(|(excludes, _)| excludes)
+            };
+            let kept = decided
+                .unwrap_or_else(|| rules.backup.is_some_and(|b| b.protects(&rel.join(&e.name))));
+            if kept {
                 return None;
             }
             let remove = if kind == Some(Kind::File) && temp::is_temp(&e.name) {

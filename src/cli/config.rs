@@ -267,6 +267,14 @@ impl Cli {
                 || r.info_progress() == Some(true),
             stats_every: self.stats_every,
             progress_json: self.progress == Some(super::ProgressFormat::Json),
+            // rsync's per-file lines on stdout, where rsync prints them; not when
+            // --json has stdout, nor for --progress=json (a log pipeline's).
+            file_progress: (self.progress == Some(super::ProgressFormat::Text)
+                || r.partial_progress)
+                && !self.json
+                && !self.quiet
+                && !std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            eight_bit: r.eight_bit_output,
             stats: self.stats,
             itemize: self.itemize_changes,
             json: self.json,

@@ -54,7 +54,6 @@ pub const LIST: &[Unsupported] = refused![
     (None, "sockopts", REMOTE),
     (None, "blocking-io", REMOTE),
     (None, "outbuf", NOT_YET),
-    (Some('8'), "8-bit-output", NOT_YET),
     (None, "password-file", REMOTE),
     (None, "early-input", REMOTE),
     (

@@ -37,7 +37,7 @@ impl<D: Destination> Engine<'_, D> {
 
     /// Opens the directory the symlink `name` in `pdir` points to (`None`: it points
     /// to no directory) and remembers it for [`Engine::is_linked_dir`].
-    fn open_dest_link(
+    pub(super) fn open_dest_link(
         &self,
         pdir: &D::Dir,
         name: &OsStr,

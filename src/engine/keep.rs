@@ -255,7 +255,11 @@ impl<D: Destination> Engine<'_, D> {
             if !each.may_remove(rel, kind) {
                 return Ok(false);
             }
-            match self.back_up(dir, (node, parent), name) {
+            let gone = match self.cfg.backup.as_ref() {
+                Some(b) if b.is_backup_name(name) => self.dest.remove(dir, name, kind),
+                _ => self.back_up(dir, (node, parent), name),
+            };
+            match gone {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
                 r => r?,
             }

@@ -80,6 +80,9 @@ pub struct DirNode<D: Destination> {
     new_perms: OnceLock<u32>,
     /// The `-R`/`--files-from` names at and below it, when it is on their path.
     implied: Option<Arc<Named>>,
+    /// Several sources giving a directory of one name: the later ones, by name, for
+    /// the child directory to list beside the first (rsync merges them).
+    merged: Mutex<std::collections::HashMap<OsString, Vec<SrcEntry>>>,
 }
 
 /// Where a destination directory came from.

@@ -70,7 +70,7 @@ impl<D: Destination> Engine<'_, D> {
             None => self.cfg.recursive,
             Some(t) => t.named && (self.cfg.recursive || t.contents),
         };
-        let (mut children, whole) = if list {
+        let (mut children, mut whole) = if list {
             match self.list_source(src) {
                 Some(children) => (children, true),
                 None if self.cfg.ignore_errors => (vec![], true),
@@ -79,6 +79,20 @@ impl<D: Destination> Engine<'_, D> {
         } else {
             (vec![], false)
         };
+        // The same directory from later sources: listed beside it (rsync merges them).
+        let also = match (&node.parent, list && self.cfg.sources.len() > 1) {
+            (Some(p), true) => p.merged.lock().unwrap().remove(&src.name),
+            _ => None,
+        };
+        for other in also.into_iter().flatten() {
+            match self.list_source(&other) {
+                Some(more) => {
+                    let mut merged = node.merged.lock().unwrap();
+                    super::dir::merge_listing(&mut children, more, &mut merged);
+                }
+                None => whole &= self.cfg.ignore_errors,
+            }
+        }
         if let Some(t) = &node.implied {
             let implied = self.implied_entries(t);
             let have: std::collections::HashSet<_> =
@@ -98,7 +112,8 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// A scan for a directory --no-implied-dirs does not send: one DEST has is used as
-    /// it is (nothing set on it), a missing one is made with default permissions
+    /// it is (nothing set on it; a symlink to a directory inside DEST is followed), a
+    /// missing one is made with default permissions
     /// (`0777` less the umask) and no itemized line, and anything else in the way is
     /// left and reported (rsync's "mkdir failed: Not a directory", exit 23).
     pub(super) fn scan_bare(
@@ -127,6 +142,22 @@ impl<D: Destination> Engine<'_, D> {
                     return;
                 };
                 (Some(d), Origin::Found(m))
+            }
+            // A symlink to a directory stands for it, as rsync uses the path's
+            // elements as they are (the link is followed when it stays in DEST).
+            (Some(m), Some(pd)) if m.kind == Kind::Symlink => {
+                match self.open_dest_link(pd, &entry.name, &rel) {
+                    Ok(Some((d, m))) => (Some(d), Origin::Found(m)),
+                    Ok(None) => {
+                        let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);
+                        self.dest_error(&rel, dest::Error::Entry(e));
+                        return;
+                    }
+                    Err(e) => {
+                        self.dest_error(&rel, e);
+                        return;
+                    }
+                }
             }
             (Some(_), _) => {
                 let e = std::io::Error::from_raw_os_error(libc::ENOTDIR);

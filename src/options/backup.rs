@@ -25,6 +25,16 @@ impl Backup {
         b
     }
 
+    /// Whether a deleted `name` is itself a backup beside its file (it ends in the
+    /// suffix, with no `--backup-dir`): it is removed, not backed up again as `name~~`,
+    /// as rsync does.
+    pub fn is_backup_name(&self, name: &OsStr) -> bool {
+        self.dir.is_none()
+            && !self.suffix.is_empty()
+            && name.len() > self.suffix.len()
+            && name.as_bytes().ends_with(self.suffix.as_bytes())
+    }
+
     /// Where the backup of an entry in DEST's `parent` (relative to DEST) goes, as a
     /// path for [`crate::dest::Destination::open_path`]; `None`: beside the entry.
     pub fn dir_for(&self, parent: &Path) -> Option<PathBuf> {
@@ -116,6 +126,9 @@ mod tests {
         assert!(b.protects(Path::new("x/a~")));
         assert!(!b.protects(Path::new("x/a")));
         assert_eq!(b.dir_for(Path::new("x")), None);
+        assert!(b.is_backup_name(OsStr::new("a~")));
+        assert!(!b.is_backup_name(OsStr::new("~")));
+        assert!(!b.is_backup_name(OsStr::new("a")));
         let d = Backup {
             suffix: "".into(),
             dir: Some("./bk/../old".into()),
@@ -123,6 +136,7 @@ mod tests {
         };
         assert!(d.protects(Path::new("old")));
         assert!(!d.protects(Path::new("a~")));
+        assert!(!d.is_backup_name(OsStr::new("a~")));
         assert_eq!(d.dir_for(Path::new("x")), Some("./bk/../old/x".into()));
     }
 

@@ -125,7 +125,8 @@ pub fn names_contents(p: &Path) -> bool {
 
 /// rsync's reading of a `--files-from` list: names end at a newline (a NUL with
 /// `--from0`); without `--from0` a trailing CR is dropped; empty names and names
-/// starting with `#` or `;` are skipped (with `--from0` too, as rsync does).
+/// starting with `#` or `;` are skipped (with `--from0` too, as rsync does). A `..`
+/// cannot climb above SRC: it is clamped there (see [`clamp_dot_dots`]).
 pub fn parse_list(data: &[u8], from0: bool) -> Vec<OsString> {
     use std::os::unix::ffi::OsStringExt;
     let sep = if from0 { 0 } else { b'\n' };
@@ -138,13 +139,55 @@ pub fn parse_list(data: &[u8], from0: bool) -> Vec<OsString> {
             }
         })
         .filter(|l| !l.is_empty() && !matches!(l[0], b'#' | b';'))
-        .map(|l| OsString::from_vec(l.to_vec()))
+        .map(|l| OsString::from_vec(clamp_dot_dots(l)))
         .collect()
+}
+
+/// A listed name with its `..` resolved inside SRC, as rsync sanitizes a
+/// `--files-from` name: each `..` drops the component before it, and one with
+/// nothing before it is dropped (`../keep` is SRC's `keep`, never its sibling). A
+/// name without `..` is kept byte for byte.
+pub fn clamp_dot_dots(name: &[u8]) -> Vec<u8> {
+    let parts: Vec<&[u8]> = name.split(|&c| c == b'/').collect();
+    if !parts.contains(&&b".."[..]) {
+        return name.to_vec();
+    }
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for part in parts.iter().filter(|p| !p.is_empty()) {
+        if *part == b".." {
+            kept.pop();
+        } else {
+            kept.push(part);
+        }
+    }
+    let mut out = Vec::with_capacity(name.len());
+    if name.starts_with(b"/") {
+        out.push(b'/');
+    }
+    out.extend_from_slice(&kept.join(&b'/'));
+    if kept.is_empty() {
+        out = b".".to_vec();
+    }
+    if name.ends_with(b"/") && !out.ends_with(b"/") {
+        out.push(b'/');
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_dot_dots_stay_inside_the_source() {
+        let c = |n: &str| String::from_utf8(clamp_dot_dots(n.as_bytes())).unwrap();
+        assert_eq!(c("../keep"), "keep");
+        assert_eq!(c("a/../../b/"), "b/");
+        assert_eq!(c("/x/../y"), "/y");
+        assert_eq!(c(".."), ".");
+        assert_eq!(c("a//b/./c"), "a//b/./c");
+        assert_eq!(c("a..b/..c"), "a..b/..c");
+    }
 
     #[test]
     fn anchors_split_the_path() {

@@ -5,9 +5,11 @@
 //! The escapes about the entry (`%n %f %l %L %M %B %U %G %i %o %b`) and about the run
 //! (`%t %p`) are meaningful on a local copy and give what rsync gives. The daemon-only
 //! ones (`%a %h %P %u`) expand to nothing in rsync when it is not a daemon, which leaves
-//! the escape itself in the line; `%m` becomes empty: nfsync does the same. `%c` and
-//! `%C` describe rsync's delta transfer and its transfer checksum, which nfsync does not
-//! have, so a format naming them is refused rather than printed with made-up values.
+//! the escape itself in the line; `%m` becomes empty: nfsync does the same. `%C` is a
+//! file's whole-content checksum, rsync's default xxh128, read from the source for the
+//! lines that show it (only when a format asks). `%c` counts rsync's delta-transfer
+//! checksums, which nfsync does not have, so a format naming it is refused rather than
+//! printed with a made-up value.
 
 use std::ffi::OsStr;
 use std::fmt::Write as _;
@@ -43,6 +45,8 @@ pub struct LogFormat {
     /// Whether it has `%o` or `%i` (then a deletion is shown in this format, otherwise
     /// as `deleting NAME`).
     pub has_o_or_i: bool,
+    /// Whether it has `%C` (then the files shown need their checksum).
+    pub has_checksum: bool,
 }
 
 /// The widest field a format may ask for: rsync's whole line fits in 5 KiB (its
@@ -89,6 +93,8 @@ pub struct Item<'a> {
     pub hard_link: Option<&'a Path>,
     /// Bytes of content written (`%b`).
     pub bytes: u64,
+    /// The file's whole-content checksum (`%C`), where it is known.
+    pub checksum: Option<u128>,
 }
 
 impl Item<'_> {
@@ -129,7 +135,7 @@ impl LogFormat {
         let b = format.as_bytes();
         let mut pieces = Vec::new();
         let mut text = Vec::new();
-        let (mut has_i, mut has_o) = (false, false);
+        let (mut has_i, mut has_o, mut has_checksum) = (false, false, false);
         let mut i = 0;
         while i < b.len() {
             if b[i] != b'%' {
@@ -171,14 +177,8 @@ impl LogFormat {
                         why: "it counts rsync's delta-transfer checksums; nfsync has no delta transfer",
                     });
                 }
-                b'C' => {
-                    return Err(FormatError::Unsupported {
-                        letter: 'C',
-                        why: "it is rsync's transfer checksum; nfsync computes none",
-                    });
-                }
-                b'i' | b'n' | b'l' | b'b' | b'f' | b'L' | b'M' | b't' | b'o' | b'p' | b'B'
-                | b'U' | b'G' | b'm' | b'%' => {
+                b'i' | b'C' | b'n' | b'l' | b'b' | b'f' | b'L' | b'M' | b't' | b'o' | b'p'
+                | b'B' | b'U' | b'G' | b'm' | b'%' => {
                     let width = match digits {
                         "" => 0,
                         d => d.parse().ok().filter(|&w| w <= MAX_WIDTH).ok_or_else(|| {
@@ -189,6 +189,7 @@ impl LogFormat {
                         })?,
                     };
                     has_i |= letter == b'i';
+                    has_checksum |= letter == b'C';
                     has_o |= letter == b'o';
                     if !text.is_empty() {
                         pieces.push(Piece::Text(std::mem::take(&mut text)));
@@ -213,6 +214,7 @@ impl LogFormat {
             pieces,
             has_i,
             has_o_or_i: has_i || has_o,
+            has_checksum,
         })
     }
 
@@ -284,6 +286,11 @@ impl LogFormat {
                             false,
                         ),
                         b'm' => pad(b"", &mut out, false),
+                        b'C' => match item.checksum.filter(|_| item.kind == Kind::File) {
+                            Some(sum) => pad(format!("{sum:032x}").as_bytes(), &mut out, false),
+                            // rsync's blank is not padded to the width.
+                            None => out.extend_from_slice(&[b' '; 32]),
+                        },
                         b'i' => pad(item.code.to_string().as_bytes(), &mut out, false),
                         b'L' => {
                             let (arrow, target) = match (item.hard_link, item.link) {
@@ -445,7 +452,9 @@ mod tests {
             link: None,
             hard_link: None,
             bytes: 12345,
+            checksum: Some(0xc6930651a6933db5_5501f34aab58c54f),
         };
+        assert_eq!(line("%C|%n", &item), "c6930651a6933db55501f34aab58c54f|d/a");
         assert_eq!(line("%i %n%L", &item), ">f+++++++++ d/a");
         assert_eq!(
             line("%o|%f|%l|%'l|%b|%B|%U|%G|%p", &item),
@@ -463,8 +472,10 @@ mod tests {
             kind: Kind::Dir,
             code: Itemize::Deleting,
             bytes: 0,
+            checksum: None,
             ..item
         };
+        assert_eq!(line("%40C|", &del), format!("{}|", " ".repeat(32)));
         assert_eq!(
             line("%i %n|%o|%B|%l", &del),
             "*deleting   d/a/|del.|---------|0"
@@ -478,7 +489,7 @@ mod tests {
             e => panic!("{e}"),
         };
         assert_eq!(unsupported("%n %c"), 'c');
-        assert_eq!(unsupported("%C"), 'C');
+        assert!(LogFormat::parse("%C %n").unwrap().has_checksum);
         assert!(LogFormat::parse("%i").unwrap().has_i);
         assert!(LogFormat::parse("%o %n").unwrap().has_o_or_i);
         assert!(!LogFormat::parse("%n%L").unwrap().has_o_or_i);

@@ -29,6 +29,7 @@ use format::{Context, Item, LogFormat};
 pub use itemize::{Changes, Itemize, TimeChange, Update};
 use logfile::LogFile;
 use stats::{KindCounts, RsyncStats, Tally};
+use units::HumanLevel;
 
 /// Live counters, shared by all workers.
 #[derive(Default, Debug)]
@@ -286,6 +287,16 @@ pub struct Output {
     context: Context,
     /// What the per-file lines add up to (rsync's `--stats` counts).
     pub tally: Tally,
+    /// `-8/--8-bit-output`.
+    eight_bit: bool,
+    /// `-c`: `%C` shows every file's checksum, not only those sent.
+    all_checksums: bool,
+    /// `--progress` where stdout is no terminal: rsync's line after each file sent,
+    /// its numbers in this style.
+    file_progress: Option<HumanLevel>,
+    /// Files sent so far (rsync's `xfr#`), held while the line that numbers one is
+    /// printed so the numbers come in order.
+    sent: Mutex<u64>,
 }
 
 /// The source entry a per-file line is about.
@@ -308,6 +319,7 @@ fn source_item<'a>(code: Itemize, rel: &'a Path, src: Source<'a>) -> Item<'a> {
         link: None,
         hard_link: None,
         bytes: 0,
+        checksum: None,
     }
 }
 
@@ -344,6 +356,10 @@ impl Output {
                 pid: std::process::id(),
             },
             tally: Tally::default(),
+            eight_bit: false,
+            all_checksums: false,
+            file_progress: None,
+            sent: Mutex::new(0),
         }
     }
 
@@ -369,19 +385,53 @@ impl Output {
         self
     }
 
+    /// `-c`: `%C` shows the checksum of every file shown, as rsync's does.
+    pub fn with_all_checksums(mut self, on: bool) -> Output {
+        self.all_checksums = on;
+        self
+    }
+
+    /// `-8`: names keep their bytes that are not UTF-8 as they are.
+    pub fn with_eight_bit(mut self, on: bool) -> Output {
+        self.eight_bit = on;
+        self
+    }
+
+    /// `--progress` where no bar shows it: after each file sent, rsync's last progress
+    /// line for it (`   5,000 100%    4.77MB/s    0:00:00 (xfr#2, to-chk=0/4)`), and
+    /// the names of what changed as with `-v` unless another format is given.
+    pub fn with_file_progress(mut self, human: Option<HumanLevel>) -> Output {
+        self.file_progress = human;
+        if human.is_some() && self.format.is_none() {
+            self.format = Some(LogFormat::names());
+        }
+        self
+    }
+
+    /// A line as printed: names escaped as rsync escapes them ([`escape_name`]), or
+    /// with `-8` only their control characters ([`escape_controls`]).
+    fn escape(&self, line: &[u8]) -> Vec<u8> {
+        match self.eight_bit {
+            true => escape_controls(line),
+            false => escape_name(line).into_bytes(),
+        }
+    }
+
     /// Attaches the progress bar so messages are printed above it.
     pub fn set_bar(&self, bar: Option<indicatif::ProgressBar>) {
         *self.bar.lock().unwrap() = bar;
     }
 
-    fn emit(&self, to_stderr: bool, line: &str) {
+    fn emit(&self, to_stderr: bool, line: impl AsRef<[u8]>) {
+        let mut line = line.as_ref().to_vec();
+        line.push(b'\n');
         let bar = self.bar.lock().unwrap();
         let print = || {
             if to_stderr {
-                let _ = writeln!(io::stderr().lock(), "{line}");
+                let _ = io::stderr().lock().write_all(&line);
             } else {
                 // A closed stdout (`| head`) is not an error worth dying for.
-                let _ = writeln!(io::stdout().lock(), "{line}");
+                let _ = io::stdout().lock().write_all(&line);
             }
         };
         match bar.as_ref() {
@@ -402,13 +452,13 @@ impl Output {
     pub fn error(&self, path: &Path, cause: impl std::fmt::Display) {
         let line = format!("nfsync: {}: {cause}", path.display());
         self.log(&line);
-        self.emit(true, &escape_name(line.as_bytes()));
+        self.emit(true, self.escape(line.as_bytes()));
     }
 
     /// A line about the run as a whole (why it stopped, the closing summary): the
     /// caller decides when it is wanted.
     pub fn note(&self, msg: impl std::fmt::Display) {
-        self.emit(true, &format!("nfsync: {msg}"));
+        self.emit(true, format!("nfsync: {msg}"));
     }
 
     /// A line on stderr as it is (a JSON object), above the bar if there is one.
@@ -422,7 +472,7 @@ impl Output {
         if !self.quiet {
             let line = msg.to_string();
             self.log(&line);
-            self.emit(self.json, &escape_name(line.as_bytes()));
+            self.emit(self.json, self.escape(line.as_bytes()));
         }
     }
 
@@ -430,7 +480,7 @@ impl Output {
     pub fn warn(&self, msg: impl std::fmt::Display) {
         let line = format!("nfsync: warning: {msg}");
         self.log(&line);
-        self.emit(true, &escape_name(line.as_bytes()));
+        self.emit(true, self.escape(line.as_bytes()));
     }
 
     /// An itemized change (`-i`) or, with `-v`, the name of what changed, as rsync
@@ -455,10 +505,26 @@ impl Output {
         });
     }
 
+    /// [`Output::change`] for a file whose content was sent, which took `took`: with
+    /// `--progress` its progress line follows its line (`stats` gives the counts).
+    pub fn received(
+        &self,
+        code: Itemize,
+        rel: &Path,
+        src: Source<'_>,
+        (took, stats): (std::time::Duration, &Stats),
+    ) {
+        self.item_with(&source_item(code, rel, src), Some((took, stats)));
+    }
+
     /// Counts a change and prints its line where one is wanted: with `%i` in the
     /// format every change, otherwise (`-v`) what was transferred or created and
     /// directories, as rsync does.
     fn item(&self, item: &Item<'_>) {
+        self.item_with(item, None)
+    }
+
+    fn item_with(&self, item: &Item<'_>, sent: Option<(std::time::Duration, &Stats)>) {
         let transferred = item.code.update() == Some(Update::Received);
         if item.code.is_new() {
             self.tally.created.add(item.kind);
@@ -480,13 +546,34 @@ impl Output {
         if !shown {
             return;
         }
+        // `%C`: rsync shows a file's checksum when it was sent, or for every file
+        // with -c.
+        let wants_sum = self.format.as_ref().is_some_and(|f| f.has_checksum)
+            || self.log.as_ref().is_some_and(|l| l.format.has_checksum);
+        let checksum = match (wants_sum, item.kind, item.src) {
+            (true, Kind::File, Some(src)) if transferred || self.all_checksums => {
+                file_checksum(src)
+            }
+            _ => None,
+        };
+        let item = &Item { checksum, ..*item };
         // rsync's dry run logs no transfers (its receiver, which logs them, gets none).
         if let Some(l) = self.log.as_ref().filter(|_| !(self.dry_run && transferred)) {
             l.line(&l.format.render(item, &self.context));
         }
-        if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {
-            self.emit(self.json, &escape_name(&f.render(item, &self.context)));
+        let mut line = match self.format.as_ref().filter(|_| !self.quiet) {
+            Some(f) => self.escape(&f.render(item, &self.context)),
+            None => return,
+        };
+        if let (Some(human), Some((took, stats)), true) = (self.file_progress, sent, transferred) {
+            let mut n = self.sent.lock().unwrap();
+            *n += 1;
+            line.push(b'\n');
+            line.extend_from_slice(progress::file_line(human, bytes, took, *n, stats).as_bytes());
+            self.emit(self.json, line);
+            return;
         }
+        self.emit(self.json, line);
     }
 
     /// `--mkpath`'s line for the `n` directories it made up to `path`, as rsync's.
@@ -515,7 +602,7 @@ impl Output {
         if let Some(l) = &self.log {
             l.line(&line);
         }
-        self.emit(self.json, &escape_name(&line));
+        self.emit(self.json, self.escape(&line));
     }
 
     /// A removed entry, as rsync prints it: `*deleting   PATH` with `-i` (a directory
@@ -532,6 +619,7 @@ impl Output {
             link: None,
             hard_link: None,
             bytes: 0,
+            checksum: None,
         };
         let deleting = LogFormat::deleting();
         let pick = |f: &'_ LogFormat| -> Vec<u8> {
@@ -542,7 +630,7 @@ impl Output {
             l.line(&pick(&l.format));
         }
         if let Some(f) = self.format.as_ref().filter(|_| !self.quiet) {
-            self.emit(self.json, &escape_name(&pick(f)));
+            self.emit(self.json, self.escape(&pick(f)));
         }
     }
 
@@ -576,7 +664,7 @@ impl Output {
     /// A `-v` diagnostic line (e.g. the job controller's decisions), to stderr.
     pub fn verbose(&self, level: u8, msg: impl std::fmt::Display) {
         if self.verbose >= level && !self.quiet {
-            self.emit(true, &format!("nfsync: {msg}"));
+            self.emit(true, format!("nfsync: {msg}"));
         }
     }
 }
@@ -607,9 +695,65 @@ pub fn escape_name(name: &[u8]) -> String {
     out
 }
 
+/// `%C`'s checksum of the file at `path`: xxh128, rsync's default for a local copy,
+/// the number as rsync prints it. `None` where it cannot be read (the line then shows
+/// spaces, as rsync's does for a checksum it does not know).
+fn file_checksum(path: &Path) -> Option<u128> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(h.digest128()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// A file name as rsync's `-8` prints it: bytes with the high bit set as they are
+/// (whatever the locale makes of them), control characters other than tab and a
+/// backslash that would read as an escape still as `\#ooo`.
+pub fn escape_controls(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    for (i, &b) in name.iter().enumerate() {
+        let rest = &name[i + 1..];
+        let escaped_backslash = b == b'\\'
+            && rest.len() >= 4
+            && rest[0] == b'#'
+            && rest[1..4].iter().all(u8::is_ascii_digit);
+        if (b < b' ' && b != b'\t') || escaped_backslash {
+            let _ = write!(out, "\\#{b:03o}");
+        } else {
+            out.push(b);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::escape_name;
+    use super::{escape_controls, escape_name};
+
+    #[test]
+    fn checksums_are_rsyncs_xxh128() {
+        let dir = std::env::temp_dir().join(format!("nfsync-sum-{}", std::process::id()));
+        std::fs::write(&dir, "data3\n").unwrap();
+        let sum = super::file_checksum(&dir);
+        std::fs::remove_file(&dir).unwrap();
+        // What rsync 3.2 printed for this content with --out-format=%C.
+        assert_eq!(sum, Some(0xc6930651a6933db55501f34aab58c54f));
+    }
+
+    #[test]
+    fn eight_bit_output_keeps_high_bytes() {
+        assert_eq!(escape_controls(b"hi\xf9name"), b"hi\xf9name");
+        assert_eq!(escape_controls(b"nl\nname"), b"nl\\#012name");
+        assert_eq!(escape_controls(b"tab\tx"), b"tab\tx");
+        assert_eq!(escape_controls(b"esc\\#123"), b"esc\\#134#123");
+    }
 
     #[test]
     fn names_are_escaped_as_rsync_escapes_them() {

@@ -106,6 +106,31 @@ fn itemized_lines_are_rsyncs_byte_for_byte() {
     compare(src.root(), Some(old.root()), &s, "dry", &["--delete", "-n"]);
 }
 
+/// With `-c` a file sent over an old copy has rsync's `c` (checksum) column, whether
+/// its size differs or not; one whose content is the same has only its time fixed.
+#[test]
+fn checksum_column_with_dash_c() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("same_size", "aaaa")
+        .file("longer", "aaaaaa")
+        .file("equal", "eq");
+    src.age();
+    let old = Tree::new(s.join("old"));
+    old.file("same_size", "bbbb")
+        .file("longer", "b")
+        .file("equal", "eq");
+    old.age().mtime("equal", 1_000_000_000, 0);
+    compare(src.root(), Some(old.root()), &s, "checksum", &["-c"]);
+    compare(
+        src.root(),
+        Some(old.root()),
+        &s,
+        "checksum dry",
+        &["-c", "-n"],
+    );
+}
+
 /// An entry replaced by one of another type is not itemized as deleted (rsync's
 /// "make room" removals are not logged; a script counting `*deleting` lines counts
 /// what the source lacks), what was inside a replaced directory is; the same with

@@ -3,7 +3,7 @@
 //! Each test runs rsync and nfsync with the same options from the same source onto two
 //! copies of the same starting destination (the trees of [`crate::support::sides`]:
 //! files older, newer and extra there) and compares what they print: `--stats`' count
-//! lines, `--out-format` lines with every escape nfsync gives, the `--log-file` (times
+//! lines, `--out-format` lines with every escape nfsync gives (`%C` too), the `--log-file` (times
 //! and pids masked), `-v`'s names and the skipped-special line; `-a`/`--no-X` order by
 //! the trees; `--list-only`'s sizes at each `-h` level and a changed device's `-i`
 //! line (from a source of their own).
@@ -183,10 +183,21 @@ fn out_format_bytes_pid_and_time() {
     assert!(pids.iter().all(|p| p.parse::<u32>().is_ok()), "{pids:?}");
 }
 
-/// `%c` and `%C` are about rsync's delta transfer: refused with the reason.
+/// `%C`: the checksum of each file sent (of every file shown with `-c`), rsync's
+/// xxh128, blank for the rest; in `--out-format` and the `--log-file`, on the mount
+/// path and over nfs://.
+#[test]
+fn checksum_escape_is_rsyncs() {
+    assert_out_format_matches(Via::Mount, &["-a", "--delete", "--out-format=%C|%i|%n"]);
+    assert_out_format_matches(Via::Mount, &["-a", "-c", "--out-format=[%40C]%n"]);
+    assert_out_format_matches(Via::InProc, &["-a", "--no-D", "--out-format=%C %n"]);
+    assert_logs_match(&["-a", "--log-file=LOG", "--log-file-format=%C %i %n"]);
+}
+
+/// `%c` counts rsync's delta-transfer checksums: refused with the reason.
 #[test]
 fn out_format_refuses_what_it_cannot_give() {
-    for (flag, letter) in [("--out-format=%n %c", "%c"), ("--log-file-format=%C", "%C")] {
+    for (flag, letter) in [("--out-format=%n %c", "%c"), ("--log-file-format=%c", "%c")] {
         let out = nfsync().args([flag, "a", "b"]).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
         let err = String::from_utf8_lossy(&out.stderr);
@@ -511,5 +522,88 @@ fn quiet_without_a_terminal_unless_asked() {
         let out = run(flags, &format!("d{}", i + 1));
         let line = summary(&out).unwrap_or_else(|| panic!("{flags:?}: {}", describe(&out)));
         assert!(line.contains("B/s, jobs"), "{flags:?}: {line}");
+    }
+}
+
+/// `--progress` (or `-P`) where stdout is no terminal: after each file sent, rsync's progress
+/// line for it (its size, 100%, rate, time, `xfr#N` and the entries left to check),
+/// and the names as with `-v`; on the mount path and over nfs://.
+#[test]
+fn progress_lines_without_a_terminal_are_rsyncs() {
+    let progress = regex::Regex::new(
+        r"^ +([0-9,]+) 100% +[0-9]+\.[0-9]{2}[kMG]B/s +[0-9]+:[0-9]{2}:[0-9]{2} \(xfr#([0-9]+), (?:to|ir)-chk=[0-9]+/[0-9]+\)$",
+    )
+    .unwrap();
+    for (via, flag) in [
+        (Via::Mount, "--progress"),
+        (Via::InProc, "--progress"),
+        (Via::Mount, "-P"),
+    ] {
+        let b = both(via, &["-a", "--no-D", flag]);
+        assert!(b.diff.is_empty(), "trees differ:\n{}", b.diff);
+        // rsync redraws its line with a CR; the last drawing is the one that stays.
+        let lines = |o: &Output| -> Vec<String> {
+            stdout_lines(o)
+                .iter()
+                .map(|l| l.rsplit('\r').next().unwrap_or("").to_owned())
+                .filter(|l| {
+                    !l.is_empty()
+                        && l != "sending incremental file list"
+                        && !l.starts_with("created directory ")
+                })
+                .collect()
+        };
+        let (want, got) = (lines(&b.rsync), lines(&b.nfsync));
+        let split = |ls: &[String]| {
+            let (p, n): (Vec<String>, Vec<String>) =
+                ls.iter().cloned().partition(|l| progress.is_match(l));
+            let mut sizes: Vec<String> = p
+                .iter()
+                .map(|l| progress.captures(l).unwrap()[1].to_owned())
+                .collect();
+            sizes.sort();
+            (sizes, sorted(&n, |_| true))
+        };
+        let (want_sizes, want_names) = split(&want);
+        let (got_sizes, got_names) = split(&got);
+        assert!(!want_sizes.is_empty(), "{want:?}");
+        assert_eq!(got_sizes, want_sizes, "sizes sent differ:\n{got:?}");
+        assert_eq!(got_names, want_names, "names differ");
+        // Each progress line follows its file's name; they count the files sent.
+        for (i, l) in got.iter().enumerate() {
+            if let Some(c) = progress.captures(l) {
+                assert!(i > 0 && !progress.is_match(&got[i - 1]), "{got:?}");
+                let n: usize = c[2].parse().unwrap();
+                let before = got[..i].iter().filter(|l| progress.is_match(l)).count();
+                assert_eq!(n, before + 1, "{got:?}");
+            }
+        }
+    }
+}
+
+/// `-8`: a name's bytes that are not UTF-8 are printed as they are, as rsync prints
+/// them (without it both print `\#ooo`).
+#[test]
+fn eight_bit_output_prints_names_raw() {
+    use std::os::unix::ffi::OsStrExt;
+    for flags in [&["-ai"][..], &["-ai", "-8"]] {
+        let sides = Sides::new(Via::Mount);
+        let src = sides.join("src");
+        std::fs::create_dir_all(&src).unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"hi\xf9name");
+        std::fs::write(src.join(name), "x\n").unwrap();
+        let ran = sides.run_ok("", b"", &|_, cmd| {
+            cmd.env("LC_ALL", "C").args(flags).arg(slash(&src));
+        });
+        let line = |o: &Output| -> Vec<u8> {
+            o.stdout
+                .split(|&c| c == b'\n')
+                .find(|l| l.starts_with(b">f"))
+                .unwrap_or_else(|| panic!("{}", describe(o)))
+                .to_vec()
+        };
+        let got = line(&ran.nfsync);
+        assert_eq!(got, line(&ran.rsync), "{flags:?}");
+        assert_eq!(got.ends_with(b"hi\xf9name"), flags.contains(&"-8"));
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::support::sides::{Sides, Via, against_rsync_setup, against_rsync_via};
-use crate::support::{Scratch, Tree, describe, nfsync};
+use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 fn same_as_rsync(via: Via, flags: &[&str], operands: &[&str]) {
     let d = against_rsync_via(via, flags, operands, &[]);
@@ -53,6 +53,33 @@ fn relative_starts_at_the_anchor() {
     same_as_rsync(Via::Mount, &["-a", "-R", "--delete"], &["./sub", "./same"]);
 }
 
+/// A -R path starting with `./` sends that `.` too (rsync's implied `.`): DEST takes
+/// the source directory's attributes; `sub/./x` does not, and DEST keeps its own.
+#[test]
+fn relative_dot_slash_gives_dest_the_source_attributes() {
+    use std::os::unix::fs::PermissionsExt;
+    for via in [Via::Mount, Via::InProc] {
+        for operands in [&["./a/b/f", "./c"][..], &["a/./b/f"]] {
+            let s = Sides::new(via);
+            let src = Tree::new(s.join("src"));
+            src.file("a/b/f", "f\n").file("c", "c\n");
+            fs::set_permissions(src.root(), fs::Permissions::from_mode(0o750)).unwrap();
+            let old = filetime::FileTime::from_unix_time(1_500_000_000, 0);
+            filetime::set_file_mtime(src.root(), old).unwrap();
+            s.run_ok("", b"", &|_, cmd| {
+                cmd.current_dir(src.root())
+                    .args(["-a", "-R"])
+                    .args(operands);
+            });
+            let d = s.diff(&[]);
+            assert!(d.is_empty(), "{operands:?} differs from rsync:\n{d}");
+            let root = fs::metadata(s.nfsync("")).unwrap();
+            let dotted = operands[0].starts_with("./");
+            assert_eq!(root.permissions().mode() & 0o777 == 0o750, dotted);
+        }
+    }
+}
+
 /// Without -r a directory named by -R is skipped, and so are the implied directories
 /// above it; a file's implied directories are sent with their source attributes.
 #[test]
@@ -82,6 +109,17 @@ fn files_from_with_recursive() {
     same_as_rsync_but_dest_time(Via::Mount, &["-ar", &list], &[""]);
     same_as_rsync_but_dest_time(Via::Mount, &["-ar", "--delete", &list], &[""]);
     same_as_rsync(Via::Mount, &["-ar", "--no-R", &list], &[""]);
+}
+
+/// A listed `..` cannot climb above SRC: rsync clamps it there (`../older` is SRC's
+/// `older`), on the mount path and over nfs://.
+#[test]
+fn files_from_dot_dots_stay_in_the_source() {
+    let s = Scratch::new();
+    let list = list_file(&s, b"../older\nsub/../same\n/../sub/./small\n");
+    for via in [Via::Mount, Via::InProc] {
+        same_as_rsync_but_dest_time(via, &["-a", &list], &[""]);
+    }
 }
 
 #[test]
@@ -350,5 +388,73 @@ fn no_implied_dirs() {
         let flags = &["-a", "--no-D", "-R", "--no-implied-dirs"];
         let d = against_rsync_via(via, flags, &["./sub/small", "./newdir/inner"], &["-O"]);
         assert!(d.is_empty(), "{flags:?} differs from rsync:\n{d}");
+    }
+}
+
+/// --no-implied-dirs uses DEST's path elements as they are: a symlink there to a
+/// directory in DEST is followed, and the file lands in that directory (rsync); the
+/// default replaces the link by a directory.
+#[test]
+fn no_implied_dirs_follows_a_dest_link() {
+    for implied in [false, true] {
+        let s = Sides::new(Via::Mount);
+        Tree::new(s.join("src")).file("path/file", "NEW\n");
+        Tree::new(s.join("start"))
+            .dir("real")
+            .symlink("path", "real");
+        s.copy_start("start");
+        let operand = format!("{}/./path/file", s.join("src").display());
+        s.run_ok("", b"", &|_, cmd| {
+            cmd.args(["-a", "-R"]);
+            if !implied {
+                cmd.arg("--no-implied-dirs");
+            }
+            cmd.arg(&operand);
+        });
+        let d = s.diff(&["-O"]);
+        assert!(d.is_empty(), "implied {implied}: differs from rsync:\n{d}");
+        let through = s.nfsync("real/file");
+        assert_eq!(through.exists(), !implied, "implied {implied}");
+        assert_eq!(s.nfsync("path").is_symlink(), !implied);
+    }
+}
+
+/// Several `SRC/` with directories of one name: their contents are merged (the first
+/// source's entry wins a name both have), and DEST takes the first `SRC/`'s attributes,
+/// as rsync keeps the first `.` sent; on the mount path and over nfs://.
+#[test]
+fn several_sources_merge_their_directories() {
+    use std::os::unix::fs::PermissionsExt;
+    for via in [Via::Mount, Via::InProc] {
+        let s = Sides::new(via);
+        Tree::new(s.join("a"))
+            .file("sub/one", "a1\n")
+            .file("sub/both", "from a\n")
+            .file("sub/deeper/x", "ax\n")
+            .file("top", "a\n");
+        Tree::new(s.join("b"))
+            .file("sub/two", "b2\n")
+            .file("sub/both", "from b, longer\n")
+            .file("sub/deeper/y", "by\n")
+            .file("top", "b\n");
+        fs::write(s.join("f"), "f\n").unwrap();
+        fs::set_permissions(s.join("b"), fs::Permissions::from_mode(0o700)).unwrap();
+        let old = filetime::FileTime::from_unix_time(1_400_000_000, 0);
+        filetime::set_file_mtime(s.join("b"), old).unwrap();
+        let (f, b, a) = (s.join("f"), slash(&s.join("b")), slash(&s.join("a")));
+        s.run_ok("", b"", &|_, cmd| {
+            cmd.args(["-a", "--delete"]).arg(&f).arg(&b).arg(&a);
+        });
+        let d = s.diff(&[]);
+        assert!(d.is_empty(), "differs from rsync:\n{d}");
+        for p in ["sub/one", "sub/two", "sub/deeper/x", "sub/deeper/y"] {
+            assert!(s.nfsync(p).exists(), "{p}");
+        }
+        assert_eq!(
+            fs::read_to_string(s.nfsync("sub/both")).unwrap(),
+            "from b, longer\n"
+        );
+        let root = fs::metadata(s.nfsync("")).unwrap();
+        assert_eq!(root.permissions().mode() & 0o777, 0o700);
     }
 }

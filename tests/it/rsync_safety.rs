@@ -226,6 +226,22 @@ fn backups_survive_the_next_delete() {
     assert_eq!(read(sides.nfsync("dst/stale~")), "kept\n");
 }
 
+/// A user's `R *~` rule comes before `-b`'s own `P *~`, so `--delete` reaches old
+/// backups; one being deleted is removed, not backed up again as `NAME~~` (rsync).
+#[test]
+fn risk_rule_lets_delete_remove_old_backups() {
+    for nfs in [false, true] {
+        let flags = ["-a", "--no-D", "-b", "--delete", "--filter=R *~"];
+        let (sides, d) = side_by_side(nfs, &flags, |w| {
+            Tree::new(w.join("dst")).file("stale~", "an old backup\n");
+        });
+        assert!(d.is_empty(), "nfs {nfs}: differs from rsync:\n{d}");
+        assert!(!sides.nfsync("dst/stale~").exists(), "nfs {nfs}");
+        assert!(!sides.nfsync("dst/stale~~").exists(), "nfs {nfs}");
+        assert_eq!(read(sides.nfsync("dst/extra~")), "extra\n", "nfs {nfs}");
+    }
+}
+
 /// `--backup-dir` (relative to DEST, outside and inside it) with `--delete`: replaced and
 /// deleted entries move there at their path below DEST, whole deleted directories too;
 /// the backup directory itself is compared with rsync's.

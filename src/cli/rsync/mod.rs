@@ -150,7 +150,13 @@ pub struct RsyncOpts {
     #[arg(short = 'h', long, action = ArgAction::Count)]
     pub human_readable: u8,
 
-    /// --partial --progress: progress lines where no bar is shown (--partial has no
+    /// Names in per-file lines keep their bytes that are not UTF-8 as they are (without
+    /// it they are shown as `\#ooo`); control characters are still escaped.
+    #[arg(short = '8', long = "8-bit-output")]
+    pub eight_bit_output: bool,
+
+    /// --partial --progress: progress lines where no bar is shown, and where stdout is
+    /// no terminal rsync's progress line after each file sent (--partial has no
     /// effect).
     #[arg(short = 'P')]
     pub partial_progress: bool,

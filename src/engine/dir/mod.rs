@@ -67,6 +67,7 @@ impl<D: Destination> Engine<'_, D> {
             basis: std::sync::OnceLock::new(),
             new_perms: std::sync::OnceLock::new(),
             implied,
+            merged: Default::default(),
         });
         self.child_done(node)
     }
@@ -590,6 +591,39 @@ impl<D: Destination> Drop for ChildDone<'_, '_, D> {
                 None => return,
             }
         }
+    }
+}
+
+/// Adds to `children` (one source's listing, sorted by name) the entries of another
+/// source's directory of the same name, as rsync merges several sources: a name
+/// already there stays the first source's, and when both are directories the later one
+/// is kept in `merged` to be listed beside it.
+pub(super) fn merge_listing(
+    children: &mut Vec<SrcEntry>,
+    more: Vec<SrcEntry>,
+    merged: &mut std::collections::HashMap<std::ffi::OsString, Vec<SrcEntry>>,
+) {
+    let at: std::collections::HashMap<_, _> = children
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.clone(), i))
+        .collect();
+    let mut added = false;
+    for e in more {
+        match at.get(&e.name) {
+            Some(&i) => {
+                if children[i].meta.kind == Kind::Dir && e.meta.kind == Kind::Dir {
+                    merged.entry(e.name.clone()).or_default().push(e);
+                }
+            }
+            None => {
+                children.push(e);
+                added = true;
+            }
+        }
+    }
+    if added {
+        children.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     }
 }
 

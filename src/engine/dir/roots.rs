@@ -199,11 +199,12 @@ impl<D: Destination> Engine<'_, D> {
         if fresh {
             Stats::bump(&self.stats.dirs_created);
             self.out.created_dest(&self.dest_display);
-            let code = match operands.as_slice() {
-                [o] if o.contents => self.new_dir_code(Path::new(""), &o.meta),
-                _ => Some(Itemize::New(Update::Local, Kind::Dir)),
+            let first_dir = operands.iter().find(|o| o.contents);
+            let code = match first_dir {
+                Some(o) => self.new_dir_code(Path::new(""), &o.meta),
+                None => Some(Itemize::New(Update::Local, Kind::Dir)),
             };
-            if let (Some(code), Some(op)) = (code, operands.first()) {
+            if let (Some(code), Some(op)) = (code, first_dir.or(operands.first())) {
                 // rsync's line for the transfer's top directory, made from scratch.
                 let meta = Meta {
                     kind: Kind::Dir,
@@ -217,13 +218,32 @@ impl<D: Destination> Engine<'_, D> {
                 self.out.change(code, Path::new("./"), src);
             }
         }
-        // DEST takes the attributes of a lone `SRC/`; with several sources it keeps its own.
+        // DEST takes the attributes of the first `SRC/` (rsync keeps the first of the
+        // `.`s sent); with none it keeps its own.
         let only_contents = named.is_none() && operands.iter().all(|o| o.contents);
         let only_names = operands.iter().all(|o| !o.contents);
         // (-R and --files-from names beside it too: rsync sends its `.` with them.)
-        let lone = operands.len() == 1 && operands[0].contents;
-        let root_src = lone.then(|| operands[0].entry.path.clone());
-        let root_meta = lone.then(|| self.shape_meta(operands[0].meta));
+        let first_dir = operands.iter().position(|o| o.contents);
+        let lone = first_dir.is_some();
+        let first = first_dir.unwrap_or(0);
+        // A -R path whose part to recreate starts with `./` gives DEST the attributes
+        // of the directory that `.` is, as rsync sends that `.` as an implied directory.
+        let dot = (!lone).then(|| self.implied_dot()).flatten();
+        let root_src = match &dot {
+            Some(d) => Some(d.path.clone()),
+            None => lone.then(|| operands[first].entry.path.clone()),
+        };
+        let root_meta = match &dot {
+            Some(d) => Some(self.shape_meta(d.meta)),
+            None => lone.then(|| self.shape_meta(operands[first].meta)),
+        };
+        if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta)
+            && let Some(code) = self.new_dir_code(Path::new(""), &d.meta)
+        {
+            let path = d.path.join(".");
+            let src = crate::report::Source { meta, path: &path };
+            self.out.change(code, Path::new("./"), src);
+        }
         // DEST as it is now: one `root_dir` just made is finalized like one that was
         // there (its backend made it with parents and a default mode).
         let now = match (&state, &dir) {
@@ -235,15 +255,18 @@ impl<D: Destination> Engine<'_, D> {
                 Err(e) => return Err(self.unusable_dest(e)),
             },
         };
-        if !only_names && let Some(m) = &now {
+        if (!only_names || dot.is_some())
+            && let Some(m) = &now
+        {
             self.note_written_root(m);
         }
         let origin = match now {
             Some(m) => Origin::Found(m),
             None => Origin::Imagined,
         };
-        if let (RootState::Exists(found), Some(meta)) = (&state, &root_meta) {
-            let path = operands[0].entry.path.join(".");
+        if let (RootState::Exists(found), Some(meta), Some(root)) = (&state, &root_meta, &root_src)
+        {
+            let path = root.join(".");
             let src = crate::report::Source { meta, path: &path };
             self.itemize_dir(Path::new("./"), src, found);
         }
@@ -259,6 +282,7 @@ impl<D: Destination> Engine<'_, D> {
 
         let mut entries = Vec::new();
         let mut listing_ok = true;
+        let mut merged = node.merged.lock().unwrap();
         for op in operands {
             // -d: a directory named is created, `SRC/`'s top level sent.
             if op.meta.kind == Kind::Dir && !self.cfg.recursive && !self.cfg.paths.dirs {
@@ -275,7 +299,7 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.dirs_scanned);
                 let _listed = Listed(&self.stats);
                 match self.list_source(&op.entry) {
-                    Some(list) => entries.extend(list),
+                    Some(list) => super::merge_listing(&mut entries, list, &mut merged),
                     None => listing_ok = false,
                 }
             } else {
@@ -288,9 +312,11 @@ impl<D: Destination> Engine<'_, D> {
                         path: op.entry.path.clone(),
                         why: "cannot copy a path with no name".into(),
                     })?;
-                entries.push(SrcEntry { name, ..op.entry });
+                let one = vec![SrcEntry { name, ..op.entry }];
+                super::merge_listing(&mut entries, one, &mut merged);
             }
         }
+        drop(merged);
         if let Some(t) = &node.implied {
             entries.extend(self.implied_entries(t));
         }
@@ -303,6 +329,24 @@ impl<D: Destination> Engine<'_, D> {
         self.deal_tree(&entries);
         self.plan_children(&node, entries, fresh, whole && only_contents);
         Ok(())
+    }
+
+    /// The `.` of the first `-R` operand whose part to recreate starts with `./`
+    /// (`./a/b`, `src/././a`), as rsync's implied `.`; `None` without one, or when it
+    /// cannot be read (its names are still sent).
+    fn implied_dot(&self) -> Option<SrcEntry> {
+        if !self.cfg.paths.relative || self.cfg.paths.files_from.is_some() {
+            return None;
+        }
+        self.cfg.sources.iter().find_map(|src| {
+            let (base, rel) = crate::options::relative::split_anchor(src);
+            let b = rel.as_os_str().as_encoded_bytes();
+            let dotted = b.len() > 2 && b.starts_with(b"./");
+            dotted
+                .then(|| self.source.operand(&base.join("."), true).ok())
+                .flatten()
+                .filter(|e| e.meta.kind == Kind::Dir)
+        })
     }
 
     /// The filter scope of DEST's top: the first source's (rsync reads the parents'

@@ -477,6 +477,7 @@ impl<D: Destination> Engine<'_, D> {
             stop: Some(&self.interrupted),
             moving: Some(crate::dest::Moving::new(&self.stats.bytes_in_flight)),
         };
+        let started = std::time::Instant::now();
         let written = match self.put_file(job, &source, put, last) {
             Ok(w) => w,
             Err(raced) => return raced,
@@ -496,7 +497,8 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.files_copied);
                 self.stats.bytes_copied.fetch_add(bytes, Ordering::Relaxed);
                 if let Some(code) = code {
-                    self.out.change(code, rel, (&job.entry).into());
+                    let sent = (started.elapsed(), &*self.stats);
+                    self.out.received(code, rel, (&job.entry).into(), sent);
                 }
                 self.source_done(job);
                 true
@@ -550,7 +552,8 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// rsync's code for a file sent whole: new (`>f+++++++++`), or an update of `dst`
-    /// (columns YXcstpoguax: size, time, permissions, owner, group).
+    /// (columns YXcstpoguax: with -c the checksum, size, time, permissions, owner,
+    /// group).
     pub(super) fn file_code(
         &self,
         src: &Meta,
@@ -562,6 +565,8 @@ impl<D: Destination> Engine<'_, D> {
             Some(d) if d.kind == Kind::File => {
                 let x = self.entry_xattrs_diff(job, rel, false);
                 let changes = Changes {
+                    // -c: rsync marks every file it sends over an old copy.
+                    value: self.rules.compare == crate::plan::Compare::Checksum,
                     size: d.size != src.size,
                     time: self.time_flag(src, d),
                     perms: self.cfg.perms && d.mode != src.mode,
@@ -569,7 +574,6 @@ impl<D: Destination> Engine<'_, D> {
                     group: self.cfg.owners.group && d.gid != src.gid,
                     acl: x.acl,
                     xattr: x.xattr,
-                    ..Changes::default()
                 };
                 Itemize::Changed(Update::Received, Kind::File, changes)
             }

@@ -381,6 +381,8 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         progress_asked: false,
         stats_every: None,
         progress_json: false,
+        file_progress: false,
+        eight_bit: false,
         max_delete: None,
         filter: Default::default(),
         compare: Compare::QuickCheck,

@@ -267,6 +267,38 @@ impl Snapshot {
     }
 }
 
+/// rsync's progress line for a file of `size` bytes sent whole in `took`, the `n`th
+/// sent: its size, 100%, its rate, its time, and how many entries are left to check
+/// of those found (`ir-chk` while the walk may find more, `to-chk` once it is done).
+pub fn file_line(human: HumanLevel, size: u64, took: Duration, n: u64, stats: &Stats) -> String {
+    let snap = Snapshot::of(stats);
+    let dirs = stats.dirs_scanned.load(Relaxed);
+    let total = snap.files_total + dirs;
+    let left = total.saturating_sub(snap.files + dirs);
+    let secs = took.as_secs_f64();
+    let kib = if secs > 0.0 {
+        size as f64 / 1024.0 / secs
+    } else {
+        0.0
+    };
+    let (rate, units) = if kib > 1024.0 * 1024.0 {
+        (kib / (1024.0 * 1024.0), "GB/s")
+    } else if kib > 1024.0 {
+        (kib / 1024.0, "MB/s")
+    } else {
+        (kib, "kB/s")
+    };
+    let t = took.as_secs();
+    format!(
+        "{:>15} 100% {rate:>7.2}{units} {:>4}:{:02}:{:02} (xfr#{n}, {}-chk={left}/{total})",
+        human.num(size),
+        t / 3600,
+        t / 60 % 60,
+        t % 60,
+        if snap.counting { "ir" } else { "to" },
+    )
+}
+
 /// Files and bytes per second over the last `RATE_WINDOW`.
 #[derive(Default)]
 pub struct Rates {
@@ -431,6 +463,19 @@ mod tests {
             t += 0.2;
         }
         r
+    }
+
+    #[test]
+    fn a_file_line_is_rsyncs() {
+        let stats = Stats::default();
+        stats.files_scanned.store(3, Relaxed);
+        stats.dirs_scanned.store(1, Relaxed);
+        stats.files_copied.store(1, Relaxed);
+        let took = Duration::from_millis(500);
+        assert_eq!(
+            file_line(HumanLevel::Separated, 5_000_000, took, 1, &stats),
+            "      5,000,000 100%    9.54MB/s    0:00:00 (xfr#1, ir-chk=2/4)"
+        );
     }
 
     #[test]
