@@ -450,7 +450,10 @@ impl<D: Destination> Engine<'_, D> {
             _ => None,
         };
         let listed = opened.as_ref().unwrap_or(listed);
-        let mut given = self.give_in(opened.as_ref().unwrap_or(&job.entry.meta), Some(&job.parent));
+        let mut given = self.give_in(
+            opened.as_ref().unwrap_or(&job.entry.meta),
+            Some(&job.parent),
+        );
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;
@@ -475,6 +478,7 @@ impl<D: Destination> Engine<'_, D> {
             sparse: self.cfg.data.sparse,
             limit: self.writing.limit(),
             stop: Some(&self.interrupted),
+            keep_partial: self.keeps_partial(),
             moving: Some(crate::dest::Moving::new(&self.stats.bytes_in_flight)),
         };
         let started = std::time::Instant::now();
