@@ -93,7 +93,7 @@ impl<D: Destination> Engine<'_, D> {
     /// `--partial`, when a copy stopped for an interrupt: its temporary `temp` (in
     /// `tdir`) becomes the partial file of `name`, in the partial dir, or at `name`
     /// itself when nothing is there (an old copy is never replaced by a partial one).
-    /// Whatever cannot be kept is removed, as without `--partial`.
+    /// An empty one, or one that cannot be kept, is removed, as without `--partial`.
     pub(super) fn keep_partial(
         &self,
         parent: &DirNode<D>,
@@ -101,7 +101,11 @@ impl<D: Destination> Engine<'_, D> {
         name: &OsStr,
         meta: &Meta,
     ) {
-        let kept = if self.cfg.data.partial_dir.is_some() {
+        // As rsync, only a partial holding data is kept.
+        let has_data = matches!(self.dest.stat(tdir, temp), Ok(Some(m)) if m.size > 0);
+        let kept = if !has_data {
+            false
+        } else if self.cfg.data.partial_dir.is_some() {
             self.staging_dir(parent)
                 .is_some_and(|pdir| self.dest.rename_into(tdir, temp, &pdir, name).is_ok())
         } else if let Some(dir) = parent.dir.as_ref() {
@@ -127,8 +131,8 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// After `name` is copied (not held back): its partial file in the partial dir, if
-    /// any, is done with, as rsync removes it. A relative partial dir found here is
-    /// removed at the end when that emptied it.
+    /// any, is done with, as rsync removes it, and the relative partial dir with it
+    /// when that emptied it.
     pub(super) fn partial_used(&self, parent: &DirNode<D>, name: &OsStr) {
         if !self.keeps_partial() {
             return;
@@ -143,16 +147,35 @@ impl<D: Destination> Engine<'_, D> {
             None => match self.dest.open_path(&path, false) {
                 Ok(Some(d)) => {
                     let mut opened = self.staging.opened.lock().unwrap();
-                    opened.entry(path).or_insert(Some(d)).clone()
+                    opened.entry(path.clone()).or_insert(Some(d)).clone()
                 }
                 _ => {
-                    self.staging.missing.lock().unwrap().insert(path);
+                    self.staging.missing.lock().unwrap().insert(path.clone());
                     None
                 }
             },
         };
-        if let Some(d) = dir {
-            let _ = self.dest.remove(&d, name, Kind::File);
+        let Some(d) = dir else {
+            return;
+        };
+        if self.dest.remove(&d, name, Kind::File).is_err() {
+            return;
+        }
+        // A relative partial dir of one name is removed as soon as it is empty, while
+        // its directory still gets its mtime afterwards (at the end it would not).
+        let p = self
+            .cfg
+            .data
+            .partial_dir
+            .as_deref()
+            .unwrap_or(Path::new(""));
+        if let (true, Some(up), Some(pname)) = (
+            p.is_relative() && p.components().count() == 1,
+            parent.dir.as_ref(),
+            p.file_name(),
+        ) && self.dest.remove(up, pname, Kind::Dir).is_ok()
+        {
+            self.staging.opened.lock().unwrap().remove(&path);
         }
     }
 
