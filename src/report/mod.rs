@@ -463,7 +463,7 @@ impl Output {
 
     /// A line on stderr as it is (a JSON object), above the bar if there is one.
     pub fn note_raw(&self, line: impl std::fmt::Display) {
-        self.emit(true, &line.to_string());
+        self.emit(true, line.to_string());
     }
 
     /// One of rsync's informational lines, in its words (`skipping directory NAME`):
