@@ -36,7 +36,7 @@ complete -c nfsync -l suffix -d 'Backup suffix (default "~", or none with --back
 complete -c nfsync -l link-dest -d 'Hard-link a file DEST lacks to DIR\'s copy when that is unchanged (repeatable; relative DIR: relative to DEST)' -r -F
 complete -c nfsync -l compare-dest -d 'Leave out a file DEST lacks when DIR\'s copy is unchanged (repeatable)' -r -F
 complete -c nfsync -l copy-dest -d 'Copy a file DEST lacks from DIR\'s copy when that is unchanged, as rsync copies it locally (repeatable; relative DIR: relative to DEST)' -r -F
-complete -c nfsync -l partial-dir -d 'Where --delay-updates holds files back (relative: below each file\'s directory, rsync\'s .~tmp~ by default); updates are otherwise written beside the old copy under a hidden temporary name and renamed over it' -r -F
+complete -c nfsync -l partial-dir -d 'Implies --partial: where an interrupted copy is kept and where --delay-updates holds files back (relative: below each file\'s directory, rsync\'s .~tmp~ by default); a file kept there is removed once the file is copied' -r -F
 complete -c nfsync -l files-from -d 'Copy the paths listed in FILE (\'-\' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync' -r -F
 complete -c nfsync -l check-files -d 'Files the --check estimate is for' -r
 complete -c nfsync -l generate -d 'Write a completion script or the man page to stdout' -r -f -a "bash\t'bash completion script'
@@ -90,8 +90,8 @@ complete -c nfsync -l ignore-errors -d 'Delete even when a source directory coul
 complete -c nfsync -s z -l compress -d 'Accepted, no effect: nothing to compress on a local-to-NFS copy (-v says so)'
 complete -c nfsync -s h -l human-readable -d 'Numbers in units: --stats and --list-only sizes (-h: of 1000, -hh: of 1024); with other options (-avh) rsync\'s --human-readable, alone --help'
 complete -c nfsync -s 8 -l 8-bit-output -d 'Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as `\\#ooo`); control characters are still escaped'
-complete -c nfsync -s P -d '--partial --progress: progress lines where no bar is shown, and where stdout is no terminal rsync\'s progress line after each file sent (--partial has no effect)'
-complete -c nfsync -l partial -d 'Accepted, no effect: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again'
+complete -c nfsync -s P -d '--partial --progress: progress lines where no bar is shown, and where stdout is no terminal rsync\'s progress line after each file sent'
+complete -c nfsync -l partial -d 'A file whose copy an interrupt (SIGINT/SIGTERM) stops keeps what was written, without the source\'s mtime (so it is copied again): at its name when nothing is there (an old copy stays whole), in --partial-dir when given'
 complete -c nfsync -s W -l whole-file -d 'Accepted, no effect: nfsync always sends whole files'
 complete -c nfsync -l no-inc-recursive -d 'Accepted, no effect: nfsync\'s walk is incremental already'
 complete -c nfsync -s y -l fuzzy -d 'Accepted, no effect: -y finds a basis for rsync\'s delta transfer; nfsync sends whole files, so the result is the same without one'

@@ -58,7 +58,7 @@ json\:"One JSON object a line"))' \
 '*--link-dest=[Hard-link a file DEST lacks to DIR'\''s copy when that is unchanged (repeatable; relative DIR\: relative to DEST)]:DIR:_files' \
 '*--compare-dest=[Leave out a file DEST lacks when DIR'\''s copy is unchanged (repeatable)]:DIR:_files' \
 '*--copy-dest=[Copy a file DEST lacks from DIR'\''s copy when that is unchanged, as rsync copies it locally (repeatable; relative DIR\: relative to DEST)]:DIR:_files' \
-'--partial-dir=[Where --delay-updates holds files back (relative\: below each file'\''s directory, rsync'\''s .~tmp~ by default); updates are otherwise written beside the old copy under a hidden temporary name and renamed over it]:DIR:_files' \
+'--partial-dir=[Implies --partial\: where an interrupted copy is kept and where --delay-updates holds files back (relative\: below each file'\''s directory, rsync'\''s .~tmp~ by default); a file kept there is removed once the file is copied]:DIR:_files' \
 '--files-from=[Copy the paths listed in FILE ('\''-'\'' for stdin), relative to the one SRC; implies -R and -d, and -a does not imply -r here (a listed directory is created, its contents copied only with an explicit -r), as rsync]:FILE:_files' \
 '--check-files=[Files the --check estimate is for]:N:_default' \
 '--generate=[Write a completion script or the man page to stdout]:KIND:((bash\:"bash completion script"
@@ -135,8 +135,8 @@ man\:"The man page (roff)"))' \
 '*--human-readable[Numbers in units\: --stats and --list-only sizes (-h\: of 1000, -hh\: of 1024); with other options (-avh) rsync'\''s --human-readable, alone --help]' \
 '-8[Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as \`\\#ooo\`); control characters are still escaped]' \
 '--8-bit-output[Names in per-file lines keep their bytes that are not UTF-8 as they are (without it they are shown as \`\\#ooo\`); control characters are still escaped]' \
-'-P[--partial --progress\: progress lines where no bar is shown, and where stdout is no terminal rsync'\''s progress line after each file sent (--partial has no effect)]' \
-'--partial[Accepted, no effect\: an update is written beside the old copy and renamed over it; an interrupted run is finished by running it again]' \
+'-P[--partial --progress\: progress lines where no bar is shown, and where stdout is no terminal rsync'\''s progress line after each file sent]' \
+'--partial[A file whose copy an interrupt (SIGINT/SIGTERM) stops keeps what was written, without the source'\''s mtime (so it is copied again)\: at its name when nothing is there (an old copy stays whole), in --partial-dir when given]' \
 '*-W[Accepted, no effect\: nfsync always sends whole files]' \
 '*--whole-file[Accepted, no effect\: nfsync always sends whole files]' \
 '--no-inc-recursive[Accepted, no effect\: nfsync'\''s walk is incremental already]' \

@@ -179,6 +179,9 @@ pub struct DataConfig {
     pub temp_dir: Option<PathBuf>,
     /// `--delay-updates`: every transferred file is put in place at the end.
     pub delay_updates: bool,
+    /// `--partial` (`-P`, or a `--partial-dir`): a copy given up for an interrupt keeps
+    /// what it wrote, at its name or in the partial dir, for the next run.
+    pub partial: bool,
     /// `--partial-dir`: where `--delay-updates` holds files back (relative: below each
     /// file's directory; absolute: one for the run).
     pub partial_dir: Option<PathBuf>,

@@ -79,6 +79,7 @@ pub(super) fn write<D: Destination>(
         sparse: false,
         limit: None,
         stop: None,
+        keep_partial: false,
         moving: None,
     };
     let what = || format!("writing {}", Path::new(name).display());

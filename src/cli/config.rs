@@ -573,6 +573,7 @@ fn data_config(r: &RsyncOpts) -> anyhow::Result<DataConfig> {
         append,
         temp_dir: r.temp_dir.clone(),
         delay_updates: r.delay_updates,
+        partial: r.partial || r.partial_progress || partial_dir(r).is_some(),
         partial_dir: partial_dir(r),
         bwlimit: r.bwlimit.unwrap_or(0),
     })

@@ -133,6 +133,10 @@ pub struct SourceFile<'a> {
     pub limit: Option<&'a RateLimit>,
     /// Raised when the run is to stop; looked at before each piece is written.
     pub stop: Option<&'a AtomicBool>,
+    /// `--partial`: a copy given up for the stop ([`CopyError::Interrupted`]) leaves
+    /// the data written so far at its name, without the source's mtime, for the engine
+    /// to keep (backends that say so in [`Destination::keeps_partial`]).
+    pub keep_partial: bool,
     /// Where the pieces of this file count while it is written, so progress moves
     /// during a large file, not only at its end.
     pub moving: Option<Moving<'a>>,
@@ -271,6 +275,13 @@ pub trait Destination: Send + Sync {
         t
     }
 
+    /// Whether [`Destination::write_file`] honours [`SourceFile::keep_partial`]: a
+    /// backend whose interrupted file may hold less than it acknowledged (NFS writes
+    /// not yet committed) keeps nothing.
+    fn keeps_partial(&self) -> bool {
+        false
+    }
+
     /// The protocol spoken and the calls sent so far; `None` on the mount path.
     fn wire(&self) -> Option<Wire> {
         None
@@ -317,7 +328,8 @@ pub trait Destination: Send + Sync {
     /// fails after the create, the backend removes its partial file itself, and only
     /// while the name still holds the object it created (same inode, same file
     /// handle): another run may have renamed a finished copy over it, which must stay.
-    /// On [`CopyError::SourceChanged`] the file is left, without the source's mtime.
+    /// On [`CopyError::SourceChanged`] the file is left, without the source's mtime; so
+    /// is one given up for the stop with [`SourceFile::keep_partial`].
     fn write_file(
         &self,
         dir: &Self::Dir,

@@ -132,6 +132,7 @@ impl<D: Destination> Engine<'_, D> {
             sparse: self.cfg.data.sparse,
             limit: None,
             stop: Some(&self.interrupted),
+            keep_partial: false,
             moving: None,
         };
         let temp = temp::name(&backup);

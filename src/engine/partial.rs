@@ -1,8 +1,10 @@
-//! `--partial-dir` with `--delay-updates`: where the held-back files wait, as rsync
-//! stages them: in the partial dir of the file's own directory (a relative DIR), or in
-//! one directory for the whole run (an absolute DIR). nfsync keeps no partial file of an
-//! interrupted copy (a re-run copies the file again), so without `--delay-updates` the
-//! option changes nothing.
+//! `--partial` and `--partial-dir`: where an interrupted copy is kept and where the
+//! files `--delay-updates` holds back wait, as rsync puts them: in the partial dir of
+//! the file's own directory (a relative DIR), or in one directory for the whole run (an
+//! absolute DIR). Without a partial dir an interrupted new file is kept at its name
+//! with mtime 0, as rsync leaves it, so neither the quick check nor `-u` takes it for
+//! complete; an old copy there is never replaced by a partial one. A file's partial is
+//! removed once the file is copied (nfsync copies whole, so it is not read).
 //!
 //! The partial dir is an operator path: it is opened (and made, when missing) through
 //! the destination's [`Destination::open_path`], which follows only symlinks that root
@@ -12,25 +14,30 @@
 //! removed, as those found beside their final names are; a relative one emptied by
 //! the renames at the end is removed, as rsync removes it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{DirNode, Engine};
+use crate::dest::AttrSet;
 use crate::dest::Destination;
-use crate::meta::Kind;
+use crate::meta::{Kind, Meta, Time};
 use crate::options::temp;
 
 /// The partial dirs opened so far, by path (DEST-relative or absolute); `None` for one
 /// that could not be opened (warned about once).
 pub(super) struct Staging<D: Destination> {
     opened: Mutex<HashMap<PathBuf, Option<D::Dir>>>,
+    /// Partial dirs looked for (to remove a used partial) and not there.
+    missing: Mutex<HashSet<PathBuf>>,
 }
 
 impl<D: Destination> Staging<D> {
     pub(super) fn new() -> Self {
         Staging {
             opened: Mutex::new(HashMap::new()),
+            missing: Mutex::new(HashSet::new()),
         }
     }
 }
@@ -71,6 +78,105 @@ impl<D: Destination> Engine<'_, D> {
         };
         let mut opened = self.staging.opened.lock().unwrap();
         opened.entry(path).or_insert(dir).clone()
+    }
+
+    /// The partial dir of `parent` (its path, relative or absolute).
+    fn partial_path(&self, parent: &DirNode<D>) -> Option<PathBuf> {
+        let p = self.cfg.data.partial_dir.as_ref()?;
+        Some(if p.is_absolute() {
+            p.clone()
+        } else {
+            parent.rel.join(p)
+        })
+    }
+
+    /// `--partial`, when a copy stopped for an interrupt: its temporary `temp` (in
+    /// `tdir`) becomes the partial file of `name`, in the partial dir, or at `name`
+    /// itself when nothing is there (an old copy is never replaced by a partial one).
+    /// An empty one, or one that cannot be kept, is removed, as without `--partial`.
+    pub(super) fn keep_partial(
+        &self,
+        parent: &DirNode<D>,
+        (tdir, temp): (&D::Dir, &OsStr),
+        name: &OsStr,
+        meta: &Meta,
+    ) {
+        // As rsync, only a partial holding data is kept.
+        let has_data = matches!(self.dest.stat(tdir, temp), Ok(Some(m)) if m.size > 0);
+        let kept = if !has_data {
+            false
+        } else if self.cfg.data.partial_dir.is_some() {
+            self.staging_dir(parent)
+                .is_some_and(|pdir| self.dest.rename_into(tdir, temp, &pdir, name).is_ok())
+        } else if let Some(dir) = parent.dir.as_ref() {
+            // mtime 0, as rsync leaves it: a partial file at the final name must not
+            // look newer than the source to -u.
+            let epoch = Meta {
+                mtime: Time { sec: 0, nsec: 0 },
+                ..*meta
+            };
+            let mtime = AttrSet {
+                mtime: true,
+                ..AttrSet::default()
+            };
+            self.dest.set_attrs(tdir, temp, &epoch, mtime).is_ok()
+                && self.dest.hard_link(dir, name, tdir, temp).is_ok()
+                && self.dest.remove(tdir, temp, Kind::File).is_ok()
+        } else {
+            false
+        };
+        if !kept {
+            let _ = self.dest.remove(tdir, temp, Kind::File);
+        }
+    }
+
+    /// After `name` is copied (not held back): its partial file in the partial dir, if
+    /// any, is done with, as rsync removes it, and the relative partial dir with it
+    /// when that emptied it.
+    pub(super) fn partial_used(&self, parent: &DirNode<D>, name: &OsStr) {
+        if !self.keeps_partial() {
+            return;
+        }
+        let Some(path) = self.partial_path(parent) else {
+            return;
+        };
+        let known = self.staging.opened.lock().unwrap().get(&path).cloned();
+        let dir = match known {
+            Some(d) => d,
+            None if self.staging.missing.lock().unwrap().contains(&path) => None,
+            None => match self.dest.open_path(&path, false) {
+                Ok(Some(d)) => {
+                    let mut opened = self.staging.opened.lock().unwrap();
+                    opened.entry(path.clone()).or_insert(Some(d)).clone()
+                }
+                _ => {
+                    self.staging.missing.lock().unwrap().insert(path.clone());
+                    None
+                }
+            },
+        };
+        let Some(d) = dir else {
+            return;
+        };
+        if self.dest.remove(&d, name, Kind::File).is_err() {
+            return;
+        }
+        // A relative partial dir of one name is removed as soon as it is empty, while
+        // its directory still gets its mtime afterwards (at the end it would not).
+        let p = self
+            .cfg
+            .data
+            .partial_dir
+            .as_deref()
+            .unwrap_or(Path::new(""));
+        if let (true, Some(up), Some(pname)) = (
+            p.is_relative() && p.components().count() == 1,
+            parent.dir.as_ref(),
+            p.file_name(),
+        ) && self.dest.remove(up, pname, Kind::Dir).is_ok()
+        {
+            self.staging.opened.lock().unwrap().remove(&path);
+        }
     }
 
     /// Removes the temporaries of runs that are gone from a partial dir.

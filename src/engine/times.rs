@@ -147,6 +147,7 @@ impl<D: Destination> Engine<'_, D> {
             sparse: false,
             limit: None,
             stop: None,
+            keep_partial: false,
             moving: None,
         };
         let written = self.dest.write_file(&dir, &name, &src);

@@ -65,6 +65,14 @@ struct Delayed<D: Destination> {
 }
 
 impl<D: Destination> Engine<'_, D> {
+    /// `--partial` where it applies: not to a file held back (`--delay-updates`, whose
+    /// temporaries a stop removes) nor one written into its old copy (`--inplace`,
+    /// `--append`), and only on a backend that can keep one.
+    pub(super) fn keeps_partial(&self) -> bool {
+        let d = &self.cfg.data;
+        d.partial && !d.delay_updates && !d.inplace && self.dest.keeps_partial()
+    }
+
     /// `--append`: a file as long or longer at the destination is left alone (rsync
     /// skips it, attributes included).
     pub(super) fn append_leaves(&self, dst: Option<&Meta>, src: &Meta) -> bool {
@@ -101,7 +109,14 @@ impl<D: Destination> Engine<'_, D> {
         // So does a new -H file: a name of a group then only ever holds a complete
         // file, and another run that links over it never leaves us writing into a
         // file no name holds (NFSv3 servers answer that late or not at all).
-        if !matches!(put, Put::Replace(_)) && !delay && !linked && self.writing.temp_dir.is_none() {
+        // With --partial too, as rsync: an interrupted copy is then never at the final
+        // name but where --partial puts it.
+        if !matches!(put, Put::Replace(_))
+            && !delay
+            && !linked
+            && self.writing.temp_dir.is_none()
+            && !src.keep_partial
+        {
             return Ok(self.dest.write_file(dir, name, src));
         }
         let temp = temp::name(name);
@@ -115,6 +130,10 @@ impl<D: Destination> Engine<'_, D> {
         let tdir = at.unwrap_or(dir);
         // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self.dest.write_file(tdir, &temp, src);
+        if src.keep_partial && matches!(written, Err(CopyError::Interrupted)) {
+            self.keep_partial(&job.parent, (tdir, &temp), name, src.meta);
+            return Ok(written);
+        }
         // A copy that changed under us is put in place too, without the source's
         // mtime, so the next run copies it again (a new file is left the same way).
         if !matches!(written, Ok(_) | Err(CopyError::SourceChanged)) {
@@ -138,7 +157,12 @@ impl<D: Destination> Engine<'_, D> {
             _ => Ok(()),
         };
         match kept.and_then(|()| self.move_into_place(dir, &temp, name, at)) {
-            Ok(()) => Ok(written),
+            Ok(()) => {
+                if written.is_ok() {
+                    self.partial_used(&job.parent, name);
+                }
+                Ok(written)
+            }
             Err(e) => {
                 // The temporary's name is ours alone: removing it by name is safe.
                 if !e.is_fatal() && !self.sched.stopped() {

@@ -28,6 +28,8 @@
 //!   (`-H --ignore-existing`, a file where the source has a directory, owners without `-p`).
 //! - [`rsync_trust`]: symlinks owned by another user in the paths options name and in
 //!   merge files are not followed (`--insecure-links` follows them).
+//! - [`rsync_partial`]: `--partial`, `--partial-dir`: what an interrupted copy keeps,
+//!   and the resume.
 //! - [`rsync_paths`]: which paths are sent (`-R`, `--files-from`, `-d`, `-m`,
 //!   `--list-only`), against rsync the same way.
 //! - [`shards`]: `--shard K/N` processes at once into one DEST, then the finalize run;
@@ -61,6 +63,7 @@ mod rsync_fake_super;
 mod rsync_filters;
 mod rsync_links;
 mod rsync_output;
+mod rsync_partial;
 mod rsync_paths;
 mod rsync_safety;
 mod rsync_scripts;

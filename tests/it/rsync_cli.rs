@@ -59,10 +59,11 @@ same_as_rsync! {
     delete_during: ["-a", "--delete-during"];
     delete_after: ["-a", "--delete-after"];
     accepted_no_ops: ["-aW", "--no-whole-file", "--no-inc-recursive", "--max-alloc=1G",
-        "--preallocate", "--super", "--force", "--mkpath", "--partial", "--ignore-errors",
+        "--preallocate", "--super", "--force", "--mkpath", "--ignore-errors",
         "--info=progress2", "--debug=none", "--stats"];
     accepted_delta_and_daemon_no_ops: ["-ay", "--fuzzy", "-B", "8192", "--compress-choice=zlib",
         "--zl=9", "--skip-compress=gz", "--no-motd", "--open-noatime", "--stop-after=60"];
+    partial_uninterrupted: ["-a", "--partial"];
     sparse_taken_back: ["-aS", "--no-sparse"];
     omit_link_times: ["-rltJ"] compare ["-J"];
 }

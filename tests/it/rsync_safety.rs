@@ -596,9 +596,9 @@ fn ganesha_same_as_rsync() {
     }
 }
 
-/// `--partial` and `--partial-dir` alone change nothing: nfsync keeps no partial file
-/// (an update is written beside the old copy and renamed over it), and a relative
-/// partial dir is left out of the transfer, as rsync leaves it out.
+/// `--partial` and `--partial-dir` change nothing in a run not interrupted (see
+/// `rsync_partial` for one that is), and a relative partial dir is left out of the
+/// transfer, as rsync leaves it out.
 #[test]
 fn partial_dir_is_accepted() {
     for flags in [

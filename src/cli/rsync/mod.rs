@@ -1,6 +1,6 @@
 //! rsync's side of the command line: its selection options (`-a` = `-rlptgoD` and
 //! their `--no-` forms), the options that change what is copied (`-u`, `--existing`,
-//! `--max-size`, ...), the ones accepted with no effect (`-z`, `--partial`, ...), and a
+//! `--max-size`, ...), the ones accepted with no effect (`-z`, ...), and a
 //! look at argv before clap parses it ([`check_argv`]).
 
 use std::ffi::OsString;
@@ -156,14 +156,14 @@ pub struct RsyncOpts {
     pub eight_bit_output: bool,
 
     /// --partial --progress: progress lines where no bar is shown, and where stdout is
-    /// no terminal rsync's progress line after each file sent (--partial has no
-    /// effect).
+    /// no terminal rsync's progress line after each file sent.
     #[arg(short = 'P')]
     pub partial_progress: bool,
 
-    /// Accepted, no effect: an update is written beside the old copy and renamed over
-    /// it; an interrupted run is finished by running it again.
-    #[arg(long, help_heading = "Accepted for rsync, no effect")]
+    /// A file whose copy an interrupt (SIGINT/SIGTERM) stops keeps what was written,
+    /// without the source's mtime (so it is copied again): at its name when nothing is
+    /// there (an old copy stays whole), in --partial-dir when given.
+    #[arg(long)]
     pub partial: bool,
 
     /// Accepted, no effect: nfsync always sends whole files.
@@ -440,9 +440,9 @@ pub struct RsyncOpts {
     #[arg(long, alias = "remove-sent-files")]
     pub remove_source_files: bool,
 
-    /// Where --delay-updates holds files back (relative: below each file's directory,
-    /// rsync's .~tmp~ by default); updates are otherwise written beside the old copy
-    /// under a hidden temporary name and renamed over it.
+    /// Implies --partial: where an interrupted copy is kept and where --delay-updates
+    /// holds files back (relative: below each file's directory, rsync's .~tmp~ by
+    /// default); a file kept there is removed once the file is copied.
     #[arg(long, value_name = "DIR")]
     pub partial_dir: Option<std::path::PathBuf>,
     // Which paths are sent (-R, --files-from, -d, -m, --list-only).

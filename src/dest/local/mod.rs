@@ -380,6 +380,9 @@ impl Destination for LocalDest {
             // Left in place without the source's mtime, for the engine to put in place
             // or a re-run to copy again.
             Err(e @ CopyError::SourceChanged) => Err(e),
+            // --partial: the bytes written so far are a prefix of the source (written
+            // in order, the size set only at the end), kept for the engine.
+            Err(e @ CopyError::Interrupted) if src.keep_partial => Err(e),
             Err(e) => {
                 remove_if_ours(dir, name, &f);
                 Err(e)
@@ -395,6 +398,10 @@ impl Destination for LocalDest {
         from: u64,
     ) -> Result<u64, CopyError> {
         self.write_into_impl(dir, name, src, from)
+    }
+
+    fn keeps_partial(&self) -> bool {
+        true
     }
 
     fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {

@@ -22,6 +22,7 @@ fn write_listed(src_path: &Path, listed: &Meta, name: &str) -> (Result<u64, Copy
         sparse: false,
         limit: None,
         stop: None,
+        keep_partial: false,
         moving: None,
     };
     let d = dest(&out);
@@ -104,6 +105,7 @@ fn a_large_copy_stopped_leaves_no_partial_file() {
             sparse: false,
             limit: limit.as_ref(),
             stop: Some(&stop),
+            keep_partial: false,
             moving: None,
         };
         let d = dest(&out);

@@ -478,6 +478,9 @@ impl<D: Destination> Engine<'_, D> {
             sparse: self.cfg.data.sparse,
             limit: self.writing.limit(),
             stop: Some(&self.interrupted),
+            // One no larger than a piece is written at once: an interrupt cannot stop
+            // it part-way, so it needs no temporary to keep.
+            keep_partial: self.keeps_partial() && given.size > crate::options::bwlimit::CHUNK,
             moving: Some(crate::dest::Moving::new(&self.stats.bytes_in_flight)),
         };
         let started = std::time::Instant::now();
