@@ -41,19 +41,6 @@ pub struct Faked {
     pub gid: u32,
 }
 
-/// `st_mode`'s type bits for `kind`.
-pub fn type_bits(kind: Kind) -> u32 {
-    match kind {
-        Kind::File => libc::S_IFREG,
-        Kind::Dir => libc::S_IFDIR,
-        Kind::Symlink => libc::S_IFLNK,
-        Kind::Fifo => libc::S_IFIFO,
-        Kind::Socket => libc::S_IFSOCK,
-        Kind::CharDev => libc::S_IFCHR,
-        Kind::BlockDev => libc::S_IFBLK,
-    }
-}
-
 fn is_device(kind: Kind) -> bool {
     matches!(kind, Kind::CharDev | Kind::BlockDev)
 }
@@ -62,7 +49,7 @@ impl Faked {
     /// What `meta` (the entry as it should be) keeps.
     pub fn of(meta: &Meta) -> Faked {
         Faked {
-            mode: type_bits(meta.kind) | (meta.mode & 0o7777),
+            mode: meta.kind.mode_bits() | (meta.mode & 0o7777),
             rdev: if is_device(meta.kind) { meta.rdev } else { 0 },
             uid: meta.uid,
             gid: meta.gid,
@@ -125,7 +112,7 @@ pub fn real_mode(real: Kind, mode: u32) -> u32 {
 /// `want`.
 pub fn needs_value(real: &Meta, want: &Faked) -> bool {
     let real_rdev = if is_device(real.kind) { real.rdev } else { 0 };
-    (type_bits(real.kind) | (real.mode & 0o7777)) != want.mode
+    (real.kind.mode_bits() | (real.mode & 0o7777)) != want.mode
         || real_rdev != want.rdev
         || real.uid != want.uid
         || real.gid != want.gid
