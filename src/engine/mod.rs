@@ -11,6 +11,7 @@
 //! Crash safety comes from the order inside each file (the backend sets the mtime
 //! last) and here from never deleting in a directory whose source listing failed.
 
+mod backup;
 mod delete;
 mod dir;
 mod dirlinks;
