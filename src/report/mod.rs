@@ -21,6 +21,7 @@ pub mod format;
 pub mod itemize;
 pub mod list_only;
 pub mod logfile;
+mod order;
 pub mod progress;
 pub mod stats;
 pub mod units;
@@ -297,6 +298,11 @@ pub struct Output {
     /// Files sent so far (rsync's `xfr#`), held while the line that numbers one is
     /// printed so the numbers come in order.
     sent: Mutex<u64>,
+    /// The lines held until rsync's order lets them be printed ([`order`]).
+    order: Mutex<order::Order>,
+    /// A file copied onto another name: its lines show the source's name (DEST's
+    /// name, the source's), as rsync's do.
+    shown_as: std::sync::OnceLock<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// The source entry a per-file line is about.
@@ -360,6 +366,8 @@ impl Output {
             all_checksums: false,
             file_progress: None,
             sent: Mutex::new(0),
+            order: Mutex::default(),
+            shown_as: std::sync::OnceLock::new(),
         }
     }
 
@@ -537,7 +545,11 @@ impl Output {
         } else {
             0
         };
-        let item = &Item { bytes, ..*item };
+        let rel = match self.shown_as.get() {
+            Some((dest, src)) if item.rel == dest => src.as_path(),
+            _ => item.rel,
+        };
+        let item = &Item { bytes, rel, ..*item };
         // A file's attribute-only change is rsync's to show only when stdout itemizes;
         // then its log has it too.
         let shown = self.format.as_ref().is_some_and(|f| f.has_i)
@@ -558,12 +570,39 @@ impl Output {
         };
         let item = &Item { checksum, ..*item };
         // rsync's dry run logs no transfers (its receiver, which logs them, gets none).
-        if let Some(l) = self.log.as_ref().filter(|_| !(self.dry_run && transferred)) {
-            l.line(&l.format.render(item, &self.context));
+        let log = self
+            .log
+            .as_ref()
+            .filter(|_| !(self.dry_run && transferred))
+            .map(|l| l.format.render(item, &self.context));
+        let out = self
+            .format
+            .as_ref()
+            .filter(|_| !self.quiet)
+            .map(|f| self.escape(&f.render(item, &self.context)));
+        if self.ordered() {
+            let (dir, name) = match item.kind {
+                Kind::Dir => (order::key(item.rel), None),
+                _ => {
+                    let mut k = order::key(item.rel);
+                    let name = k.pop();
+                    (k, name)
+                }
+            };
+            let line = order::Line {
+                log,
+                out: out.map(|o| (self.json, o)),
+            };
+            let mut held = self.order.lock().unwrap();
+            let ready = held.line(dir, name, line);
+            self.print_lines(ready);
+            return;
         }
-        let mut line = match self.format.as_ref().filter(|_| !self.quiet) {
-            Some(f) => self.escape(&f.render(item, &self.context)),
-            None => return,
+        if let (Some(l), Some(line)) = (&self.log, log) {
+            l.line(&line);
+        }
+        let Some(mut line) = out else {
+            return;
         };
         if let (Some(human), Some((took, stats)), true) = (self.file_progress, sent, transferred) {
             let mut n = self.sent.lock().unwrap();
@@ -574,6 +613,62 @@ impl Output {
             return;
         }
         self.emit(self.json, line);
+    }
+
+    /// Whether per-file lines are put in rsync's order: when there are any, and no
+    /// `--progress` numbers them as they are sent.
+    fn ordered(&self) -> bool {
+        (self.format.is_some() || self.log.is_some()) && self.file_progress.is_none()
+    }
+
+    /// Prints held lines now due (with the order's lock held, so they stay in order).
+    fn print_lines(&self, lines: Vec<order::Line>) {
+        for l in lines {
+            if let (Some(log), Some(line)) = (&self.log, l.log) {
+                log.line(&line);
+            }
+            if let Some((to_stderr, line)) = l.out {
+                self.emit(to_stderr, line);
+            }
+        }
+    }
+
+    /// The directory `rel` was listed: `subdirs` will be walked, `files` other entries
+    /// were queued (see [`order`]).
+    pub fn listed(&self, rel: &Path, subdirs: Vec<std::ffi::OsString>, files: usize) {
+        if self.ordered() {
+            let mut held = self.order.lock().unwrap();
+            let ready = held.listed(order::key(rel), subdirs, files);
+            self.print_lines(ready);
+        }
+    }
+
+    /// Held until dropped: the directory `rel` is walked, and gets no entry after.
+    pub fn walking(&self, rel: &Path) -> Done<'_> {
+        Done {
+            out: self,
+            dir: self.ordered().then(|| (order::key(rel), false)),
+        }
+    }
+
+    /// Held until dropped: an entry of the directory `parent` is worked on.
+    pub fn working(&self, parent: &Path) -> Done<'_> {
+        Done {
+            out: self,
+            dir: self.ordered().then(|| (order::key(parent), true)),
+        }
+    }
+
+    /// The run is over: every line held is printed.
+    pub fn flush(&self) {
+        let mut held = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let ready = held.finish();
+        self.print_lines(ready);
+    }
+
+    /// A file copied onto the name `dest` (DEST's) is shown as `src`, the source's.
+    pub fn show_as(&self, dest: &Path, src: &Path) {
+        let _ = self.shown_as.set((dest.to_owned(), src.to_owned()));
     }
 
     /// `--mkpath`'s line for the `n` directories it made up to `path`, as rsync's.
@@ -666,6 +761,33 @@ impl Output {
         if self.verbose >= level && !self.quiet {
             self.emit(true, format!("nfsync: {msg}"));
         }
+    }
+}
+
+/// The end of a directory's walk or of an entry's job, for the order of the lines.
+pub struct Done<'a> {
+    out: &'a Output,
+    /// The directory, and whether one of its entries is done (else its walk).
+    dir: Option<(order::Key, bool)>,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        let Some((dir, entry)) = self.dir.take() else {
+            return;
+        };
+        let mut held = self.out.order.lock().unwrap_or_else(|e| e.into_inner());
+        let ready = match entry {
+            true => held.entry_done(&dir),
+            false => held.closed(dir),
+        };
+        self.out.print_lines(ready);
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
