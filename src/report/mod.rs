@@ -471,7 +471,7 @@ impl Output {
 
     /// A line on stderr as it is (a JSON object), above the bar if there is one.
     pub fn note_raw(&self, line: impl std::fmt::Display) {
-        self.emit(true, &line.to_string());
+        self.emit(true, line.to_string());
     }
 
     /// One of rsync's informational lines, in its words (`skipping directory NAME`):
@@ -549,7 +549,11 @@ impl Output {
             Some((dest, src)) if item.rel == dest => src.as_path(),
             _ => item.rel,
         };
-        let item = &Item { bytes, rel, ..*item };
+        let item = &Item {
+            bytes,
+            rel,
+            ..*item
+        };
         // A file's attribute-only change is rsync's to show only when stdout itemizes;
         // then its log has it too.
         let shown = self.format.as_ref().is_some_and(|f| f.has_i)

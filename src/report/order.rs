@@ -208,7 +208,10 @@ mod tests {
         got.extend(texts(o.entry_done(&k(""))));
         assert_eq!(got, ["./", "m", "z", "a/", "b/", "b/x"]);
         // A late line of a section printed already is printed at once.
-        assert_eq!(texts(o.line(k("a"), Some("q".into()), line("a/q"))), ["a/q"]);
+        assert_eq!(
+            texts(o.line(k("a"), Some("q".into()), line("a/q"))),
+            ["a/q"]
+        );
     }
 
     #[test]

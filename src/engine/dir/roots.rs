@@ -141,7 +141,8 @@ impl<D: Destination> Engine<'_, D> {
             // (A remote operand's entry is held by a directory that opens it
             // whatever name it is given.)
             // Its line shows the source's name, as rsync's does (messages, DEST's).
-            self.out.show_as(Path::new(&name), Path::new(&op.entry.name));
+            self.out
+                .show_as(Path::new(&name), Path::new(&op.entry.name));
             let mut entries = vec![SrcEntry { name, ..op.entry }];
             // -L and friends, --chmod, --chown: as for any other entry.
             self.shape_entries(None, Path::new(""), &mut entries);

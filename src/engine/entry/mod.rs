@@ -451,7 +451,10 @@ impl<D: Destination> Engine<'_, D> {
             _ => None,
         };
         let listed = opened.as_ref().unwrap_or(listed);
-        let mut given = self.give_in(opened.as_ref().unwrap_or(&job.entry.meta), Some(&job.parent));
+        let mut given = self.give_in(
+            opened.as_ref().unwrap_or(&job.entry.meta),
+            Some(&job.parent),
+        );
         // Without -p a file that was there keeps its mode through the update (rsync).
         if let (false, Put::Replace(d)) = (self.cfg.perms, put) {
             given.mode = d.mode & 0o7777;
