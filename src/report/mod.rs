@@ -4,6 +4,7 @@
 //! Counters are atomics bumped by every worker; messages go through [`Output`], which
 //! knows about the progress bar so a line never tears it.
 
+use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -621,7 +622,7 @@ impl Output {
 
     /// Whether per-file lines are put in rsync's order: when there are any, and no
     /// `--progress` numbers them as they are sent.
-    fn ordered(&self) -> bool {
+    pub fn ordered(&self) -> bool {
         (self.format.is_some() || self.log.is_some()) && self.file_progress.is_none()
     }
 
@@ -637,9 +638,9 @@ impl Output {
         }
     }
 
-    /// The directory `rel` was listed: `subdirs` will be walked, `files` other entries
+    /// The directory `rel` was listed: `subdirs` will be walked, the entries `files`
     /// were queued (see [`order`]).
-    pub fn listed(&self, rel: &Path, subdirs: Vec<std::ffi::OsString>, files: usize) {
+    pub fn listed(&self, rel: &Path, subdirs: Vec<OsString>, files: Vec<OsString>) {
         if self.ordered() {
             let mut held = self.order.lock().unwrap();
             let ready = held.listed(order::key(rel), subdirs, files);
@@ -651,15 +652,17 @@ impl Output {
     pub fn walking(&self, rel: &Path) -> Done<'_> {
         Done {
             out: self,
-            dir: self.ordered().then(|| (order::key(rel), false)),
+            dir: self.ordered().then(|| (order::key(rel), None)),
         }
     }
 
     /// Held until dropped: an entry of the directory `parent` is worked on.
-    pub fn working(&self, parent: &Path) -> Done<'_> {
+    pub fn working(&self, parent: &Path, name: &OsStr) -> Done<'_> {
         Done {
             out: self,
-            dir: self.ordered().then(|| (order::key(parent), true)),
+            dir: self
+                .ordered()
+                .then(|| (order::key(parent), Some(name.to_owned()))),
         }
     }
 
@@ -771,8 +774,8 @@ impl Output {
 /// The end of a directory's walk or of an entry's job, for the order of the lines.
 pub struct Done<'a> {
     out: &'a Output,
-    /// The directory, and whether one of its entries is done (else its walk).
-    dir: Option<(order::Key, bool)>,
+    /// The directory, and the entry of it that is done (else its walk).
+    dir: Option<(order::Key, Option<OsString>)>,
 }
 
 impl Drop for Done<'_> {
@@ -782,8 +785,8 @@ impl Drop for Done<'_> {
         };
         let mut held = self.out.order.lock().unwrap_or_else(|e| e.into_inner());
         let ready = match entry {
-            true => held.entry_done(&dir),
-            false => held.closed(dir),
+            Some(name) => held.entry_done(&dir, &name),
+            None => held.closed(dir),
         };
         self.out.print_lines(ready);
     }

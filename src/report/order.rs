@@ -5,12 +5,13 @@
 //! non-directories first. Scripts that diff two runs' `-i` output, and rsync's own
 //! tests, read that order. Here each directory is a section keyed by its path's
 //! components; comparing keys as sequences is exactly that pre-order. Lines wait in
-//! their section until every section before it has been printed and its own entries
-//! are done, so what is held is only the lines that cannot be printed yet, and a
-//! line for a section already passed is printed at once. Whatever is still held when
+//! their section until every section before it has been printed and the entries
+//! named before theirs are done (a big directory's lines flow as its names are
+//! done), so what is held is only the lines that cannot be printed yet, and a line
+//! for a place already passed is printed at once. Whatever is still held when
 //! the run ends is printed then, in the same order: no line is ever lost.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::{Component, Path};
 
@@ -44,8 +45,10 @@ struct Section {
     subdirs: Vec<OsString>,
     /// Its listing is done (or failed): no entry or subdirectory is added.
     closed: bool,
-    /// Entries queued and not yet done.
-    files_left: usize,
+    /// Its entries queued and not yet done, by name.
+    queued: BTreeSet<OsString>,
+    /// Its head and the lines of the names before the first queued one are printed.
+    started: bool,
 }
 
 impl Section {
@@ -53,6 +56,23 @@ impl Section {
         self.head
             .into_iter()
             .chain(self.files.into_values().flatten())
+    }
+
+    /// Whether a line of `name` (`None`: the head) would be printed at once.
+    fn past(&self, name: Option<&OsString>) -> bool {
+        self.started && name.is_none_or(|n| self.queued.first().is_none_or(|q| n < q))
+    }
+
+    /// The lines now due, once started: those of the names before the first queued.
+    fn due(&mut self) -> Vec<Line> {
+        let mut out = std::mem::take(&mut self.head);
+        while let Some(e) = self.files.first_entry() {
+            if self.queued.first().is_some_and(|q| e.key() >= q) {
+                break;
+            }
+            out.extend(e.remove());
+        }
+        out
     }
 }
 
@@ -81,7 +101,13 @@ impl Order {
     /// A line of the directory `dir` (its own line when `name` is `None`): the lines
     /// that can be printed now.
     pub fn line(&mut self, dir: Key, name: Option<OsString>, line: Line) -> Vec<Line> {
-        if self.passed(&dir) {
+        let now = self.passed(&dir)
+            || self.todo.last() == Some(&dir)
+                && self
+                    .sections
+                    .get(&dir)
+                    .is_some_and(|s| s.past(name.as_ref()));
+        if now {
             return vec![line];
         }
         let s = self.sections.entry(dir).or_default();
@@ -92,9 +118,14 @@ impl Order {
         Vec::new()
     }
 
-    /// The directory `dir` was listed: these subdirectories will be walked and
-    /// `files` other entries were queued.
-    pub fn listed(&mut self, dir: Key, mut subdirs: Vec<OsString>, files: usize) -> Vec<Line> {
+    /// The directory `dir` was listed: these subdirectories will be walked and the
+    /// entries `files` were queued.
+    pub fn listed(
+        &mut self,
+        dir: Key,
+        mut subdirs: Vec<OsString>,
+        files: Vec<OsString>,
+    ) -> Vec<Line> {
         if self.passed(&dir) {
             return Vec::new();
         }
@@ -102,7 +133,7 @@ impl Order {
         s.subdirs.append(&mut subdirs);
         s.subdirs.sort_unstable();
         s.subdirs.dedup();
-        s.files_left += files;
+        s.queued.extend(files);
         s.closed = true;
         self.pump()
     }
@@ -116,12 +147,12 @@ impl Order {
         self.pump()
     }
 
-    /// One entry queued in `dir` is done.
-    pub fn entry_done(&mut self, dir: &Key) -> Vec<Line> {
+    /// The entry `name` queued in `dir` is done.
+    pub fn entry_done(&mut self, dir: &Key, name: &OsString) -> Vec<Line> {
         match self.sections.get_mut(dir) {
-            Some(s) => s.files_left = s.files_left.saturating_sub(1),
+            Some(s) => s.queued.remove(name),
             None => return Vec::new(),
-        }
+        };
         self.pump()
     }
 
@@ -149,9 +180,13 @@ impl Order {
                 }
                 out.extend(e.remove().lines());
             }
-            match self.sections.get(next) {
-                Some(s) if s.closed && s.files_left == 0 => {}
-                _ => return out,
+            let Some(s) = self.sections.get_mut(next).filter(|s| s.closed) else {
+                return out;
+            };
+            s.started = true;
+            out.extend(s.due());
+            if !s.queued.is_empty() {
+                return out;
             }
             let key = self.todo.pop().unwrap();
             let s = self.sections.remove(&key).unwrap();
@@ -192,20 +227,25 @@ mod tests {
         let mut o = Order::default();
         let mut got = Vec::new();
         got.extend(texts(o.line(k("./"), None, line("./"))));
-        got.extend(texts(o.listed(k(""), vec!["b".into(), "a".into()], 2)));
+        got.extend(texts(o.listed(
+            k(""),
+            vec!["b".into(), "a".into()],
+            names(&["m", "z"]),
+        )));
         // The subdirectories finish first.
         got.extend(texts(o.line(k("b"), None, line("b/"))));
         got.extend(texts(o.line(k("b"), Some("x".into()), line("b/x"))));
-        got.extend(texts(o.listed(k("b"), vec![], 1)));
-        got.extend(texts(o.entry_done(&k("b"))));
+        got.extend(texts(o.listed(k("b"), vec![], names(&["x"]))));
+        got.extend(texts(o.entry_done(&k("b"), &"x".into())));
         got.extend(texts(o.line(k("a"), None, line("a/"))));
         got.extend(texts(o.closed(k("a"))));
-        assert!(got.is_empty(), "{got:?}");
+        // The top's own line is due once it is listed; nothing else yet.
+        assert_eq!(got, ["./"]);
         got.extend(texts(o.line(k(""), Some("z".into()), line("z"))));
-        got.extend(texts(o.entry_done(&k(""))));
-        assert!(got.is_empty(), "{got:?}");
+        got.extend(texts(o.entry_done(&k(""), &"z".into())));
+        assert_eq!(got, ["./"]);
         got.extend(texts(o.line(k(""), Some("m".into()), line("m"))));
-        got.extend(texts(o.entry_done(&k(""))));
+        got.extend(texts(o.entry_done(&k(""), &"m".into())));
         assert_eq!(got, ["./", "m", "z", "a/", "b/", "b/x"]);
         // A late line of a section printed already is printed at once.
         assert_eq!(
@@ -219,7 +259,10 @@ mod tests {
         let mut o = Order::default();
         assert!(o.line(k("a"), Some("f".into()), line("a/f")).is_empty());
         assert!(o.line(k(""), Some("f".into()), line("f")).is_empty());
-        assert!(o.listed(k(""), vec!["a".into()], 2).is_empty());
+        assert!(
+            o.listed(k(""), vec!["a".into()], names(&["f", "g"]))
+                .is_empty()
+        );
         assert_eq!(texts(o.finish()), ["f", "a/f"]);
     }
 
@@ -229,6 +272,23 @@ mod tests {
         // `-d`: a directory's line, no walk into it.
         assert!(o.line(k("d"), None, line("d/")).is_empty());
         assert!(o.line(k(""), Some("f".into()), line("f")).is_empty());
-        assert_eq!(texts(o.listed(k(""), vec![], 0)), ["f", "d/"]);
+        assert_eq!(texts(o.listed(k(""), vec![], vec![])), ["f", "d/"]);
+    }
+
+    #[test]
+    fn a_directorys_lines_flow_as_the_names_before_them_are_done() {
+        let mut o = Order::default();
+        assert!(o.listed(k(""), vec![], names(&["a", "b", "c"])).is_empty());
+        assert!(o.line(k(""), Some("b".into()), line("b")).is_empty());
+        assert!(o.entry_done(&k(""), &"b".into()).is_empty());
+        assert_eq!(texts(o.entry_done(&k(""), &"a".into())), ["b"]);
+        // Before the first name not done: at once.
+        assert_eq!(texts(o.line(k(""), Some("a".into()), line("a"))), ["a"]);
+        assert!(o.line(k(""), Some("c".into()), line("c")).is_empty());
+        assert_eq!(texts(o.entry_done(&k(""), &"c".into())), ["c"]);
+    }
+
+    fn names(n: &[&str]) -> Vec<OsString> {
+        n.iter().map(OsString::from).collect()
     }
 }

@@ -153,7 +153,8 @@ impl<D: Destination> Engine<'_, D> {
                 return Ok(());
             }
             if let Some(entry) = entries.pop() {
-                self.out.listed(Path::new(""), Vec::new(), 1);
+                self.out
+                    .listed(Path::new(""), Vec::new(), vec![entry.name.clone()]);
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
                 self.stats.found(&entry.meta);
                 self.sched.push(
