@@ -4,7 +4,6 @@
 //! Counters are atomics bumped by every worker; messages go through [`Output`], which
 //! knows about the progress bar so a line never tears it.
 
-use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -23,6 +22,7 @@ pub mod itemize;
 pub mod list_only;
 pub mod logfile;
 mod order;
+pub use order::Done;
 pub mod progress;
 pub mod stats;
 pub mod units;
@@ -620,59 +620,6 @@ impl Output {
         self.emit(self.json, line);
     }
 
-    /// Whether per-file lines are put in rsync's order: when there are any, and no
-    /// `--progress` numbers them as they are sent.
-    pub fn ordered(&self) -> bool {
-        (self.format.is_some() || self.log.is_some()) && self.file_progress.is_none()
-    }
-
-    /// Prints held lines now due (with the order's lock held, so they stay in order).
-    fn print_lines(&self, lines: Vec<order::Line>) {
-        for l in lines {
-            if let (Some(log), Some(line)) = (&self.log, l.log) {
-                log.line(&line);
-            }
-            if let Some((to_stderr, line)) = l.out {
-                self.emit(to_stderr, line);
-            }
-        }
-    }
-
-    /// The directory `rel` was listed: `subdirs` will be walked, the entries `files`
-    /// were queued (see [`order`]).
-    pub fn listed(&self, rel: &Path, subdirs: Vec<OsString>, files: Vec<OsString>) {
-        if self.ordered() {
-            let mut held = self.order.lock().unwrap();
-            let ready = held.listed(order::key(rel), subdirs, files);
-            self.print_lines(ready);
-        }
-    }
-
-    /// Held until dropped: the directory `rel` is walked, and gets no entry after.
-    pub fn walking(&self, rel: &Path) -> Done<'_> {
-        Done {
-            out: self,
-            dir: self.ordered().then(|| (order::key(rel), None)),
-        }
-    }
-
-    /// Held until dropped: an entry of the directory `parent` is worked on.
-    pub fn working(&self, parent: &Path, name: &OsStr) -> Done<'_> {
-        Done {
-            out: self,
-            dir: self
-                .ordered()
-                .then(|| (order::key(parent), Some(name.to_owned()))),
-        }
-    }
-
-    /// The run is over: every line held is printed.
-    pub fn flush(&self) {
-        let mut held = self.order.lock().unwrap_or_else(|e| e.into_inner());
-        let ready = held.finish();
-        self.print_lines(ready);
-    }
-
     /// A file copied onto the name `dest` (DEST's) is shown as `src`, the source's.
     pub fn show_as(&self, dest: &Path, src: &Path) {
         let _ = self.shown_as.set((dest.to_owned(), src.to_owned()));
@@ -768,33 +715,6 @@ impl Output {
         if self.verbose >= level && !self.quiet {
             self.emit(true, format!("nfsync: {msg}"));
         }
-    }
-}
-
-/// The end of a directory's walk or of an entry's job, for the order of the lines.
-pub struct Done<'a> {
-    out: &'a Output,
-    /// The directory, and the entry of it that is done (else its walk).
-    dir: Option<(order::Key, Option<OsString>)>,
-}
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        let Some((dir, entry)) = self.dir.take() else {
-            return;
-        };
-        let mut held = self.out.order.lock().unwrap_or_else(|e| e.into_inner());
-        let ready = match entry {
-            Some(name) => held.entry_done(&dir, &name),
-            None => held.closed(dir),
-        };
-        self.out.print_lines(ready);
-    }
-}
-
-impl Drop for Output {
-    fn drop(&mut self) {
-        self.flush();
     }
 }
 

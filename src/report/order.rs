@@ -12,8 +12,11 @@
 //! the run ends is printed then, in the same order: no line is ever lost.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::ffi::OsString;
 use std::path::{Component, Path};
+
+use super::Output;
 
 /// A directory's place in the order: its path's components.
 pub(super) type Key = Vec<OsString>;
@@ -197,6 +200,86 @@ impl Order {
             }
             out.extend(s.lines());
         }
+    }
+}
+
+impl Output {
+    /// Whether per-file lines are put in rsync's order: when there are any, and no
+    /// `--progress` numbers them as they are sent.
+    pub fn ordered(&self) -> bool {
+        (self.format.is_some() || self.log.is_some()) && self.file_progress.is_none()
+    }
+
+    /// Prints held lines now due (with the order's lock held, so they stay in order).
+    pub(super) fn print_lines(&self, lines: Vec<Line>) {
+        for l in lines {
+            if let (Some(log), Some(line)) = (&self.log, l.log) {
+                log.line(&line);
+            }
+            if let Some((to_stderr, line)) = l.out {
+                self.emit(to_stderr, line);
+            }
+        }
+    }
+
+    /// The directory `rel` was listed: `subdirs` will be walked, the entries `files`
+    /// were queued.
+    pub fn listed(&self, rel: &Path, subdirs: Vec<OsString>, files: Vec<OsString>) {
+        if self.ordered() {
+            let mut held = self.order.lock().unwrap();
+            let ready = held.listed(key(rel), subdirs, files);
+            self.print_lines(ready);
+        }
+    }
+
+    /// Held until dropped: the directory `rel` is walked, and gets no entry after.
+    pub fn walking(&self, rel: &Path) -> Done<'_> {
+        Done {
+            out: self,
+            dir: self.ordered().then(|| (key(rel), None)),
+        }
+    }
+
+    /// Held until dropped: an entry of the directory `parent` is worked on.
+    pub fn working(&self, parent: &Path, name: &OsStr) -> Done<'_> {
+        Done {
+            out: self,
+            dir: self.ordered().then(|| (key(parent), Some(name.to_owned()))),
+        }
+    }
+
+    /// The run is over: every line held is printed.
+    pub fn flush(&self) {
+        let mut held = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let ready = held.finish();
+        self.print_lines(ready);
+    }
+}
+
+/// The end of a directory's walk or of an entry's job, for the order of the lines.
+pub struct Done<'a> {
+    out: &'a Output,
+    /// The directory, and the entry of it that is done (else its walk).
+    dir: Option<(Key, Option<OsString>)>,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        let Some((dir, entry)) = self.dir.take() else {
+            return;
+        };
+        let mut held = self.out.order.lock().unwrap_or_else(|e| e.into_inner());
+        let ready = match entry {
+            Some(name) => held.entry_done(&dir, &name),
+            None => held.closed(dir),
+        };
+        self.out.print_lines(ready);
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
