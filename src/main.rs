@@ -310,6 +310,7 @@ fn bound_the_stop() {
 
 /// The end of a run: notes, then `--json`, `--stats` and the one-line summary.
 fn report(cfg: &Config, out: &Output, summary: &Summary) {
+    out.flush();
     if let Some(why) = &summary.fatal {
         out.note(why);
     }

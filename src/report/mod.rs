@@ -18,6 +18,8 @@ pub mod format;
 pub mod itemize;
 pub mod list_only;
 pub mod logfile;
+mod order;
+pub use order::Done;
 pub mod progress;
 pub mod stats;
 pub mod units;
@@ -55,6 +57,11 @@ pub struct Output {
     /// Files sent so far (rsync's `xfr#`), held while the line that numbers one is
     /// printed so the numbers come in order.
     sent: Mutex<u64>,
+    /// The lines held until rsync's order lets them be printed ([`order`]).
+    order: Mutex<order::Order>,
+    /// A file copied onto another name: its lines show the source's name (DEST's
+    /// name, the source's), as rsync's do.
+    shown_as: std::sync::OnceLock<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// The source entry a per-file line is about.
@@ -118,6 +125,8 @@ impl Output {
             all_checksums: false,
             file_progress: None,
             sent: Mutex::new(0),
+            order: Mutex::default(),
+            shown_as: std::sync::OnceLock::new(),
         }
     }
 
@@ -295,7 +304,15 @@ impl Output {
         } else {
             0
         };
-        let item = &Item { bytes, ..*item };
+        let rel = match self.shown_as.get() {
+            Some((dest, src)) if item.rel == dest => src.as_path(),
+            _ => item.rel,
+        };
+        let item = &Item {
+            bytes,
+            rel,
+            ..*item
+        };
         // A file's attribute-only change is rsync's to show only when stdout itemizes;
         // then its log has it too.
         let shown = self.format.as_ref().is_some_and(|f| f.has_i)
@@ -316,12 +333,39 @@ impl Output {
         };
         let item = &Item { checksum, ..*item };
         // rsync's dry run logs no transfers (its receiver, which logs them, gets none).
-        if let Some(l) = self.log.as_ref().filter(|_| !(self.dry_run && transferred)) {
-            l.line(&l.format.render(item, &self.context));
+        let log = self
+            .log
+            .as_ref()
+            .filter(|_| !(self.dry_run && transferred))
+            .map(|l| l.format.render(item, &self.context));
+        let out = self
+            .format
+            .as_ref()
+            .filter(|_| !self.quiet)
+            .map(|f| self.escape(&f.render(item, &self.context)));
+        if self.ordered() {
+            let (dir, name) = match item.kind {
+                Kind::Dir => (order::key(item.rel), None),
+                _ => {
+                    let mut k = order::key(item.rel);
+                    let name = k.pop();
+                    (k, name)
+                }
+            };
+            let line = order::Line {
+                log,
+                out: out.map(|o| (self.json, o)),
+            };
+            let mut held = self.order.lock().unwrap();
+            let ready = held.line(dir, name, line);
+            self.print_lines(ready);
+            return;
         }
-        let mut line = match self.format.as_ref().filter(|_| !self.quiet) {
-            Some(f) => self.escape(&f.render(item, &self.context)),
-            None => return,
+        if let (Some(l), Some(line)) = (&self.log, log) {
+            l.line(&line);
+        }
+        let Some(mut line) = out else {
+            return;
         };
         if let (Some(human), Some((took, stats)), true) = (self.file_progress, sent, transferred) {
             let mut n = self.sent.lock().unwrap();
@@ -332,6 +376,11 @@ impl Output {
             return;
         }
         self.emit(self.json, line);
+    }
+
+    /// A file copied onto the name `dest` (DEST's) is shown as `src`, the source's.
+    pub fn show_as(&self, dest: &Path, src: &Path) {
+        let _ = self.shown_as.set((dest.to_owned(), src.to_owned()));
     }
 
     /// `--mkpath`'s line for the `n` directories it made up to `path`, as rsync's.

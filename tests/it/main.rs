@@ -62,6 +62,7 @@ mod rsync_data;
 mod rsync_fake_super;
 mod rsync_filters;
 mod rsync_links;
+mod rsync_order;
 mod rsync_output;
 mod rsync_partial;
 mod rsync_paths;

@@ -539,3 +539,40 @@ fn device_with_other_numbers_is_itemized_as_changed() {
         assert_eq!(listing(&s.nfsync("")), listing(&s.rsync("")), "{flags:?}");
     }
 }
+
+/// A file DEST that a fake-super copy made of a device is that device to
+/// `--fake-super`: one device copied onto it is itemized as a changed device
+/// (`cDc.T......`), not as a new one, as rsync itemizes it.
+#[test]
+fn fake_device_dest_of_a_lone_file_is_read_as_its_xattr_says() {
+    if !crate::support::root_or_skip("rsync_fake_super::fake_device_dest_of_a_lone_file") {
+        return;
+    }
+    let s = Sides::new(Via::Mount);
+    if !holds_xattrs(s.path()) {
+        return;
+    }
+    let src = Tree::new(s.join("src"));
+    src.device("block3", libc::S_IFBLK, 105, 73);
+    let start = Tree::new(s.join("start"));
+    start.device("block", libc::S_IFBLK, 42, 69);
+    src.age();
+    start.age();
+    for side in ["by_rsync", "by_nfsync"] {
+        let _ = std::fs::remove_dir_all(s.join(side));
+    }
+    s.run_ok("", b"", &|_, cmd| {
+        cmd.args(["-a", "--fake-super"])
+            .arg(crate::support::slash(&s.join("start")));
+    });
+    let ran = s.run_ok("block", b"", &|_, cmd| {
+        cmd.args(["-Di", "--fake-super"]).arg(src.path("block3"));
+    });
+    let lines = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        lines(&ran.rsync).starts_with("cDc"),
+        "{}",
+        lines(&ran.rsync)
+    );
+    assert_eq!(lines(&ran.nfsync), lines(&ran.rsync));
+}

@@ -204,7 +204,17 @@ impl Destination for LocalDest {
 
     fn root_state(&self) -> dest::Result<RootState> {
         match fs::metadata(&self.root) {
-            Ok(m) => Ok(RootState::Exists(Meta::from_std(&m))),
+            Ok(m) => {
+                let mut meta = Meta::from_std(&m);
+                // A file DEST may stand for a device or fifo its stored value says.
+                if self.fake_super && meta.kind != Kind::Dir {
+                    let t = crate::options::xattrs::Target::Path(&self.root);
+                    if let Some(f) = crate::options::fake_super::read(t)? {
+                        f.apply(&mut meta);
+                    }
+                }
+                Ok(RootState::Exists(meta))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(RootState::Missing),
             Err(e) => Err(e.into()),
         }

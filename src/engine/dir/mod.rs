@@ -249,6 +249,15 @@ impl<D: Destination> Engine<'_, D> {
         *node.deletions.lock().unwrap() = plan.deletions;
         node.pending
             .fetch_add(scans.len() + jobs.len(), Ordering::AcqRel);
+        let subdirs = match self.out.ordered() {
+            true => scans.iter().map(|s| s.entry.name.clone()).collect(),
+            false => Vec::new(),
+        };
+        let names = match self.out.ordered() {
+            true => jobs.iter().map(|j| j.entry.name.clone()).collect(),
+            false => Vec::new(),
+        };
+        self.out.listed(&node.rel, subdirs, names);
         self.sched.push(scans, jobs);
     }
 
@@ -262,6 +271,8 @@ impl<D: Destination> Engine<'_, D> {
             known,
             implied,
         } = job;
+        // Its lines wait for the walk, then for those before them.
+        let _walking = self.out.walking(&parent.rel.join(&entry.name));
         let parent = self.child_done(parent);
         // --mpi: another process has walked the whole tree, so everything below is
         // someone's already (see crate::shard::claim).

@@ -140,6 +140,9 @@ impl<D: Destination> Engine<'_, D> {
             };
             // (A remote operand's entry is held by a directory that opens it
             // whatever name it is given.)
+            // Its line shows the source's name, as rsync's does (messages, DEST's).
+            self.out
+                .show_as(Path::new(&name), Path::new(&op.entry.name));
             let mut entries = vec![SrcEntry { name, ..op.entry }];
             // -L and friends, --chmod, --chown: as for any other entry.
             self.shape_entries(None, Path::new(""), &mut entries);
@@ -150,6 +153,8 @@ impl<D: Destination> Engine<'_, D> {
                 return Ok(());
             }
             if let Some(entry) = entries.pop() {
+                self.out
+                    .listed(Path::new(""), Vec::new(), vec![entry.name.clone()]);
                 self.stats.files_scanned.fetch_add(1, Ordering::Relaxed);
                 self.stats.found(&entry.meta);
                 self.sched.push(

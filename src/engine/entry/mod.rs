@@ -33,6 +33,7 @@ pub(super) enum Put {
 impl<D: Destination> Engine<'_, D> {
     /// Runs one entry job.
     pub(super) fn entry(&self, job: EntryJob<D>) {
+        let _working = self.out.working(&job.parent.rel, &job.entry.name);
         let done = self.child_done(job.parent.clone());
         let kind = job.entry.meta.kind;
         if kind == Kind::File && self.cfg.hard_links && job.entry.meta.nlink > 1 {
