@@ -62,7 +62,7 @@ use crate::dest::{self, AttrSet, Destination};
 use crate::meta::{Kind, Meta};
 use crate::options::temp;
 use crate::report::Stats;
-use crate::report::itemize::{Itemize, Update};
+use crate::report::itemize::{Changes, Itemize, Update};
 
 /// How often a group is looked at while settling before the run gives up on it.
 const SETTLE_ROUNDS: u32 = 8;
@@ -292,7 +292,19 @@ impl<D: Destination> Engine<'_, D> {
             }
             changed = true;
             Stats::bump(&self.stats.links_created);
-            let code = Itemize::New(Update::HardLink, Kind::File);
+            // A file the link replaced is itemized against the source as rsync does
+            // (`hf..T......`), one of another type (deleted first) as new.
+            let code = match &dst {
+                Some(d) if replace => {
+                    match self.file_code(&self.as_stored(&job.entry.meta), Some(d), job, rel) {
+                        Itemize::Changed(_, kind, c) => {
+                            Itemize::Changed(Update::HardLink, kind, Changes { value: false, ..c })
+                        }
+                        _ => Itemize::New(Update::HardLink, Kind::File),
+                    }
+                }
+                _ => Itemize::New(Update::HardLink, Kind::File),
+            };
             self.out
                 .hard_link(code, rel, &leader.rel(), (&job.entry).into());
             self.source_done(job);

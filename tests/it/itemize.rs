@@ -131,6 +131,25 @@ fn checksum_column_with_dash_c() {
     );
 }
 
+/// `-H` over a DEST where a later name of a group is a separate copy: the link that
+/// replaces it is itemized against that copy (`hf..t......`, `hf.st......`), as rsync does,
+/// not as new.
+#[test]
+fn a_hard_link_over_an_old_copy_itemizes_what_differs() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    src.file("a", "shared").file("d/e", "other");
+    src.hardlink("b", "a").hardlink("d/g", "d/e");
+    src.age();
+    let old = Tree::new(s.join("old"));
+    old.file("a", "shared")
+        .file("b", "shared")
+        .file("d/e", "other")
+        .file("d/g", "x");
+    old.age().mtime("b", 1_500_000_000, 0);
+    compare(src.root(), Some(old.root()), &s, "-H", &["-H"]);
+}
+
 /// An entry replaced by one of another type is not itemized as deleted (rsync's
 /// "make room" removals are not logged; a script counting `*deleting` lines counts
 /// what the source lacks), what was inside a replaced directory is; the same with
