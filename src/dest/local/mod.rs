@@ -16,11 +16,9 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
@@ -32,69 +30,17 @@ use crate::meta::{Kind, Meta};
 use crate::options::trust::Trust;
 
 mod data;
+mod dir;
 mod fake;
 mod named_dirs;
 mod remove;
 mod sys;
 mod xattr;
 
+pub use dir::LocalDir;
 use remove::remove_tree_at;
 use sys::{chmod_nofollow, close_checked, copy_data, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
-
-/// How a destination directory is opened: never through a symlink.
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
-
-/// An open destination directory. Cloning shares the descriptor.
-#[derive(Clone, Debug)]
-pub struct LocalDir {
-    fd: Arc<OwnedFd>,
-    /// The directory has its setgid bit, so what is created in it takes its group
-    /// rather than ours (and a new directory takes the bit too).
-    setgid: bool,
-}
-
-impl LocalDir {
-    fn fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-
-    fn new(fd: OwnedFd) -> LocalDir {
-        LocalDir {
-            fd: Arc::new(fd),
-            setgid: false,
-        }
-    }
-
-    /// Opens `name` in `parent` as a directory, refusing a symlink (`ENOTDIR`, as for
-    /// anything else that is not a directory).
-    fn open(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<LocalDir> {
-        match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
-            Ok(fd) => Ok(LocalDir::new(fd)),
-            Err(rustix::io::Errno::LOOP) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Opens a directory by path, following the symlinks root or we own (see
-    /// `options::trust`): only for DEST itself and its parent, which the user named.
-    fn open_path(trust: Trust, path: &Path) -> io::Result<LocalDir> {
-        let d = LocalDir::new(crate::options::trust::open_dir(
-            trust,
-            rustix::fs::CWD,
-            path,
-            false,
-        )?);
-        let mode = rustix::fs::fstat(d.fd())?.st_mode;
-        Ok(LocalDir {
-            setgid: mode & 0o2000 != 0,
-            ..d
-        })
-    }
-}
 
 /// A destination that is a directory on a mounted filesystem.
 pub struct LocalDest {
