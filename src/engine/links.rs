@@ -176,7 +176,12 @@ impl<D: Destination> Engine<'_, D> {
                 self.file(&job, &rel);
             }
             None => {
-                let ok = self.file(&job, &rel);
+                let copied = self.file(&job, &rel);
+                // `--compare-dest` may leave the first name out (a basis holds it):
+                // then there is nothing to link to, and each other name is decided
+                // against the basis on its own, as rsync does.
+                let ok =
+                    copied && (self.cfg.dry_run || self.cfg.basis.is_none() || self.in_dest(&job));
                 let leader = Name::of(&job);
                 let waiting = {
                     let mut links = self.links.0.lock().unwrap();
@@ -204,6 +209,14 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
         }
+    }
+
+    /// Whether DEST holds `job`'s name now.
+    fn in_dest(&self, job: &EntryJob<D>) -> bool {
+        let Some(dir) = &job.parent.dir else {
+            return false;
+        };
+        matches!(self.dest.stat(dir, &job.entry.name), Ok(Some(_)))
     }
 
     /// Adds a linked name to its group.

@@ -433,6 +433,30 @@ fn compare_dest_and_copy_dest() {
     assert_eq!(m.nlink(), 1);
 }
 
+/// `-H --compare-dest`: a group the basis holds whole is left out, every name of it (no
+/// link to a first name that was never made, which ended in exit 23 with "No such
+/// file"); a group the basis lacks is copied and linked.
+#[test]
+fn hard_links_left_out_by_compare_dest() {
+    let setup = |w: &Path| {
+        Tree::new(w.join("src"))
+            .file("hl/f", "in basis\n")
+            .file("hl/x", "new\n");
+        for (name, to) in [("g", "f"), ("y", "x")] {
+            fs::hard_link(w.join("src/hl").join(to), w.join("src/hl").join(name)).unwrap();
+        }
+        previous_snapshot(w);
+        for gone in ["hl/x", "hl/y"] {
+            fs::remove_file(w.join("prev").join(gone)).unwrap();
+        }
+    };
+    let (sides, d) = side_by_side(false, &["-aH", "--compare-dest=../prev"], setup);
+    assert!(d.is_empty(), "differs from rsync:\n{d}");
+    assert!(!sides.nfsync("dst/hl/f").exists() && !sides.nfsync("dst/hl/g").exists());
+    let m = |p: &str| fs::metadata(sides.nfsync(p)).unwrap();
+    assert_eq!(m("dst/hl/x").ino(), m("dst/hl/y").ino());
+}
+
 /// `--copy-dest`: a basis copy that passes the quick check is what DEST gets, copied
 /// from the basis (rsync copies it locally), not from the source: `same` (also its
 /// attributes) and `world` (another mode) have the source's size and time there but
