@@ -106,8 +106,8 @@ pub struct Config {
     pub eight_bit: bool,
     /// `--stats`.
     pub stats: bool,
-    /// `-i`.
-    pub itemize: bool,
+    /// `-i`, counted (`-ii` itemizes unchanged entries too).
+    pub itemize: u8,
     /// `--json`.
     pub json: bool,
     /// NFS: give up on an unresponsive server after this long.

@@ -194,9 +194,9 @@ pub struct Cli {
     #[arg(long)]
     pub stats: bool,
 
-    /// Print a change summary per entry, like rsync -i.
-    #[arg(short, long)]
-    pub itemize_changes: bool,
+    /// Print a change summary per entry, like rsync -i (-ii: also for unchanged ones).
+    #[arg(short, long, action = ArgAction::Count)]
+    pub itemize_changes: u8,
 
     /// Print one JSON object with the run's totals on stdout at the end.
     #[arg(long)]

@@ -159,14 +159,19 @@ impl<D: Destination> Engine<'_, D> {
         match (m, basis.used) {
             (Match::Exact, BasisUse::Compare) => {
                 Stats::bump(&self.stats.files_skipped);
+                self.up_to_date(job, rel, Update::Attributes, None);
                 self.source_done(job);
                 FromBasis::Done(Attempt::Done(true))
             }
-            (Match::Exact, BasisUse::Link) => match self.link_to_basis(job, rel, &bdir, last) {
+            (Match::Exact, BasisUse::Link) => match self.link_to_basis(job, rel, &bdir, None, last)
+            {
                 Some(a) => FromBasis::Done(a),
                 None => FromBasis::Copy(None),
             },
-            (Match::Exact, BasisUse::Copy) => FromBasis::CopyBasis(None, bdir, bmeta),
+            (Match::Exact, BasisUse::Copy) => {
+                let same = Itemize::Changed(Update::Local, Kind::File, Changes::default());
+                FromBasis::CopyBasis(Some(same), bdir, bmeta)
+            }
             (Match::Content, _) => {
                 let mut code = local_change_code(src, &bmeta, self);
                 if let Itemize::Changed(_, _, c) = &mut code {
@@ -176,6 +181,63 @@ impl<D: Destination> Engine<'_, D> {
                 FromBasis::CopyBasis(Some(code), bdir, bmeta)
             }
         }
+    }
+
+    /// rsync's code for `job`'s entry, made new by `update`, when a basis directory
+    /// holds an exact copy of it (`same`: its content or target is the source's): it is
+    /// itemized against that copy, with blank columns (`hf          NAME => TO`).
+    pub(super) fn like_basis(
+        &self,
+        job: &EntryJob<D>,
+        update: Update,
+        same: impl Fn(&D::Dir) -> bool,
+    ) -> Option<Itemize> {
+        self.exact_basis(job, same)
+            .map(|m| Itemize::Changed(update, m.kind, Changes::default()))
+    }
+
+    /// The attributes of a basis directory's exact copy of `job`'s entry, if one has it.
+    pub(super) fn exact_basis(
+        &self,
+        job: &EntryJob<D>,
+        same: impl Fn(&D::Dir) -> bool,
+    ) -> Option<Meta> {
+        self.cfg.basis.as_ref()?;
+        let src = self.as_stored(&job.entry.meta);
+        match self.basis_match(job, &src, same).0? {
+            (_, Match::Exact, m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Whether `--link-dest`'s copy `basis` of `job`'s entry is the very file its name,
+    /// linked to `leader` (the first name of its group, in `leader_dir`), holds: that
+    /// name is then up to date, as rsync says of a hard link that ends on the basis
+    /// copy. A dry run linked nothing: then whether the leader's basis copy is it.
+    pub(super) fn holds_link_basis(
+        &self,
+        job: &EntryJob<D>,
+        (leader_dir, leader): (&DirNode<D>, &OsStr),
+        basis: &Meta,
+    ) -> bool {
+        if self
+            .cfg
+            .basis
+            .as_ref()
+            .is_none_or(|b| b.used != BasisUse::Link)
+        {
+            return false;
+        }
+        let is_it = |dir: &D::Dir, name: &OsStr| matches!(self.dest.stat(dir, name), Ok(Some(m)) if (m.dev, m.ino) == (basis.dev, basis.ino));
+        if !self.cfg.dry_run {
+            return job
+                .parent
+                .dir
+                .as_ref()
+                .is_some_and(|d| is_it(d, &job.entry.name));
+        }
+        let dirs = leader_dir.basis.get().into_iter().flatten().flatten();
+        dirs.into_iter().any(|d| is_it(d, leader))
     }
 
     /// What the basis directories do for a regular file DEST has out of date (`dst`):
@@ -246,20 +308,23 @@ impl<D: Destination> Engine<'_, D> {
         match (m, basis.used) {
             (Match::Exact, BasisUse::Compare) => {
                 Stats::bump(&self.stats.files_skipped);
+                self.up_to_date(job, rel, Update::Attributes, target.map(Path::new));
                 self.source_done(job);
                 Some(Attempt::Done(true))
             }
-            (Match::Exact, BasisUse::Link) => self.link_to_basis(job, rel, &bdir, last),
+            (Match::Exact, BasisUse::Link) => {
+                self.link_to_basis(job, rel, &bdir, target.map(Path::new), last)
+            }
             _ => None,
         }
     }
 
     /// rsync's code for a directory this run creates at `rel` (`src` its source
     /// attributes): with basis directories it is itemized against their directory
-    /// there: not at all when that has the same attributes, `cd..t......` and the like
-    /// when some differ, `cd+++++++++` when none has one.
-    pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Option<Itemize> {
-        let new = Some(Itemize::New(Update::Local, Kind::Dir));
+    /// there: blank columns (shown only with `-ii`) when that has the same attributes,
+    /// `cd..t......` and the like when some differ, `cd+++++++++` when none has one.
+    pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Itemize {
+        let new = Itemize::New(Update::Local, Kind::Dir);
         let Some(basis) = &self.cfg.basis else {
             return new;
         };
@@ -280,13 +345,13 @@ impl<D: Destination> Engine<'_, D> {
             }
             let diff = crate::plan::attr_diff(src, &b, &self.rules, !self.cfg.omit_dir_times);
             if diff.is_empty() {
-                return None;
+                return Itemize::Changed(Update::Local, Kind::Dir, Changes::default());
             }
             first.get_or_insert_with(|| {
                 Itemize::Changed(Update::Local, Kind::Dir, basis_changes(src, &b, diff, self))
             });
         }
-        first.or(new)
+        first.unwrap_or(new)
     }
 
     /// What a change made from a basis directory came to: `Ok` when made; else what
@@ -311,12 +376,13 @@ impl<D: Destination> Engine<'_, D> {
 
     /// `--link-dest`: `job`'s name becomes a hard link to the basis copy. `None` when
     /// the link cannot be made (another filesystem, too many links): then it is
-    /// copied, as rsync does.
+    /// copied, as rsync does. (`link`: a symlink's target, for its line.)
     fn link_to_basis(
         &self,
         job: &EntryJob<D>,
         rel: &Path,
         bdir: &D::Dir,
+        link: Option<&Path>,
         last: bool,
     ) -> Option<Attempt> {
         job.parent.changed.store(true, Ordering::Relaxed);
@@ -330,6 +396,7 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         Stats::bump(&self.stats.links_created);
+        self.up_to_date(job, rel, Update::HardLink, link);
         self.source_done(job);
         Some(Attempt::Done(true))
     }

@@ -247,6 +247,7 @@ impl<D: Destination> Engine<'_, D> {
                 match self.dest.stat(ldir, &leader.name) {
                     Ok(Some(l)) if l.ino == d.ino && l.dev == d.dev => {
                         Stats::bump(&self.stats.files_skipped);
+                        self.up_to_date(job, rel, Update::HardLink, None);
                         self.source_done(job);
                         ok = true;
                         return Attempt::Done(true);
@@ -316,7 +317,29 @@ impl<D: Destination> Engine<'_, D> {
                         _ => Itemize::New(Update::HardLink, Kind::File),
                     }
                 }
-                _ => Itemize::New(Update::HardLink, Kind::File),
+                _ => {
+                    let basis = self.exact_basis(job, |d| {
+                        self.same_content(d, &job.entry.name, &job.entry)
+                            .unwrap_or(false)
+                    });
+                    let blank = Itemize::Changed(Update::HardLink, Kind::File, Changes::default());
+                    let leader_at = (&*leader.parent, leader.name.as_os_str());
+                    match basis {
+                        Some(b) if self.holds_link_basis(job, leader_at, &b) => {
+                            self.out.linked_up_to_date(
+                                blank,
+                                rel,
+                                &leader.rel(),
+                                (&job.entry).into(),
+                            );
+                            self.source_done(job);
+                            ok = true;
+                            return Attempt::Done(true);
+                        }
+                        Some(_) => blank,
+                        None => Itemize::New(Update::HardLink, Kind::File),
+                    }
+                }
             };
             self.out
                 .hard_link(code, rel, &leader.rel(), (&job.entry).into());

@@ -158,7 +158,7 @@ mod tests {
         let dest = LocalDest::new(&cfg.dest, cfg.owners)
             .with_trust(cfg.trust)
             .with_fake_super(cfg.fake_super.dest);
-        let out = Output::new(true, 0, false, false);
+        let out = Output::new(true, 0, 0, false);
         super::super::run(
             &cfg,
             &crate::walk::LocalPaths,

@@ -157,6 +157,11 @@ impl fmt::Display for Itemize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = match *self {
             Itemize::New(u, kind) => format!("{u}{}+++++++++", type_letter(kind)),
+            // rsync blanks the columns of an entry that was not sent and has no
+            // change to show (`.f          `, `hf          NAME => TO`).
+            Itemize::Changed(u, kind, c) if u != Update::Received && !c.any() => {
+                format!("{u}{}         ", type_letter(kind))
+            }
             Itemize::Changed(u, kind, c) => format!("{u}{}{c}", type_letter(kind)),
             Itemize::Deleting => "*deleting  ".to_string(),
         };
@@ -186,7 +191,10 @@ mod tests {
             (New(Local, Kind::Socket), "cS+++++++++"),
             (New(HardLink, Kind::File), "hf+++++++++"),
             (Itemize::Deleting, "*deleting  "),
-            (Changed(Attributes, Kind::Dir, c), ".d........."),
+            (Changed(Attributes, Kind::Dir, c), ".d         "),
+            (Changed(HardLink, Kind::File, c), "hf         "),
+            (Changed(Local, Kind::Symlink, c), "cL         "),
+            (Changed(Received, Kind::File, c), ">f........."),
             (
                 Changed(
                     Received,

@@ -41,6 +41,8 @@ pub struct Output {
     bar: Mutex<Option<indicatif::ProgressBar>>,
     /// The per-file lines' format on stdout: `-i`'s, `-v`'s, `--out-format`'s, or none.
     format: Option<LogFormat>,
+    /// `-ii` (or `-i` with `-vv`): entries already up to date get a line too.
+    itemize_all: bool,
     log: Option<LogFile>,
     /// `-n`: rsync's log then has no deletions.
     dry_run: bool,
@@ -88,6 +90,16 @@ fn source_item<'a>(code: Itemize, rel: &'a Path, src: Source<'a>) -> Item<'a> {
     }
 }
 
+/// Whether `item` is about an entry already up to date: a code with no column set
+/// that is neither new, nor sent, nor a link made to another name (rsync's "not
+/// significant" items, shown only with `-ii` or `-vv`).
+fn is_unchanged(item: &Item<'_>) -> bool {
+    match item.code {
+        Itemize::Changed(u, _, c) => u != Update::Received && !c.any() && item.hard_link.is_none(),
+        _ => false,
+    }
+}
+
 impl<'a> From<&'a crate::walk::SrcEntry> for Source<'a> {
     fn from(e: &'a crate::walk::SrcEntry) -> Self {
         Source {
@@ -99,8 +111,8 @@ impl<'a> From<&'a crate::walk::SrcEntry> for Source<'a> {
 
 impl Output {
     /// Builds the sink from the verbosity flags.
-    pub fn new(quiet: bool, verbose: u8, itemize: bool, json: bool) -> Output {
-        let format = if itemize {
+    pub fn new(quiet: bool, verbose: u8, itemize: u8, json: bool) -> Output {
+        let format = if itemize > 0 {
             Some(LogFormat::itemize())
         } else if verbose > 0 {
             Some(LogFormat::names())
@@ -113,6 +125,7 @@ impl Output {
             json,
             bar: Mutex::new(None),
             format,
+            itemize_all: itemize > 1,
             log: None,
             dry_run: false,
             context: Context {
@@ -272,6 +285,16 @@ impl Output {
         });
     }
 
+    /// [`Output::hard_link`] for a name that ends up as it was (`--link-dest`: the
+    /// link holds the basis copy itself): a line only with `-ii` or `-vv`, as for an
+    /// entry up to date.
+    pub fn linked_up_to_date(&self, code: Itemize, rel: &Path, to: &Path, src: Source<'_>) {
+        self.unchanged(&Item {
+            hard_link: Some(to),
+            ..source_item(code, rel, src)
+        });
+    }
+
     /// [`Output::change`] for a file whose content was sent, which took `took`: with
     /// `--progress` its progress line follows its line (`stats` gives the counts).
     pub fn received(
@@ -313,6 +336,9 @@ impl Output {
             rel,
             ..*item
         };
+        if is_unchanged(item) {
+            return self.unchanged(item);
+        }
         // A file's attribute-only change is rsync's to show only when stdout itemizes;
         // then its log has it too.
         let shown = self.format.as_ref().is_some_and(|f| f.has_i)
@@ -321,6 +347,10 @@ impl Output {
         if !shown {
             return;
         }
+        // rsync's `-vv` says "is uptodate" as its generator goes and names what was
+        // sent as its receiver finishes it: those names come after the directory's
+        // up-to-date lines.
+        let late = self.uptodate_lines() && item.kind != Kind::Dir;
         // `%C`: rsync shows a file's checksum when it was sent, or for every file
         // with -c.
         let wants_sum = self.format.as_ref().is_some_and(|f| f.has_checksum)
@@ -344,22 +374,12 @@ impl Output {
             .filter(|_| !self.quiet)
             .map(|f| self.escape(&f.render(item, &self.context)));
         if self.ordered() {
-            let (dir, name) = match item.kind {
-                Kind::Dir => (order::key(item.rel), None),
-                _ => {
-                    let mut k = order::key(item.rel);
-                    let name = k.pop();
-                    (k, name)
-                }
-            };
             let line = order::Line {
                 log,
                 out: out.map(|o| (self.json, o)),
+                late,
             };
-            let mut held = self.order.lock().unwrap();
-            let ready = held.line(dir, name, line);
-            self.print_lines(ready);
-            return;
+            return self.hold(item, line);
         }
         if let (Some(l), Some(line)) = (&self.log, log) {
             l.line(&line);
@@ -376,6 +396,66 @@ impl Output {
             return;
         }
         self.emit(self.json, line);
+    }
+
+    /// Puts `item`'s line in its place in rsync's order; prints what is due.
+    fn hold(&self, item: &Item<'_>, line: order::Line) {
+        let (dir, name) = match item.kind {
+            Kind::Dir => (order::key(item.rel), None),
+            _ => {
+                let mut k = order::key(item.rel);
+                let name = k.pop();
+                (k, name)
+            }
+        };
+        let mut held = self.order.lock().unwrap();
+        let ready = held.line(dir, name, line);
+        self.print_lines(ready);
+    }
+
+    /// Whether `-vv` names each entry already up to date ("NAME is uptodate").
+    fn uptodate_lines(&self) -> bool {
+        self.verbose > 1 && self.format.as_ref().is_some_and(|f| !f.has_i)
+    }
+
+    /// The line of an entry already up to date: none, unless asked for. `-ii` (or
+    /// `-i -vv`) itemizes it with blank columns (`.f          NAME`, `hf          NAME`
+    /// for a name already linked, `cd          DIR/` for a directory made like a basis
+    /// directory's); `-vv` says `NAME is uptodate`, as rsync's generator does, except for
+    /// a directory that was there (rsync's generator says nothing of those).
+    fn unchanged(&self, item: &Item<'_>) {
+        if self.quiet {
+            return;
+        }
+        let has_i = self.format.as_ref().is_some_and(|f| f.has_i);
+        let out = if has_i && (self.itemize_all || self.verbose > 1) {
+            let f = self.format.as_ref().expect("has_i");
+            f.render(item, &self.context)
+        } else if self.uptodate_lines() {
+            if item.code.update() == Some(Update::Attributes) && item.kind == Kind::Dir {
+                return;
+            }
+            let bare = Item {
+                link: None,
+                hard_link: None,
+                ..*item
+            };
+            let mut l = LogFormat::names().render(&bare, &self.context);
+            l.extend_from_slice(b" is uptodate");
+            l
+        } else {
+            return;
+        };
+        let out = self.escape(&out);
+        if self.ordered() {
+            let line = order::Line {
+                log: None,
+                out: Some((self.json, out)),
+                late: false,
+            };
+            return self.hold(item, line);
+        }
+        self.emit(self.json, out);
     }
 
     /// A file copied onto the name `dest` (DEST's) is shown as `src`, the source's.

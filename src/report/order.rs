@@ -36,6 +36,9 @@ pub(super) fn key(rel: &Path) -> Key {
 pub(super) struct Line {
     pub log: Option<Vec<u8>>,
     pub out: Option<(bool, Vec<u8>)>,
+    /// Printed after the directory's other entries' lines (rsync's `-vv` names what
+    /// was sent after what was up to date).
+    pub late: bool,
 }
 
 #[derive(Default)]
@@ -44,6 +47,9 @@ struct Section {
     head: Vec<Line>,
     /// Its other entries' lines, by name.
     files: BTreeMap<OsString, Vec<Line>>,
+    /// Its entries' late lines, in the order of their names, held until the last
+    /// entry is done.
+    late: BTreeMap<OsString, Vec<Line>>,
     /// Its subdirectories that will be walked.
     subdirs: Vec<OsString>,
     /// Its listing is done (or failed): no entry or subdirectory is added.
@@ -59,6 +65,7 @@ impl Section {
         self.head
             .into_iter()
             .chain(self.files.into_values().flatten())
+            .chain(self.late.into_values().flatten())
     }
 
     /// Whether a line of `name` (`None`: the head) would be printed at once.
@@ -110,12 +117,19 @@ impl Order {
                     .sections
                     .get(&dir)
                     .is_some_and(|s| s.past(name.as_ref()));
-        if now {
+        let done = self.passed(&dir)
+            || self.todo.last() == Some(&dir)
+                && self
+                    .sections
+                    .get(&dir)
+                    .is_some_and(|s| s.started && s.queued.is_empty());
+        if now && (!line.late || done) {
             return vec![line];
         }
         let s = self.sections.entry(dir).or_default();
         match name {
             None => s.head.push(line),
+            Some(n) if line.late => s.late.entry(n).or_default().push(line),
             Some(n) => s.files.entry(n).or_default().push(line),
         }
         Vec::new()
@@ -291,6 +305,7 @@ mod tests {
         Line {
             log: None,
             out: Some((false, text.as_bytes().to_vec())),
+            late: false,
         }
     }
 
@@ -369,6 +384,46 @@ mod tests {
         assert_eq!(texts(o.line(k(""), Some("a".into()), line("a"))), ["a"]);
         assert!(o.line(k(""), Some("c".into()), line("c")).is_empty());
         assert_eq!(texts(o.entry_done(&k(""), &"c".into())), ["c"]);
+    }
+
+    /// rsync's `-vv`: what was sent is named after the directory's up-to-date lines.
+    #[test]
+    fn late_lines_follow_the_directorys_other_lines() {
+        let late = |t: &str| Line {
+            late: true,
+            ..line(t)
+        };
+        let mut o = Order::default();
+        let mut got = Vec::new();
+        got.extend(texts(o.listed(
+            k(""),
+            vec!["s".into()],
+            names(&["a", "b", "c"]),
+        )));
+        got.extend(texts(o.line(
+            k(""),
+            Some("a".into()),
+            line("a is uptodate"),
+        )));
+        got.extend(texts(o.entry_done(&k(""), &"a".into())));
+        got.extend(texts(o.line(k(""), Some("b".into()), late("b"))));
+        got.extend(texts(o.entry_done(&k(""), &"b".into())));
+        assert_eq!(got, ["a is uptodate"]);
+        got.extend(texts(o.line(
+            k(""),
+            Some("c".into()),
+            line("c is uptodate"),
+        )));
+        got.extend(texts(o.line(k("s"), None, line("s/"))));
+        got.extend(texts(o.entry_done(&k(""), &"c".into())));
+        assert_eq!(got, ["a is uptodate", "c is uptodate", "b"]);
+        // Once the directory is done, a late line is printed at once.
+        assert!(o.listed(k("s"), vec![], names(&["x"])).len() == 1);
+        assert_eq!(
+            texts(o.entry_done(&k("s"), &"x".into())),
+            Vec::<String>::new()
+        );
+        assert_eq!(texts(o.line(k(""), Some("z".into()), late("z"))), ["z"]);
     }
 
     fn names(n: &[&str]) -> Vec<OsString> {

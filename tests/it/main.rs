@@ -52,6 +52,7 @@ mod hostile_input;
 mod inproc;
 mod interrupt;
 mod itemize;
+mod itemize_unchanged;
 mod memfs;
 mod mount;
 mod mpi;

@@ -12,12 +12,33 @@ impl LocalDest {
     /// symlinks that root or we own and no others (see `options::trust`): a link
     /// another user planted on the way would send backups, or hard links to a basis,
     /// anywhere. Missing levels are made with `create`.
+    /// Where a path relative to DEST starts when DEST is not there (a dry run into a
+    /// new DEST, rsync's `-n --link-dest=../prev` preview): each leading `..` is taken
+    /// by name, from the nearest directory above that exists, as rsync reads it; with
+    /// DEST there, DEST itself and the whole path.
+    fn missing_root_base<'p>(&self, path: &'p Path) -> (std::path::PathBuf, &'p Path) {
+        let mut base = self.root.clone();
+        let mut rest = path;
+        while std::fs::symlink_metadata(&base).is_err()
+            && let Ok(up) = rest.strip_prefix("..")
+            && let Some(parent) = base.parent()
+        {
+            base = match parent.as_os_str().is_empty() {
+                true => ".".into(),
+                false => parent.to_owned(),
+            };
+            rest = up;
+        }
+        (base, rest)
+    }
+
     pub(super) fn open_path_at(&self, path: &Path, create: bool) -> dest::Result<Option<LocalDir>> {
         let opened = if path.is_absolute() {
             trust::open_dir(self.trust, rustix::fs::CWD, path, create)
         } else {
-            LocalDir::open_path(self.trust, &self.root)
-                .and_then(|root| trust::open_dir(self.trust, root.fd(), path, create))
+            let (base, rest) = self.missing_root_base(path);
+            LocalDir::open_path(self.trust, &base)
+                .and_then(|root| trust::open_dir(self.trust, root.fd(), rest, create))
         };
         match opened {
             Ok(fd) => {

@@ -33,10 +33,9 @@ impl<D: Destination> Engine<'_, D> {
             group: self.cfg.owners.group && m.gid != found.gid,
             ..Changes::default()
         };
-        if changes.any() {
-            let code = Itemize::Changed(Update::Attributes, Kind::Dir, changes);
-            self.out.change(code, rel, src);
-        }
+        // Unchanged, it is itemized too, for -ii.
+        let code = Itemize::Changed(Update::Attributes, Kind::Dir, changes);
+        self.out.change(code, rel, src);
     }
 
     pub(super) fn new_node(
@@ -375,9 +374,8 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 if !matches!(origin, Origin::Found(_)) {
                     Stats::bump(&self.stats.dirs_created);
-                    if let Some(code) = self.new_dir_code(&rel, &entry.meta) {
-                        self.out.change(code, &rel, (&entry).into());
-                    }
+                    let code = self.new_dir_code(&rel, &entry.meta);
+                    self.out.change(code, &rel, (&entry).into());
                 }
                 made
             }

@@ -206,7 +206,7 @@ impl<D: Destination> Engine<'_, D> {
             self.out.created_dest(&self.dest_display);
             let first_dir = operands.iter().find(|o| o.contents);
             let code = match first_dir {
-                Some(o) => self.new_dir_code(Path::new(""), &o.meta),
+                Some(o) => Some(self.new_dir_code(Path::new(""), &o.meta)),
                 None => Some(Itemize::New(Update::Local, Kind::Dir)),
             };
             if let (Some(code), Some(op)) = (code, first_dir.or(operands.first())) {
@@ -242,9 +242,8 @@ impl<D: Destination> Engine<'_, D> {
             Some(d) => Some(self.shape_meta(d.meta)),
             None => lone.then(|| self.shape_meta(operands[first].meta)),
         };
-        if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta)
-            && let Some(code) = self.new_dir_code(Path::new(""), &d.meta)
-        {
+        if let (true, Some(d), Some(meta)) = (fresh, &dot, &root_meta) {
+            let code = self.new_dir_code(Path::new(""), &d.meta);
             let path = d.path.join(".");
             let src = crate::report::Source { meta, path: &path };
             self.out.change(code, Path::new("./"), src);

@@ -69,7 +69,13 @@ impl<D: Destination> Engine<'_, D> {
                         rel,
                         dst.as_ref(),
                         (
-                            symlink_code(&src, dst.as_ref(), self),
+                            or_basis(symlink_code(&src, dst.as_ref(), self), || {
+                                self.like_basis(job, Update::Local, |d| {
+                                    self.dest
+                                        .read_link(d, &job.entry.name)
+                                        .is_ok_and(|t| t == target)
+                                })
+                            }),
                             Some(Path::new(&target)),
                         ),
                         last,
@@ -108,6 +114,7 @@ impl<D: Destination> Engine<'_, D> {
             Decision::UpToDate | Decision::Skip => {
                 Stats::bump(&self.stats.files_skipped);
                 if decision == Decision::UpToDate {
+                    self.up_to_date(job, rel, Update::Attributes, target.map(Path::new));
                     self.source_done(job);
                 }
                 Attempt::Done(true)
@@ -181,7 +188,9 @@ impl<D: Destination> Engine<'_, D> {
             let src = self.as_stored(&job.entry.meta);
             let decision = plan::decide_special(&src, dst.as_ref(), &self.rules);
             self.act_link_like(job, rel, (&src, decision), ('S', None), last, || {
-                let code = special_code(&src, dst.as_ref(), self);
+                let code = or_basis(special_code(&src, dst.as_ref(), self), || {
+                    self.like_basis(job, Update::Local, |_| true)
+                });
                 self.create_link_like(job, rel, dst.as_ref(), (code, None), last, |dir| {
                     self.dest.mknod(
                         dir,
@@ -207,6 +216,15 @@ fn symlink_code<D: Destination>(src: &Meta, dst: Option<&Meta>, e: &Engine<'_, D
             Itemize::Changed(Update::Local, Kind::Symlink, changes)
         }
         _ => Itemize::New(Update::Local, Kind::Symlink),
+    }
+}
+
+/// `code` for an entry DEST lacks, unless a basis directory holds it exactly (`basis`
+/// then gives the code against that copy, as rsync itemizes it).
+fn or_basis(code: Itemize, basis: impl FnOnce() -> Option<Itemize>) -> Itemize {
+    match code.is_new() {
+        true => basis().unwrap_or(code),
+        false => code,
     }
 }
 

@@ -141,6 +141,20 @@ impl<D: Destination> Engine<'_, D> {
         }
     }
 
+    /// rsync's line for an entry already up to date (`update`: `.` as it was, `h` a
+    /// hard link, `c` made locally like a basis copy; `link` a symlink's target), which
+    /// only `-ii` and `-vv` show.
+    pub(super) fn up_to_date(
+        &self,
+        job: &EntryJob<D>,
+        rel: &Path,
+        update: Update,
+        link: Option<&Path>,
+    ) {
+        let code = Itemize::Changed(update, job.entry.meta.kind, Changes::default());
+        self.out.change_to(code, rel, link, (&job.entry).into());
+    }
+
     /// Brings an entry's attributes in line (its content is already right). `last`: a
     /// race is an error, not a reason for another look.
     fn fix_attrs(
@@ -308,6 +322,7 @@ impl<D: Destination> Engine<'_, D> {
                     );
                 }
                 Stats::bump(&self.stats.files_skipped);
+                self.up_to_date(job, rel, Update::Attributes, None);
                 self.source_done(job);
                 Attempt::Done(true)
             }

@@ -414,7 +414,7 @@ pub(in crate::engine) fn config(src: &Path, delete: bool) -> Config {
         quiet: true,
         progress: false,
         stats: false,
-        itemize: false,
+        itemize: 0,
         json: false,
         timeout: Duration::from_secs(5),
         out_format: None,
@@ -480,7 +480,7 @@ pub(super) fn run_into(cfg: &Config, dest: &Recorder) -> Result<Summary, crate::
         cfg,
         &crate::walk::LocalPaths,
         dest,
-        &Output::new(true, 0, false, false),
+        &Output::new(true, 0, 0, false),
         Arc::new(Stats::default()),
         Arc::new(AtomicBool::new(false)),
     )
