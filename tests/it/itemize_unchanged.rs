@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::sides::{Sides, Via};
 use crate::support::{Scratch, Tree, bin, copy_tree, describe, slash};
 
 /// A source and an older copy of it: `b` changed, `sub/e` new, the rest the same
@@ -154,5 +155,42 @@ fn ii_and_vv_with_a_basis_directory() {
         };
         let lines = compare(src.root(), None, &s, name, &[flags, basis]);
         assert!(!lines.is_empty(), "{name}: no lines");
+    }
+}
+
+/// The same lines with DEST over nfs:// (the in-process server; no `-H`, which it
+/// cannot link).
+#[test]
+fn ii_and_vv_over_nfs() {
+    let sides = Sides::new(Via::InProc);
+    let s = sides.join("w");
+    let src = Tree::new(s.join("src"));
+    src.file("a", "a")
+        .file("b", "new b")
+        .file("sub/d", "d")
+        .symlink("l", "a")
+        .age();
+    let old = Tree::new(s.join("dst"));
+    old.file("a", "a")
+        .file("b", "old")
+        .file("sub/d", "d")
+        .symlink("l", "a")
+        .age();
+    for flags in ["-aii", "-avv"] {
+        sides.copy_start("w");
+        let ran = sides.run_ok("dst", b"", &|side, cmd| {
+            cmd.arg(flags)
+                .arg(slash(&sides.join(side.dir()).join("src")));
+        });
+        let (want, got) = (
+            per_file_lines(&ran.rsync.stdout),
+            per_file_lines(&ran.nfsync.stdout),
+        );
+        assert_eq!(want, got, "{flags}: rsync, then nfsync");
+        assert!(
+            got.iter()
+                .any(|l| l == ".f          a" || l == "a is uptodate"),
+            "{flags}: {got:?}"
+        );
     }
 }
