@@ -196,13 +196,16 @@ back_done() {
 LATFS_PID=
 LATFS_MNT=
 LATFS_LOG=/dev/null
+# CPU time (µs) every FUSE request costs the daemon (`rig mount --cpu-us`): a
+# server sharing the client's cores. 0: none.
+LATFS_CPU_US=${LATFS_CPU_US:-0}
 # latfs_start BACK MNT DELAY [STATS_FILE]: `rig mount` over BACK at MNT,
 # every FUSE request delayed by DELAY (preset or ms); waits until mounted.
 # BACK should come from back_new (a timed run's backing dir).
 latfs_start() {
     local back=$1 mnt=$2 delay=$3 stats=${4:-}
     mkdir -p "$back" "$mnt"
-    local args=("$back" "$mnt" --delay "$delay")
+    local args=("$back" "$mnt" --delay "$delay" --cpu-us "$LATFS_CPU_US")
     if [ -n "$stats" ]; then
         rm -f "$stats"
         args+=(--stats-file "$stats")

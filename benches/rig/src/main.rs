@@ -79,6 +79,12 @@ enum Cmd {
         /// A preset (lan, efs, wan: `rig preset`) or a number of milliseconds.
         #[arg(long, default_value = "efs")]
         delay: String,
+        /// CPU time in microseconds each request costs the daemon, spent
+        /// spinning on its worker thread after the delay: a server that shares
+        /// the client's cores and works for each request (a busy FUSE daemon,
+        /// ganesha on the same box).
+        #[arg(long, default_value_t = 0)]
+        cpu_us: u64,
         /// Requests served concurrently (like nfsd threads); above what any
         /// tool keeps in flight, so the mount is not the bottleneck.
         #[arg(long, default_value_t = 1024)]
@@ -164,6 +170,7 @@ fn main() {
             backing,
             mountpoint,
             delay,
+            cpu_us,
             threads,
             attr_ttl,
             entry_ttl,
@@ -174,6 +181,7 @@ fn main() {
                 backing,
                 mountpoint,
                 delay,
+                cpu: Duration::from_micros(cpu_us),
                 threads,
                 attr_ttl: Duration::from_secs_f64(attr_ttl),
                 entry_ttl: Duration::from_secs_f64(entry_ttl),

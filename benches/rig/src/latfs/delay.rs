@@ -155,7 +155,8 @@ impl Stats {
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// Fixed pool of workers that run each job no earlier than `delay` after it
-/// was submitted.
+/// was submitted, each first spending `cpu` of its own CPU time (a server whose
+/// work per request competes with the client for the same cores).
 pub struct DelayPool {
     tx: Mutex<Sender<(Instant, Job)>>,
     delay: Duration,
@@ -163,7 +164,7 @@ pub struct DelayPool {
 }
 
 impl DelayPool {
-    pub fn new(delay: Duration, threads: usize, stats: Arc<Stats>) -> DelayPool {
+    pub fn new(delay: Duration, cpu: Duration, threads: usize, stats: Arc<Stats>) -> DelayPool {
         let (tx, rx) = channel::<(Instant, Job)>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads.max(1) {
@@ -172,7 +173,7 @@ impl DelayPool {
             thread::Builder::new()
                 .name(format!("lat-{i}"))
                 .stack_size(256 * 1024)
-                .spawn(move || worker(&rx, &stats))
+                .spawn(move || worker(&rx, &stats, cpu))
                 .expect("spawn delay worker");
         }
         DelayPool {
@@ -193,7 +194,7 @@ impl DelayPool {
     }
 }
 
-fn worker(rx: &Mutex<Receiver<(Instant, Job)>>, stats: &Stats) {
+fn worker(rx: &Mutex<Receiver<(Instant, Job)>>, stats: &Stats, cpu: Duration) {
     // Default timer slack is 50 µs, a sixth of the `lan` delay; ask for 1 µs
     // so sleeps end close to the deadline.
     // SAFETY: prctl(PR_SET_TIMERSLACK) only affects the calling thread.
@@ -207,7 +208,31 @@ fn worker(rx: &Mutex<Receiver<(Instant, Job)>>, stats: &Stats) {
         if deadline > now {
             thread::sleep(deadline - now);
         }
+        if !cpu.is_zero() {
+            burn(cpu);
+        }
         job();
         stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Spins until this thread has used `cpu` more CPU time: measured on the
+/// thread's own clock, not the wall clock, so that a spin the scheduler
+/// preempts still costs the whole amount of CPU, as real work would.
+fn burn(cpu: Duration) {
+    let end = thread_cpu() + cpu;
+    while thread_cpu() < end {
+        std::hint::spin_loop();
     }
 }

@@ -29,6 +29,8 @@ pub struct MountOpts {
     pub backing: PathBuf,
     pub mountpoint: PathBuf,
     pub delay: Duration,
+    /// CPU time each request costs the daemon (besides its delay).
+    pub cpu: Duration,
     pub threads: usize,
     pub attr_ttl: Duration,
     pub entry_ttl: Duration,
@@ -365,7 +367,7 @@ pub fn run(o: MountOpts) -> std::io::Result<()> {
     ));
     let fs = LatFs {
         inner,
-        pool: DelayPool::new(o.delay, o.threads, Arc::clone(&stats)),
+        pool: DelayPool::new(o.delay, o.cpu, o.threads, Arc::clone(&stats)),
         parallel_dirops: o.parallel_dirops,
     };
     let mut config = Config::default();
@@ -389,10 +391,11 @@ pub fn run(o: MountOpts) -> std::io::Result<()> {
         let _ = unmounter.unmount();
     });
     eprintln!(
-        "latfs: {} -> {} delay {:.3} ms, {} workers, attr/entry ttl {:?}/{:?}",
+        "latfs: {} -> {} delay {:.3} ms, cpu {} us, {} workers, attr/entry ttl {:?}/{:?}",
         backing.display(),
         o.mountpoint.display(),
         o.delay.as_secs_f64() * 1e3,
+        o.cpu.as_micros(),
         o.threads,
         o.attr_ttl,
         o.entry_ttl
