@@ -63,7 +63,7 @@ complete -c nfsync -s v -l verbose -d 'Print each changed path and each change -
 complete -c nfsync -s q -l quiet -d 'Print errors and warnings only'
 complete -c nfsync -l no-progress -d 'Don\'t show a progress bar'
 complete -c nfsync -l stats -d 'Print rsync\'s --stats block at the end (-h: sizes in units)'
-complete -c nfsync -s i -l itemize-changes -d 'Print a change summary per entry, like rsync -i'
+complete -c nfsync -s i -l itemize-changes -d 'Print a change summary per entry, like rsync -i (-ii: also for unchanged ones)'
 complete -c nfsync -l json -d 'Print one JSON object with the run\'s totals on stdout at the end'
 complete -c nfsync -s a -l archive -d 'Archive mode: -rlptgoD, as rsync (devices and specials included). Without any of -a -r -l -p -t -D nfsync works like -a without -D'
 complete -c nfsync -s r -l recursive -d 'Recurse into directories'

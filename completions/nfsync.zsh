@@ -92,8 +92,8 @@ man\:"The man page (roff)"))' \
 '--quiet[Print errors and warnings only]' \
 '--no-progress[Don'\''t show a progress bar]' \
 '--stats[Print rsync'\''s --stats block at the end (-h\: sizes in units)]' \
-'-i[Print a change summary per entry, like rsync -i]' \
-'--itemize-changes[Print a change summary per entry, like rsync -i]' \
+'*-i[Print a change summary per entry, like rsync -i (-ii\: also for unchanged ones)]' \
+'*--itemize-changes[Print a change summary per entry, like rsync -i (-ii\: also for unchanged ones)]' \
 '--json[Print one JSON object with the run'\''s totals on stdout at the end]' \
 '-a[Archive mode\: -rlptgoD, as rsync (devices and specials included). Without any of -a -r -l -p -t -D nfsync works like -a without -D]' \
 '--archive[Archive mode\: -rlptgoD, as rsync (devices and specials included). Without any of -a -r -l -p -t -D nfsync works like -a without -D]' \
