@@ -107,6 +107,11 @@ impl Output {
     }
 
     fn item_with(&self, item: &Item<'_>, sent: Option<(std::time::Duration, &Stats)>) {
+        // Every entry a re-run finds up to date comes here: without -ii or -vv, that
+        // is all.
+        if is_unchanged(item) && !self.shows_unchanged() {
+            return;
+        }
         let transferred = item.code.update() == Some(Update::Received);
         if item.code.is_new() {
             self.tally.created.add(item.kind);
@@ -210,20 +215,25 @@ impl Output {
         self.verbose > 1 && self.format.as_ref().is_some_and(|f| !f.has_i)
     }
 
+    /// Whether entries already up to date get a line: itemized with `-ii` (or `-i
+    /// -vv`), named with `-vv`.
+    fn shows_unchanged(&self) -> bool {
+        let has_i = self.format.as_ref().is_some_and(|f| f.has_i);
+        !self.quiet && (has_i && (self.itemize_all || self.verbose > 1) || self.uptodate_lines())
+    }
+
     /// The line of an entry already up to date: none, unless asked for. `-ii` (or
     /// `-i -vv`) itemizes it with blank columns (`.f          NAME`, `hf          NAME`
     /// for a name already linked, `cd          DIR/` for a directory made like a basis
     /// directory's); `-vv` says `NAME is uptodate`, as rsync's generator does, except for
     /// a directory that was there (rsync's generator says nothing of those).
     fn unchanged(&self, item: &Item<'_>) {
-        if self.quiet {
+        if !self.shows_unchanged() {
             return;
         }
-        let has_i = self.format.as_ref().is_some_and(|f| f.has_i);
-        let out = if has_i && (self.itemize_all || self.verbose > 1) {
-            let f = self.format.as_ref().expect("has_i");
+        let out = if let Some(f) = self.format.as_ref().filter(|f| f.has_i) {
             f.render(item, &self.context)
-        } else if self.uptodate_lines() {
+        } else {
             if item.code.update() == Some(Update::Attributes) && item.kind == Kind::Dir {
                 return;
             }
@@ -235,8 +245,6 @@ impl Output {
             let mut l = LogFormat::names().render(&bare, &self.context);
             l.extend_from_slice(b" is uptodate");
             l
-        } else {
-            return;
         };
         let out = self.escape(&out);
         if self.ordered() {

@@ -111,19 +111,14 @@ impl Order {
     /// A line of the directory `dir` (its own line when `name` is `None`): the lines
     /// that can be printed now.
     pub fn line(&mut self, dir: Key, name: Option<OsString>, line: Line) -> Vec<Line> {
+        // A late line waits for the whole section, the others for the names before.
         let now = self.passed(&dir)
             || self.todo.last() == Some(&dir)
-                && self
-                    .sections
-                    .get(&dir)
-                    .is_some_and(|s| s.past(name.as_ref()));
-        let done = self.passed(&dir)
-            || self.todo.last() == Some(&dir)
-                && self
-                    .sections
-                    .get(&dir)
-                    .is_some_and(|s| s.started && s.queued.is_empty());
-        if now && (!line.late || done) {
+                && self.sections.get(&dir).is_some_and(|s| match line.late {
+                    false => s.past(name.as_ref()),
+                    true => s.started && s.queued.is_empty(),
+                });
+        if now {
             return vec![line];
         }
         let s = self.sections.entry(dir).or_default();

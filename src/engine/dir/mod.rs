@@ -248,15 +248,11 @@ impl<D: Destination> Engine<'_, D> {
         *node.deletions.lock().unwrap() = plan.deletions;
         node.pending
             .fetch_add(scans.len() + jobs.len(), Ordering::AcqRel);
-        let subdirs = match self.out.ordered() {
-            true => scans.iter().map(|s| s.entry.name.clone()).collect(),
-            false => Vec::new(),
-        };
-        let names = match self.out.ordered() {
-            true => jobs.iter().map(|j| j.entry.name.clone()).collect(),
-            false => Vec::new(),
-        };
-        self.out.listed(&node.rel, subdirs, names);
+        if self.out.ordered() {
+            let subdirs = scans.iter().map(|s| s.entry.name.clone()).collect();
+            let names = jobs.iter().map(|j| j.entry.name.clone()).collect();
+            self.out.listed(&node.rel, subdirs, names);
+        }
         self.sched.push(scans, jobs);
     }
 
