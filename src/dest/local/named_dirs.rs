@@ -14,8 +14,7 @@ impl LocalDest {
     /// anywhere. Missing levels are made with `create`.
     /// Where a path relative to DEST starts when DEST is not there (a dry run into a
     /// new DEST, rsync's `-n --link-dest=../prev` preview): each leading `..` is taken
-    /// by name, from the nearest directory above that exists, as rsync reads it; with
-    /// DEST there, DEST itself and the whole path.
+    /// by name, from the nearest directory above that exists, as rsync reads it.
     fn missing_root_base<'p>(&self, path: &'p Path) -> (std::path::PathBuf, &'p Path) {
         let mut base = self.root.clone();
         let mut rest = path;
@@ -36,9 +35,15 @@ impl LocalDest {
         let opened = if path.is_absolute() {
             trust::open_dir(self.trust, rustix::fs::CWD, path, create)
         } else {
-            let (base, rest) = self.missing_root_base(path);
-            LocalDir::open_path(self.trust, &base)
-                .and_then(|root| trust::open_dir(self.trust, root.fd(), rest, create))
+            match LocalDir::open_path(self.trust, &self.root) {
+                Ok(root) => trust::open_dir(self.trust, root.fd(), path, create),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let (base, rest) = self.missing_root_base(path);
+                    LocalDir::open_path(self.trust, &base)
+                        .and_then(|b| trust::open_dir(self.trust, b.fd(), rest, create))
+                }
+                Err(e) => Err(e),
+            }
         };
         match opened {
             Ok(fd) => {
