@@ -278,6 +278,7 @@ pub fn run<D: Destination>(
         Ok(())
     });
     started?;
+    engine.run_stranded_links();
     engine.finish_delayed();
     engine.settle_hard_links();
 

@@ -80,6 +80,32 @@ impl<D: Destination> Engine<'_, D> {
             && dst.is_some_and(|d| d.kind == Kind::File && d.size >= src.size)
     }
 
+    /// A copy left behind because its source changed while it was read gets mtime 0,
+    /// as rsync leaves a partial file: the time the kernel stamped on its last write
+    /// can be the very tick of the source's change (timestamps are coarse), and then
+    /// the quick check of the next run would take it for complete. A source whose own
+    /// mtime is 0 makes it 1 s. Best effort: the run reports the file either way.
+    fn mark_if_changed(
+        &self,
+        written: &Result<u64, CopyError>,
+        (dir, name): (&D::Dir, &std::ffi::OsStr),
+        meta: &Meta,
+    ) {
+        if !matches!(written, Err(CopyError::SourceChanged)) {
+            return;
+        }
+        let sec = i64::from(meta.mtime.sec == 0);
+        let marked = Meta {
+            mtime: crate::meta::Time { sec, nsec: 0 },
+            ..*meta
+        };
+        let mtime = AttrSet {
+            mtime: true,
+            ..AttrSet::default()
+        };
+        let _ = self.dest.set_attrs(dir, name, &marked, mtime);
+    }
+
     /// Writes the content and puts it in place. `Err` asks for another look (another
     /// writer changed the name meanwhile).
     pub(super) fn put_file(
@@ -117,7 +143,9 @@ impl<D: Destination> Engine<'_, D> {
             && self.writing.temp_dir.is_none()
             && !src.keep_partial
         {
-            return Ok(self.dest.write_file(dir, name, src));
+            let written = self.dest.write_file(dir, name, src);
+            self.mark_if_changed(&written, (dir, name), src.meta);
+            return Ok(written);
         }
         let temp = temp::name(name);
         // A held-back file waits in the partial dir when there is one (rsync).
@@ -130,6 +158,7 @@ impl<D: Destination> Engine<'_, D> {
         let tdir = at.unwrap_or(dir);
         // A failed write removes its own partial file (see `Destination::write_file`).
         let written = self.dest.write_file(tdir, &temp, src);
+        self.mark_if_changed(&written, (tdir, &temp), src.meta);
         if src.keep_partial && matches!(written, Err(CopyError::Interrupted)) {
             self.keep_partial(&job.parent, (tdir, &temp), name, src.meta);
             return Ok(written);

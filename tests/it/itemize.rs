@@ -150,6 +150,25 @@ fn a_hard_link_over_an_old_copy_itemizes_what_differs() {
     compare(src.root(), Some(old.root()), &s, "-H", &["-H"]);
 }
 
+/// `-H` copies the first name of a group in rsync's order, whichever job starts
+/// first: with many groups in one directory, each later name is the one linked and
+/// itemized against its old copy, every time.
+#[test]
+fn the_first_name_of_a_group_is_the_one_copied() {
+    let s = Scratch::new();
+    let src = Tree::new(s.join("src"));
+    let old = Tree::new(s.join("old"));
+    for i in 0..96 {
+        let (a, b) = (format!("g{i:02}_a"), format!("g{i:02}_b"));
+        src.file(&a, "same");
+        src.hardlink(&b, &a);
+        old.file(&a, "same").file(&b, "stale");
+    }
+    src.age();
+    old.age();
+    compare(src.root(), Some(old.root()), &s, "many", &["-H"]);
+}
+
 /// An entry replaced by one of another type is not itemized as deleted (rsync's
 /// "make room" removals are not logged; a script counting `*deleting` lines counts
 /// what the source lacks), what was inside a replaced directory is; the same with

@@ -246,6 +246,7 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         *node.deletions.lock().unwrap() = plan.deletions;
+        self.choose_leaders(&jobs);
         node.pending
             .fetch_add(scans.len() + jobs.len(), Ordering::AcqRel);
         if self.out.ordered() {

@@ -160,10 +160,14 @@ pub fn concurrent_hard_link_runs(t: &dyn Target) {
             if fresh { "empty" } else { "partly filled" }
         );
         // The runs really overlap: the first is still going when the last has started.
-        assert!(
-            children[0].try_wait().unwrap().is_none(),
-            "{what}: the first run ended before the third started; nothing overlapped"
-        );
+        if let Some(status) = children[0].try_wait().unwrap() {
+            let out = children.remove(0).wait_with_output().unwrap();
+            panic!(
+                "{what}: the first run ended ({status}) before the third started; nothing \
+                 overlapped:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         for c in children {
             let out = c.wait_with_output().unwrap();
             assert!(

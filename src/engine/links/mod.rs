@@ -1,5 +1,12 @@
-//! `-H`: source names sharing one inode. The first name seen is copied; the others
+//! `-H`: source names sharing one inode. The first name listed is copied; the others
 //! wait for it and then become hard links to its destination.
+//!
+//! Within a directory the first name is chosen when the directory is listed, before
+//! any job of the group runs ([`Engine::choose_leaders`]): the first in rsync's order,
+//! so which name is copied, and so what `-i` prints, does not depend on which of two
+//! workers taking neighbouring jobs happens to start first. A name in another
+//! directory whose job comes first leads instead of waiting (the chosen one's
+//! directory may be queued far behind).
 //!
 //! # Runs that overlap
 //!
@@ -48,21 +55,22 @@
 //! Settling changes directories after they got their mtimes, so those directories get
 //! them again, as `--delay-updates` does.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use super::dir::ChildDone;
 use super::race::{Attempt, is_race_or_gone};
 use super::{DirNode, Engine, EntryJob};
-use crate::dest::{self, AttrSet, Destination};
+use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
 use crate::options::temp;
 use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
+
+mod settle;
 
 /// How often a group is looked at while settling before the run gives up on it.
 const SETTLE_ROUNDS: u32 = 8;
@@ -105,13 +113,22 @@ impl<D: Destination> Name<D> {
     fn rel(&self) -> PathBuf {
         self.parent.rel.join(&self.name)
     }
+
+    fn is(&self, job: &EntryJob<D>) -> bool {
+        Arc::ptr_eq(&self.parent, &job.parent) && self.name == job.entry.name
+    }
 }
 
-/// A set of source names sharing one inode (`-H`). The first one seen is copied; the
-/// others become hard links to its destination once it is done.
+/// A set of source names sharing one inode (`-H`). The first one listed is copied;
+/// the others become hard links to its destination once it is done.
 enum LinkGroup<D: Destination> {
-    /// The first name is being copied; these wait for it.
-    Copying(Vec<EntryJob<D>>),
+    /// The first name (`leader`) is queued (`started` false) or being copied; these
+    /// wait for it.
+    Copying {
+        leader: Name<D>,
+        started: bool,
+        waiting: Vec<EntryJob<D>>,
+    },
     /// The first name is done: link to it (or copy on our own if it failed).
     Done(Settled<D>),
 }
@@ -139,6 +156,32 @@ struct Linked {
 }
 
 impl<D: Destination> Engine<'_, D> {
+    /// `-H`: makes the first listed name of each new group among a directory's jobs
+    /// (queued in rsync's order) the one to copy, before any of them runs.
+    pub(super) fn choose_leaders<'j>(&self, jobs: impl IntoIterator<Item = &'j EntryJob<D>>)
+    where
+        D: 'j,
+    {
+        if !self.cfg.hard_links {
+            return;
+        }
+        let mut links = None;
+        for job in jobs {
+            let m = &job.entry.meta;
+            if m.kind != Kind::File || m.nlink < 2 {
+                continue;
+            }
+            let links = links.get_or_insert_with(|| self.links.0.lock().unwrap());
+            links
+                .entry((m.dev, m.ino))
+                .or_insert_with(|| LinkGroup::Copying {
+                    leader: Name::of(job),
+                    started: false,
+                    waiting: Vec::new(),
+                });
+        }
+    }
+
     /// `-H`: the first name of an inode is copied, the others linked to it.
     pub(super) fn hard_linked_file(&self, job: EntryJob<D>, done: ChildDone<'_, '_, D>) {
         let key = (job.entry.meta.dev, job.entry.meta.ino);
@@ -149,16 +192,40 @@ impl<D: Destination> Engine<'_, D> {
             && matches!(self.dest_meta(&job, job.known, &rel), Ok(Some(_)))
         {
             self.file(&job, &rel);
+            // Chosen to lead, it leads nothing: the next name leads instead.
+            self.hand_over(key, &job);
             return;
         }
         let leader = {
             let mut links = self.links.0.lock().unwrap();
             match links.get_mut(&key) {
                 None => {
-                    links.insert(key, LinkGroup::Copying(Vec::new()));
+                    let leader = Name::of(&job);
+                    let started = true;
+                    let waiting = Vec::new();
+                    links.insert(
+                        key,
+                        LinkGroup::Copying {
+                            leader,
+                            started,
+                            waiting,
+                        },
+                    );
                     None
                 }
-                Some(LinkGroup::Copying(waiting)) => {
+                // The chosen name leads when its job comes; a name of another
+                // directory that comes first leads instead of waiting for it (its
+                // directory's jobs may be queued far behind).
+                Some(LinkGroup::Copying {
+                    leader, started, ..
+                }) if !*started
+                    && (leader.is(&job) || !Arc::ptr_eq(&leader.parent, &job.parent)) =>
+                {
+                    *leader = Name::of(&job);
+                    *started = true;
+                    None
+                }
+                Some(LinkGroup::Copying { waiting, .. }) => {
                     // The first name's job finishes this one when it is done.
                     waiting.push(job);
                     done.pass_on();
@@ -193,7 +260,7 @@ impl<D: Destination> Engine<'_, D> {
                         check: false,
                     });
                     match links.insert(key, done) {
-                        Some(LinkGroup::Copying(w)) => w,
+                        Some(LinkGroup::Copying { waiting, .. }) => waiting,
                         _ => Vec::new(),
                     }
                 };
@@ -209,6 +276,57 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
         }
+    }
+
+    /// A name chosen to lead that copies nothing for the others: the group starts
+    /// over, and the names that waited for it run again (the first leads).
+    fn hand_over(&self, key: (u64, u64), job: &EntryJob<D>) {
+        let waiting = {
+            let mut links = self.links.0.lock().unwrap();
+            match links.get(&key) {
+                Some(LinkGroup::Copying { leader, .. }) if leader.is(job) => {
+                    match links.remove(&key) {
+                        Some(LinkGroup::Copying { waiting, .. }) => waiting,
+                        _ => Vec::new(),
+                    }
+                }
+                _ => return,
+            }
+        };
+        self.run_waiting(waiting);
+    }
+
+    /// Runs names that waited for a leader that is no longer coming.
+    fn run_waiting(&self, waiting: Vec<EntryJob<D>>) {
+        for w in waiting {
+            let done = self.child_done(w.parent.clone());
+            self.hard_linked_file(w, done);
+        }
+    }
+
+    /// After the workers: names still waiting for a leader whose job never ran (it
+    /// should not happen; a run that stops leaves them as it leaves its queue) are
+    /// copied and linked now rather than left out of DEST.
+    pub(super) fn run_stranded_links(&self) {
+        if self.sched.stopped() {
+            return;
+        }
+        let stranded: Vec<EntryJob<D>> = {
+            let mut links = self.links.0.lock().unwrap();
+            let keys: Vec<_> = links
+                .iter()
+                .filter(|(_, g)| matches!(g, LinkGroup::Copying { started: false, .. }))
+                .map(|(k, _)| *k)
+                .collect();
+            keys.iter()
+                .filter_map(|k| match links.remove(k) {
+                    Some(LinkGroup::Copying { waiting, .. }) => Some(waiting),
+                    _ => None,
+                })
+                .flatten()
+                .collect()
+        };
+        self.run_waiting(stranded);
     }
 
     /// Whether DEST holds `job`'s name now.
@@ -373,137 +491,5 @@ impl<D: Destination> Engine<'_, D> {
             _ => {}
         }
         renamed
-    }
-
-    /// At the end of the walk: every group that met another writer is checked whole
-    /// and made one object again (see the module's doc), and the directories this
-    /// changed get their mtimes back.
-    pub(super) fn settle_hard_links(&self) {
-        if self.cfg.dry_run || self.sched.stopped() {
-            return;
-        }
-        let groups: Vec<Settled<D>> = {
-            let mut links = self.links.0.lock().unwrap();
-            links
-                .drain()
-                .filter_map(|(_, g)| match g {
-                    LinkGroup::Done(g) if g.ok && g.check && g.names.len() > 1 => Some(g),
-                    _ => None,
-                })
-                .collect()
-        };
-        // Groups are independent: settled by several threads, as the walk was, so
-        // a large DEST over NFS is not checked one round trip at a time.
-        let next = AtomicUsize::new(0);
-        let changed = Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for _ in 0..SETTLE_THREADS.min(groups.len()) {
-                s.spawn(|| {
-                    while let Some(g) = groups.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        if self.sched.stopped() {
-                            return;
-                        }
-                        let names = self.settle_group(g);
-                        changed.lock().unwrap().extend(names);
-                    }
-                });
-            }
-        });
-        let mut touched: Vec<Arc<DirNode<D>>> = Vec::new();
-        let mut seen = HashSet::new();
-        for n in changed.into_inner().unwrap() {
-            if seen.insert(Arc::as_ptr(&n.parent)) {
-                touched.push(n.parent);
-            }
-        }
-        let times = self.cfg.times && !self.cfg.omit_dir_times && self.cfg.shard.is_none();
-        if !times {
-            return;
-        }
-        let mtime = AttrSet {
-            mtime: true,
-            ..AttrSet::default()
-        };
-        for node in touched {
-            if let (Some(dir), Some(given)) = (&node.dir, self.dir_given(&node))
-                && let Err(e) = self.dest.set_dir_attrs(dir, &given, mtime)
-            {
-                self.dest_error(&node.rel, e);
-            }
-        }
-    }
-
-    /// Makes every name of `g` hold one object: the complete copy with the lowest
-    /// (dev, inode). Returns the names it changed.
-    fn settle_group(&self, g: &Settled<D>) -> Vec<Name<D>> {
-        let mut changed = Vec::new();
-        for round in 0..SETTLE_ROUNDS {
-            if round > 0 {
-                // Another run is still at this group: give it a moment.
-                std::thread::sleep(Duration::from_millis(5 << round.min(6)));
-            }
-            let mut held = Vec::with_capacity(g.names.len());
-            for n in &g.names {
-                let Some(dir) = &n.parent.dir else {
-                    return changed;
-                };
-                match self.dest.stat(dir, &n.name) {
-                    Ok(m) => held.push(m),
-                    Err(e) => {
-                        self.dest_error(&n.rel(), e);
-                        return changed;
-                    }
-                }
-            }
-            let complete = |m: &Meta| {
-                m.kind == Kind::File
-                    && m.size == g.src.size
-                    && (!self.cfg.times || g.src.mtime.matches(m.mtime, self.rules.modify_window))
-            };
-            let target = held
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| m.filter(complete).map(|m| ((m.dev, m.ino), i)))
-                .min();
-            let Some((id, at)) = target else {
-                continue;
-            };
-            if held.iter().all(|m| m.is_some_and(|m| (m.dev, m.ino) == id)) {
-                return changed;
-            }
-            let to = &g.names[at];
-            let Some(tdir) = &to.parent.dir else {
-                return changed;
-            };
-            for (n, m) in g.names.iter().zip(&held) {
-                if m.is_some_and(|m| (m.dev, m.ino) == id) {
-                    continue;
-                }
-                let Some(dir) = &n.parent.dir else { continue };
-                let r = match m {
-                    // A directory or a non-file: another writer's, not ours to replace.
-                    Some(m) if m.kind == Kind::Dir => continue,
-                    Some(_) => self.link_over(dir, &n.name, tdir, &to.name),
-                    None => self.dest.hard_link_current(dir, &n.name, tdir, &to.name),
-                };
-                // Its directory changed even when the link did not take.
-                changed.push(n.clone());
-                match r {
-                    Ok(()) => {}
-                    // Another writer at the name or at the target: the next round sees.
-                    Err(e) if is_race_or_gone(&e) => {}
-                    Err(e) => {
-                        self.dest_error(&n.rel(), e);
-                        return changed;
-                    }
-                }
-            }
-        }
-        Stats::bump(&self.stats.errors);
-        self.out.error(
-            &self.dest_path(&g.leader.rel()),
-            "hard links not settled: other writers kept changing its names",
-        );
-        changed
     }
 }
