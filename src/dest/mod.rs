@@ -68,6 +68,13 @@ impl AttrSet {
         mtime: true,
     };
 
+    /// The mtime alone.
+    pub const MTIME: AttrSet = AttrSet {
+        mode: false,
+        owner: false,
+        mtime: true,
+    };
+
     /// True when nothing is to be set.
     pub fn is_empty(self) -> bool {
         !(self.mode || self.owner || self.mtime)

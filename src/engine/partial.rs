@@ -111,15 +111,7 @@ impl<D: Destination> Engine<'_, D> {
         } else if let Some(dir) = parent.dir.as_ref() {
             // mtime 0, as rsync leaves it: a partial file at the final name must not
             // look newer than the source to -u.
-            let epoch = Meta {
-                mtime: Time { sec: 0, nsec: 0 },
-                ..*meta
-            };
-            let mtime = AttrSet {
-                mtime: true,
-                ..AttrSet::default()
-            };
-            self.dest.set_attrs(tdir, temp, &epoch, mtime).is_ok()
+            self.mark_left(tdir, temp, meta, 0).is_ok()
                 && self.dest.hard_link(dir, name, tdir, temp).is_ok()
                 && self.dest.remove(tdir, temp, Kind::File).is_ok()
         } else {
@@ -128,6 +120,22 @@ impl<D: Destination> Engine<'_, D> {
         if !kept {
             let _ = self.dest.remove(tdir, temp, Kind::File);
         }
+    }
+
+    /// Gives a file left incomplete the mtime `sec` (and its other attributes as they
+    /// are), so no quick check takes it for the source's copy.
+    pub(super) fn mark_left(
+        &self,
+        dir: &D::Dir,
+        name: &OsStr,
+        meta: &Meta,
+        sec: i64,
+    ) -> crate::dest::Result<()> {
+        let marked = Meta {
+            mtime: Time { sec, nsec: 0 },
+            ..*meta
+        };
+        self.dest.set_attrs(dir, name, &marked, AttrSet::MTIME)
     }
 
     /// After `name` is copied (not held back): its partial file in the partial dir, if

@@ -158,10 +158,7 @@ impl<D: Destination> Engine<'_, D> {
         if let Some(m) = before {
             // Through the parent where there is one: NFS sets a directory's mode and
             // owners with its mtime, and only the mtime is to go back.
-            let mtime = AttrSet {
-                mtime: true,
-                ..AttrSet::default()
-            };
+            let mtime = AttrSet::MTIME;
             let _ = match self.dest.root_parent() {
                 Ok((parent, n)) => self.dest.set_attrs(&parent, &n, &m, mtime),
                 Err(_) => self.dest.set_dir_attrs(&dir, &m, mtime),

@@ -94,16 +94,7 @@ impl<D: Destination> Engine<'_, D> {
         if !matches!(written, Err(CopyError::SourceChanged)) {
             return;
         }
-        let sec = i64::from(meta.mtime.sec == 0);
-        let marked = Meta {
-            mtime: crate::meta::Time { sec, nsec: 0 },
-            ..*meta
-        };
-        let mtime = AttrSet {
-            mtime: true,
-            ..AttrSet::default()
-        };
-        let _ = self.dest.set_attrs(dir, name, &marked, mtime);
+        let _ = self.mark_left(dir, name, meta, i64::from(meta.mtime.sec == 0));
     }
 
     /// Writes the content and puts it in place. `Err` asks for another look (another

@@ -55,7 +55,7 @@
 //! Settling changes directories after they got their mtimes, so those directories get
 //! them again, as `--delay-updates` does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -158,10 +158,7 @@ struct Linked {
 impl<D: Destination> Engine<'_, D> {
     /// `-H`: makes the first listed name of each new group among a directory's jobs
     /// (queued in rsync's order) the one to copy, before any of them runs.
-    pub(super) fn choose_leaders<'j>(&self, jobs: impl IntoIterator<Item = &'j EntryJob<D>>)
-    where
-        D: 'j,
-    {
+    pub(super) fn choose_leaders(&self, jobs: &VecDeque<EntryJob<D>>) {
         if !self.cfg.hard_links {
             return;
         }
@@ -200,9 +197,8 @@ impl<D: Destination> Engine<'_, D> {
             let mut links = self.links.0.lock().unwrap();
             match links.get_mut(&key) {
                 None => {
-                    let leader = Name::of(&job);
+                    let (leader, waiting) = (Name::of(&job), Vec::new());
                     let started = true;
-                    let waiting = Vec::new();
                     links.insert(
                         key,
                         LinkGroup::Copying {
@@ -311,21 +307,18 @@ impl<D: Destination> Engine<'_, D> {
         if self.sched.stopped() {
             return;
         }
-        let stranded: Vec<EntryJob<D>> = {
-            let mut links = self.links.0.lock().unwrap();
-            let keys: Vec<_> = links
-                .iter()
-                .filter(|(_, g)| matches!(g, LinkGroup::Copying { started: false, .. }))
-                .map(|(k, _)| *k)
-                .collect();
-            keys.iter()
-                .filter_map(|k| match links.remove(k) {
-                    Some(LinkGroup::Copying { waiting, .. }) => Some(waiting),
-                    _ => None,
-                })
-                .flatten()
-                .collect()
-        };
+        let mut stranded = Vec::new();
+        self.links.0.lock().unwrap().retain(|_, g| match g {
+            LinkGroup::Copying {
+                started: false,
+                waiting,
+                ..
+            } => {
+                stranded.append(waiting);
+                false
+            }
+            _ => true,
+        });
         self.run_waiting(stranded);
     }
 

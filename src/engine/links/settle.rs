@@ -60,13 +60,9 @@ impl<D: Destination> Engine<'_, D> {
         if !times {
             return;
         }
-        let mtime = AttrSet {
-            mtime: true,
-            ..AttrSet::default()
-        };
         for node in touched {
             if let (Some(dir), Some(given)) = (&node.dir, self.dir_given(&node))
-                && let Err(e) = self.dest.set_dir_attrs(dir, &given, mtime)
+                && let Err(e) = self.dest.set_dir_attrs(dir, &given, AttrSet::MTIME)
             {
                 self.dest_error(&node.rel, e);
             }
