@@ -1,10 +1,10 @@
 //! Several callers' operations in one COMPOUND, when the slots are all busy anyway.
 //!
 //! Each small file is one compound of its own (PUTFH, OPEN, GETFH, WRITE, SETATTR,
-//! CLOSE). When every session slot is in use, files wait for a slot; instead of
-//! sending them one by one when slots free, whoever gets a slot takes every waiting
-//! file that fits (the session's operation and request-size limits) into one
-//! compound. Nothing waits on purpose: a lone file goes out alone at once, so this
+//! CLOSE written; PUTFH, READ, GETATTR read as a source). When every session slot is
+//! in use, files wait for a slot; instead of sending them one by one when slots free,
+//! whoever gets a slot takes every waiting file that fits (the session's operation,
+//! request-size and reply-size limits) into one compound. Nothing waits on purpose: a lone file goes out alone at once, so this
 //! only changes what happens under load, where it saves the server one call's
 //! overhead per file batched (and a small slot table stops being the limit).
 //!
@@ -26,6 +26,8 @@ use crate::dest;
 struct Pending {
     ops: Vec<Op>,
     size: usize,
+    /// What its reply may take: the session bounds replies as it bounds requests.
+    reply: usize,
     done: oneshot::Sender<Outcome>,
 }
 
@@ -43,31 +45,50 @@ pub struct Batcher {
     gate: Semaphore,
     max_ops: usize,
     max_bytes: usize,
+    max_reply: usize,
 }
+
+/// Reply bytes allowed for each operation besides the data it returns: a status, an
+/// operation number and at most a GETATTR's attributes (owner strings included) or a
+/// handle.
+const REPLY_PER_OP: usize = 512;
 
 impl Batcher {
     /// For a session of `slots` slots taking `max_ops` operations (SEQUENCE included)
     /// and `max_bytes` bytes per request.
-    pub fn new(slots: usize, max_ops: u32, max_bytes: u32) -> Batcher {
+    pub fn new(slots: usize, max_ops: u32, max_bytes: u32, max_reply: u32) -> Batcher {
         Batcher {
             queue: Mutex::new(Vec::new()),
             gate: Semaphore::new(slots.max(1)),
             max_ops: (max_ops as usize).saturating_sub(1).max(1),
             // Room for the RPC header, the credentials and SEQUENCE.
             max_bytes: (max_bytes as usize).saturating_sub(1024).max(1),
+            max_reply: (max_reply as usize).saturating_sub(1024).max(1),
         }
     }
 
     /// Sends `ops` in a compound, possibly together with other callers'.
     pub async fn compound(&self, client: &Client, ops: Vec<Op>) -> dest::Result<Answer> {
+        self.compound_returning(client, ops, 0).await
+    }
+
+    /// [`Batcher::compound`] of operations that return up to `data` bytes (READs).
+    pub async fn compound_returning(
+        &self,
+        client: &Client,
+        ops: Vec<Op>,
+        data: usize,
+    ) -> dest::Result<Answer> {
         let size: usize = ops.iter().map(Pack::packed_size).sum();
-        if ops.len() > self.max_ops || size > self.max_bytes {
+        let reply = data + REPLY_PER_OP * ops.len();
+        if ops.len() > self.max_ops || size > self.max_bytes || reply > self.max_reply {
             return client.compound(ops).await;
         }
         let (tx, rx) = oneshot::channel();
         self.queue.lock().expect("batch queue").push(Pending {
             ops,
             size,
+            reply,
             done: tx,
         });
         let permit = self.gate.acquire().await.expect("never closed");
@@ -86,13 +107,18 @@ impl Batcher {
     /// The waiting callers that fit in one compound, oldest first.
     fn take(&self) -> Vec<Pending> {
         let mut q = self.queue.lock().expect("batch queue");
-        let (mut ops, mut bytes, mut n) = (0, 0, 0);
+        let (mut ops, mut bytes, mut reply, mut n) = (0, 0, 0, 0);
         for p in q.iter() {
-            if n > 0 && (ops + p.ops.len() > self.max_ops || bytes + p.size > self.max_bytes) {
+            if n > 0
+                && (ops + p.ops.len() > self.max_ops
+                    || bytes + p.size > self.max_bytes
+                    || reply + p.reply > self.max_reply)
+            {
                 break;
             }
             ops += p.ops.len();
             bytes += p.size;
+            reply += p.reply;
             n += 1;
         }
         q.drain(..n).collect()
@@ -195,6 +221,44 @@ mod tests {
         o.iter()
             .map(|o| o.as_ref().map(|a| (a.reply.status, a.reply.results.len())))
             .collect()
+    }
+
+    /// Queues callers of `ops` operations, `size` request bytes and `reply` reply
+    /// bytes each; what one `take` hands out, by the callers' reply sizes.
+    fn taken(b: &Batcher, callers: &[(usize, usize, usize)]) -> Vec<usize> {
+        let mut q = b.queue.lock().unwrap();
+        for &(ops, size, reply) in callers {
+            let (done, _) = oneshot::channel();
+            let ops = (0..ops).map(|_| Op::GetFh).collect();
+            q.push(Pending {
+                ops,
+                size,
+                reply,
+                done,
+            });
+        }
+        drop(q);
+        b.take().iter().map(|p| p.reply).collect()
+    }
+
+    #[test]
+    fn a_compound_keeps_to_the_sessions_request_reply_and_operation_limits() {
+        // Replies of up to 10,000 bytes (1,024 kept for the headers): two READs of
+        // 4,000 fit, a third does not; it goes in the next compound.
+        let b = Batcher::new(4, 64, 1 << 20, 11_024);
+        assert_eq!(taken(&b, &[(3, 100, 4000); 3]), vec![4000, 4000]);
+        assert_eq!(b.take().len(), 1);
+        // One caller's reply larger than the limit still goes, alone.
+        assert_eq!(taken(&b, &[(3, 100, 20_000), (3, 100, 10)]), vec![20_000]);
+        assert_eq!(b.take().len(), 1);
+        // Requests of up to 2,000 bytes after the headers.
+        let b = Batcher::new(4, 64, 3_024, 1 << 20);
+        assert_eq!(taken(&b, &[(3, 900, 0); 3]), vec![0, 0]);
+        assert_eq!(b.take().len(), 1);
+        // Nine operations besides SEQUENCE: three callers of three.
+        let b = Batcher::new(4, 10, 1 << 20, 1 << 20);
+        assert_eq!(taken(&b, &[(3, 10, 0); 4]).len(), 3);
+        assert_eq!(b.take().len(), 1);
     }
 
     #[test]

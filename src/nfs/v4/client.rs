@@ -105,6 +105,11 @@ impl Client {
         self.current().fore.max_request_size
     }
 
+    /// The largest reply the session takes, in bytes.
+    pub fn max_response(&self) -> u32 {
+        self.current().fore.max_response_size
+    }
+
     /// The most operations a compound may hold (SEQUENCE included).
     pub fn max_ops(&self) -> u32 {
         self.current().fore.max_operations

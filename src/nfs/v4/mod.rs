@@ -53,7 +53,10 @@ pub const DEFAULT_SLOTS: u32 = 64;
 /// Small files are batched into shared compounds only when the server grants fewer
 /// slots than this: with a small slot table the slots are what limits a copy, and
 /// batching raised files/s; with 64 slots the server's CPU is, and one compound per
-/// file was faster (benches/README.md, "NFSv4.1: batching small files").
+/// file was faster (benches/README.md, "NFSv4.1: batching small files"). Reading a
+/// tree as a source batches whatever the slots (`?batch=0`: never): a READ costs the
+/// server less than a call's own overhead, so there batching saved its CPU at 64
+/// slots too (benches/README.md, "Batched READs").
 const BATCH_BELOW_SLOTS: usize = 32;
 /// Largest READ/WRITE we send, whatever the server allows: bounds memory per call.
 const MAX_IO: u32 = 1 << 20;
@@ -171,7 +174,12 @@ pub fn connect(
     let (client, io_size, lease, readdir_max) = setup?;
     let renewer = rt.spawn(renew_lease(client.clone(), lease)).abort_handle();
     let slots = client.slots();
-    let batcher = batch::Batcher::new(slots, client.max_ops(), client.max_request());
+    let batcher = batch::Batcher::new(
+        slots,
+        client.max_ops(),
+        client.max_request(),
+        client.max_response(),
+    );
     let path = parsed
         .path
         .split('/')
@@ -190,6 +198,7 @@ pub fn connect(
             renewer,
             batcher,
             batched: parsed.batch.unwrap_or(slots < BATCH_BELOW_SLOTS),
+            batch_reads: parsed.batch.unwrap_or(true),
         },
         owners,
         notices,

@@ -15,13 +15,14 @@ pub async fn read_exact(client: &Client, fh: &[u8], off: u64, len: u32) -> dest:
     if len == 0 {
         return Ok(Vec::new());
     }
-    Ok(read_all(client, fh, off, len, false).await?.0)
+    Ok(read_all(client, None, fh, off, len, false).await?.0)
 }
 
 /// READs `len` bytes at `off`, several compounds if the server returns less, each with
 /// a GETATTR after the READ when `attrs`; the data and the last reply.
 async fn read_all(
     client: &Client,
+    batcher: Option<&super::batch::Batcher>,
     fh: &[u8],
     off: u64,
     len: u32,
@@ -31,6 +32,7 @@ async fn read_all(
     loop {
         let r = read_once(
             client,
+            batcher,
             fh,
             off + out.len() as u64,
             len - out.len() as u32,
@@ -47,6 +49,7 @@ async fn read_all(
 
 async fn read_once(
     client: &Client,
+    batcher: Option<&super::batch::Batcher>,
     fh: &[u8],
     off: u64,
     count: u32,
@@ -63,7 +66,10 @@ async fn read_once(
     if attrs {
         ops.push(Op::GetAttr(attrs::wanted()));
     }
-    ok(client.compound(ops).await?)
+    match batcher {
+        Some(b) => ok(b.compound_returning(client, ops, count as usize).await?),
+        None => ok(client.compound(ops).await?),
+    }
 }
 
 fn data_of(r: &Reply, want: usize) -> dest::Result<(&[u8], bool)> {
@@ -85,9 +91,14 @@ impl Nfs4Dest {
         off: u64,
         len: u32,
     ) -> dest::Result<(Vec<u8>, Option<Meta>)> {
-        let (data, r) = self
-            .rt
-            .block_on(read_all(&self.client, fh, off, len, true))?;
+        let (data, r) = self.rt.block_on(read_all(
+            &self.client,
+            self.batch_reads().then_some(&self.batcher),
+            fh,
+            off,
+            len,
+            true,
+        ))?;
         Ok((data, self.attrs_in(&r, 0)?.meta))
     }
 }

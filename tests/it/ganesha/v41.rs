@@ -172,3 +172,70 @@ fn version_4_0_refused_for_lack_of_sessions() {
     assert!(err.contains("session"), "{err}");
     assert!(!export.path.join("v40").exists());
 }
+
+/// Small files read as a source share compounds when the slots are busy: 400 files
+/// read with 2 slots asked for and 32 jobs take fewer COMPOUNDs than files, and with
+/// `?batch=0` at least one each (so the count tells batching happened). Every 40th
+/// file is mode 000 and read as nobody: each fails alone, named, in whichever batch
+/// it fell (a compound stops at its failing READ; the files after it are read again
+/// on their own), and every other file arrives exactly.
+#[test]
+fn source_reads_share_compounds_and_a_denied_file_fails_alone() {
+    const N: usize = 400;
+    let Some((dir, g)) = own_server(None) else {
+        return;
+    };
+    let src = g.export.join("src");
+    let t = Tree::new(&src);
+    let mut denied = Vec::new();
+    for f in 0..N {
+        t.random_file(format!("d/f{f:03}"), (f as u64 * 53) % 4000, f as u64 + 1);
+        if f % 40 == 7 {
+            t.chmod(&format!("d/f{f:03}"), 0o000);
+            denied.push(format!("d/f{f:03}"));
+        }
+    }
+    let excludes: Vec<String> = denied.iter().map(|d| format!("--exclude=/{d}")).collect();
+    let excludes: Vec<&str> = excludes.iter().map(String::as_str).collect();
+    for (batch, label) in [("", "batched"), ("&batch=0", "one each")] {
+        let dst = dir.join(format!("dst-{}", batch.len()));
+        let url = g.url41("src/", &format!("uid=65534&gid=65534&slots=2{batch}"));
+        let out = std::process::Command::new(crate::support::bin())
+            .env("NFSYNC_RPC_STATS", "1")
+            .args(["--json", "-a", "-j", "32", "--timeout", "20", &url])
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(23), "{label}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        for d in &denied {
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(&format!("src/{d}")) && l.contains("ermission denied")),
+                "{label}: {d} not named:\n{err}"
+            );
+            assert!(!dst.join(d).exists(), "{label}: {d}");
+        }
+        assert_eq!(
+            stat(&json_stats(&out), "errors"),
+            denied.len() as u64,
+            "{label}"
+        );
+        let diff = crate::support::rsync_diff_with(&src, &dst, &excludes);
+        assert!(diff.is_empty(), "{label}, the others:\n{diff}");
+        let calls: u64 = err
+            .split("COMPOUND=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{label}: no call count:\n{err}"));
+        eprintln!("{label}: {calls} COMPOUNDs for {N} files");
+        match batch {
+            "" => assert!(calls < N as u64, "{label}: {calls} COMPOUNDs for {N} files"),
+            _ => assert!(
+                calls >= N as u64,
+                "{label}: {calls} COMPOUNDs for {N} files"
+            ),
+        }
+    }
+}

@@ -72,8 +72,10 @@ pub struct Nfs4Dest {
     dir_cache: DirCache<Vec<u8>>,
     renewer: AbortHandle,
     /// Small files' compounds, combined when the slots are busy (`?batch=0`: never).
-    batcher: Batcher,
+    pub(super) batcher: Batcher,
     batched: bool,
+    /// Whether whole small files read as a source go through the batcher.
+    batch_reads: bool,
 }
 
 /// What `connect` learned and hands over.
@@ -87,6 +89,7 @@ pub(super) struct Setup {
     pub renewer: AbortHandle,
     pub batcher: Batcher,
     pub batched: bool,
+    pub batch_reads: bool,
 }
 
 impl Drop for Nfs4Dest {
@@ -152,12 +155,18 @@ impl Nfs4Dest {
             renewer: s.renewer,
             batcher: s.batcher,
             batched: s.batched,
+            batch_reads: s.batch_reads,
         }
     }
 
     /// Whether small files' compounds go through the batcher.
     pub(super) fn batched(&self) -> bool {
         self.batched
+    }
+
+    /// Whether small source files' READs go through the batcher.
+    pub(super) fn batch_reads(&self) -> bool {
+        self.batch_reads
     }
 
     /// The decoded attributes of the `n`th GETATTR in a reply.
