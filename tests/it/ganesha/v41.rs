@@ -191,7 +191,7 @@ fn source_reads_share_compounds_and_a_denied_file_fails_alone() {
     for f in 0..N {
         t.random_file(format!("d/f{f:03}"), (f as u64 * 53) % 4000, f as u64 + 1);
         if f % 40 == 7 {
-            t.chmod(&format!("d/f{f:03}"), 0o000);
+            t.chmod(format!("d/f{f:03}"), 0o000);
             denied.push(format!("d/f{f:03}"));
         }
     }
