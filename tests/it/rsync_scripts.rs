@@ -140,11 +140,17 @@ fn dirs_alone_is_only_dirs() {
     assert_eq!(ran.nfsync.status.code(), ran.rsync.status.code());
     // Without -t both give `f` the time of their own run: not the source's, and the
     // two runs may fall in different seconds, so their times are made one before the
-    // trees are compared.
+    // trees are compared. The same holds for DEST and `sub/`, whose times are those
+    // of the last entry each tool made in them.
     let aged = fs::metadata(s.join("src/f")).unwrap().mtime();
+    let same = filetime::FileTime::from_unix_time(aged, 0);
     for f in [s.rsync("f"), s.nfsync("f")] {
         assert!(fs::metadata(&f).unwrap().mtime() > aged, "{}", f.display());
-        filetime::set_file_mtime(&f, filetime::FileTime::from_unix_time(aged, 0)).unwrap();
+        filetime::set_file_mtime(&f, same).unwrap();
+    }
+    for d in [s.rsync("sub"), s.nfsync("sub"), s.rsync(""), s.nfsync("")] {
+        assert!(fs::metadata(&d).unwrap().mtime() > aged, "{}", d.display());
+        filetime::set_file_mtime(&d, same).unwrap();
     }
     let d = s.diff(&[]);
     assert!(d.is_empty(), "-d: nfsync differs from rsync:\n{d}");
