@@ -4,9 +4,10 @@
 //! CLOSE written; PUTFH, READ, GETATTR read as a source). When every session slot is
 //! in use, files wait for a slot; instead of sending them one by one when slots free,
 //! whoever gets a slot takes every waiting file that fits (the session's operation,
-//! request-size and reply-size limits) into one compound. Nothing waits on purpose: a lone file goes out alone at once, so this
-//! only changes what happens under load, where it saves the server one call's
-//! overhead per file batched (and a small slot table stops being the limit).
+//! request-size and reply-size limits) into one compound. Nothing waits on purpose: a
+//! lone file goes out alone at once, so this only changes what happens under load,
+//! where it saves the server one call's overhead per file batched (and a small slot
+//! table stops being the limit).
 //!
 //! A compound stops at its first failing operation. The callers before it get their
 //! results; the failing one gets the failure; those after it were not run, and send

@@ -93,7 +93,7 @@ impl Nfs4Dest {
     ) -> dest::Result<(Vec<u8>, Option<Meta>)> {
         let (data, r) = self.rt.block_on(read_all(
             &self.client,
-            self.batch_reads().then_some(&self.batcher),
+            self.read_batcher(),
             fh,
             off,
             len,

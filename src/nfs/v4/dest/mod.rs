@@ -72,7 +72,7 @@ pub struct Nfs4Dest {
     dir_cache: DirCache<Vec<u8>>,
     renewer: AbortHandle,
     /// Small files' compounds, combined when the slots are busy (`?batch=0`: never).
-    pub(super) batcher: Batcher,
+    batcher: Batcher,
     batched: bool,
     /// Whether whole small files read as a source go through the batcher.
     batch_reads: bool,
@@ -164,9 +164,9 @@ impl Nfs4Dest {
         self.batched
     }
 
-    /// Whether small source files' READs go through the batcher.
-    pub(super) fn batch_reads(&self) -> bool {
-        self.batch_reads
+    /// The batcher for whole small files read as a source, unless `?batch=0`.
+    pub(super) fn read_batcher(&self) -> Option<&Batcher> {
+        self.batch_reads.then_some(&self.batcher)
     }
 
     /// The decoded attributes of the `n`th GETATTR in a reply.
