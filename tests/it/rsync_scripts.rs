@@ -144,13 +144,11 @@ fn dirs_alone_is_only_dirs() {
     // of the last entry each tool made in them.
     let aged = fs::metadata(s.join("src/f")).unwrap().mtime();
     let same = filetime::FileTime::from_unix_time(aged, 0);
-    for f in [s.rsync("f"), s.nfsync("f")] {
-        assert!(fs::metadata(&f).unwrap().mtime() > aged, "{}", f.display());
-        filetime::set_file_mtime(&f, same).unwrap();
-    }
-    for d in [s.rsync("sub"), s.nfsync("sub"), s.rsync(""), s.nfsync("")] {
-        assert!(fs::metadata(&d).unwrap().mtime() > aged, "{}", d.display());
-        filetime::set_file_mtime(&d, same).unwrap();
+    for p in ["f", "sub", ""] {
+        for e in [s.rsync(p), s.nfsync(p)] {
+            assert!(fs::metadata(&e).unwrap().mtime() > aged, "{}", e.display());
+            filetime::set_file_mtime(&e, same).unwrap();
+        }
     }
     let d = s.diff(&[]);
     assert!(d.is_empty(), "-d: nfsync differs from rsync:\n{d}");
