@@ -28,6 +28,7 @@ pub mod exit;
 pub mod meta;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod name;
 pub mod nfs;
 pub mod options;
 pub mod plan;

@@ -72,7 +72,7 @@ impl<D: Destination> Engine<'_, D> {
         };
         let (mut children, mut whole) = if list {
             match self.list_source(src) {
-                Some(children) => (children, true),
+                Some(listed) => listed,
                 None if self.cfg.ignore_errors => (vec![], true),
                 None => return,
             }
@@ -86,7 +86,8 @@ impl<D: Destination> Engine<'_, D> {
         };
         for other in also.into_iter().flatten() {
             match self.list_source(&other) {
-                Some(more) => {
+                Some((more, more_whole)) => {
+                    whole &= more_whole;
                     let mut merged = node.merged.lock().unwrap();
                     super::dir::merge_listing(&mut children, more, &mut merged);
                 }

@@ -10,6 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -82,6 +83,11 @@ pub(super) fn list(parent: &dyn RemoteDir, e: &SrcEntry) -> Listing {
         Err(err) => return Err(ListError::Dir(err)),
     };
     let held = Arc::new(Held::Remote(dir));
+    // Whatever a backend let through, a name that is not one component never becomes
+    // an entry: joined to DEST it would lead elsewhere.
+    let (listed, bad): (Vec<_>, Vec<_>) = listed
+        .into_iter()
+        .partition(|(name, _)| crate::name::check(name.as_bytes()).is_ok());
     let mut entries: Vec<SrcEntry> = listed
         .into_iter()
         .map(|(name, meta)| SrcEntry {
@@ -92,8 +98,21 @@ pub(super) fn list(parent: &dyn RemoteDir, e: &SrcEntry) -> Listing {
         })
         .collect();
     entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    let bad = bad.into_iter().map(|(name, _)| {
+        let why = crate::name::check(name.as_bytes()).err();
+        let text = format!(
+            "refused the entry name \"{}\": {}",
+            crate::name::shown(name.as_bytes()),
+            why.map(|w| w.to_string()).unwrap_or_default()
+        );
+        (
+            OsString::new(),
+            io::Error::new(io::ErrorKind::InvalidData, text),
+        )
+    });
     let problems = problems
         .into_iter()
+        .chain(bad)
         .map(|(name, err)| match err.kind() {
             io::ErrorKind::NotFound => ListError::Vanished(e.path.join(name)),
             _ => ListError::Entry(e.path.join(name), err),

@@ -119,10 +119,16 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// Lists a source directory, reporting problems; `None` when it could not be read.
-    pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<Vec<SrcEntry>> {
+    /// With it whether the listing is whole: an entry that could not be looked at (or
+    /// whose name was refused) says nothing of its namesake in DEST, which must then
+    /// not be deleted (rsync skips deletion on any I/O error; `--ignore-errors`
+    /// deletes anyway).
+    pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<(Vec<SrcEntry>, bool)> {
         let path = &dir.path;
         match walk::list_entry(dir) {
             Ok((mut entries, problems)) => {
+                let whole = self.cfg.ignore_errors
+                    || problems.iter().all(|p| matches!(p, ListError::Vanished(_)));
                 if self.cfg.fake_super.source {
                     entries.retain_mut(|e| match walk::read_faked(e) {
                         Ok(()) => true,
@@ -143,7 +149,7 @@ impl<D: Destination> Engine<'_, D> {
                         ListError::Dir(e) => self.source_error(path, &e),
                     }
                 }
-                Some(entries)
+                Some((entries, whole))
             }
             Err(ListError::Dir(e)) => {
                 self.source_error(path, &e);

@@ -303,7 +303,10 @@ impl<D: Destination> Engine<'_, D> {
                 Stats::bump(&self.stats.dirs_scanned);
                 let _listed = Listed(&self.stats);
                 match self.list_source(&op.entry) {
-                    Some(list) => super::merge_listing(&mut entries, list, &mut merged),
+                    Some((list, whole)) => {
+                        listing_ok &= whole;
+                        super::merge_listing(&mut entries, list, &mut merged)
+                    }
                     None => listing_ok = false,
                 }
             } else {

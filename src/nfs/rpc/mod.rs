@@ -19,6 +19,7 @@ pub mod efs_bind;
 pub mod efsauth;
 pub mod error;
 mod liveness;
+pub mod names;
 pub mod ops;
 pub mod partition;
 pub(crate) mod pipeline;

@@ -14,13 +14,21 @@ use std::sync::{Arc, Mutex};
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
 
+use super::names::Refused;
 use crate::dest::{self, AttrSet, CopyError, RootState, SourceFile, Wire};
 use crate::meta::{Meta, Time};
 use crate::tune::Bounds;
 
+/// A directory as the server listed it: its entries, each name once and a single
+/// component, and the names refused on the way in (see [`super::names`]).
+pub struct ListedDir<F> {
+    pub entries: Vec<Listed<F>>,
+    pub refused: Vec<Refused>,
+}
+
 /// One entry of a directory as the server listed it.
 pub struct Listed<F> {
-    /// Its name (never `.` or `..`).
+    /// Its name: one path component (checked as it came in).
     pub name: Vec<u8>,
     /// Its attributes, when the listing carried them.
     pub meta: Option<Meta>,
@@ -101,7 +109,7 @@ pub trait NfsOps: Send + Sync {
     /// LOOKUP of `name` in `dir`: its handle and attributes, `None` when not there.
     fn find(&self, dir: &Self::Dir, name: &[u8]) -> dest::Result<Option<(Self::Fh, Meta)>>;
     /// Every entry of `dir`.
-    fn read_dir(&self, dir: &Self::Dir) -> dest::Result<Vec<Listed<Self::Fh>>>;
+    fn read_dir(&self, dir: &Self::Dir) -> dest::Result<ListedDir<Self::Fh>>;
     /// Makes the directory `name` (writable by us until [`NfsOps::set_dir_attrs`]).
     fn make_dir(&self, dir: &Self::Dir, name: &[u8], m: &Meta) -> dest::Result<Self::Fh>;
     /// A symlink's target.

@@ -62,9 +62,19 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
 
     fn list(&self, dir: &T::Dir) -> dest::Result<Vec<DestEntry>> {
         let listed = self.read_dir(dir)?;
-        let mut out = Vec::with_capacity(listed.len());
+        // A destination that lists a name no directory can hold is not trusted for
+        // this directory: nothing in it is deleted, each entry is looked at by name.
+        if let Some(first) = listed.refused.first() {
+            let more = match listed.refused.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            let e = io::Error::new(io::ErrorKind::InvalidData, format!("{first}{more}"));
+            return Err(e.into());
+        }
+        let mut out = Vec::with_capacity(listed.entries.len());
         let mut dirs = Vec::new();
-        for e in listed {
+        for e in listed.entries {
             if let (Some(m), Some(fh)) = (&e.meta, e.fh)
                 && m.kind == Kind::Dir
             {

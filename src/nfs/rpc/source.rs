@@ -37,8 +37,29 @@ pub struct SourceDir<T: NfsOps> {
     /// from, and this directory's path below it.
     top: T::Dir,
     at: Vec<Vec<u8>>,
+    /// The handles of the directories above it, nearest first: a server that hands out
+    /// an ancestor's handle as a child's would be walked forever.
+    above: Option<Arc<Lineage>>,
     /// What [`RemoteDir::entries`] found, by name.
     handles: Mutex<Handles<T::Fh>>,
+}
+
+/// A directory's handle and those above it, shared by its children.
+struct Lineage {
+    fh: Vec<u8>,
+    up: Option<Arc<Lineage>>,
+}
+
+impl Lineage {
+    fn holds(mut at: Option<&Arc<Lineage>>, fh: &[u8]) -> bool {
+        while let Some(l) = at {
+            if l.fh == fh {
+                return true;
+            }
+            at = l.up.as_ref();
+        }
+        false
+    }
 }
 
 impl<T: NfsOps> SourceDir<T> {
@@ -49,6 +70,7 @@ impl<T: NfsOps> SourceDir<T> {
             top: dir.clone(),
             dir,
             at: Vec::new(),
+            above: None,
             handles: Mutex::new(HashMap::new()),
         }
     }
@@ -60,31 +82,53 @@ impl<T: NfsOps> SourceDir<T> {
             dir,
             top,
             at,
+            above: None,
             handles: Mutex::new(HashMap::new()),
         }
     }
 
     /// A second handle on this directory (its listing's handles not shared).
     fn again(&self) -> SourceDir<T> {
-        SourceDir::below(
-            self.ops.clone(),
-            self.top.clone(),
-            self.dir.clone(),
-            self.at.clone(),
-        )
+        SourceDir {
+            above: self.above.clone(),
+            ..SourceDir::below(
+                self.ops.clone(),
+                self.top.clone(),
+                self.dir.clone(),
+                self.at.clone(),
+            )
+        }
     }
 
     /// The directory `name` in it, whose handle is `fh`.
     fn child(&self, fh: T::Fh, name: &[u8]) -> SourceDir<T> {
         let mut at = self.at.clone();
         at.push(name.to_vec());
+        let above = Some(Arc::new(Lineage {
+            fh: T::handle(&self.dir).to_vec(),
+            up: self.above.clone(),
+        }));
         SourceDir {
             ops: self.ops.clone(),
             dir: T::child(&self.dir, fh, name),
             top: self.top.clone(),
             at,
+            above,
             handles: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The listed directory `name`, refused when its handle is its own or an
+    /// ancestor's (a server that loops the tree back on itself).
+    fn subdir(&self, fh: T::Fh, name: &[u8]) -> io::Result<SourceDir<T>> {
+        let d = self.child(fh, name);
+        if Lineage::holds(d.above.as_ref(), T::handle(&d.dir)) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the server gave this directory the handle of itself or of a directory above it (a looping server)",
+            ));
+        }
+        Ok(d)
     }
 
     /// The directory at `path` below the top, looked up a component at a time (never
@@ -204,10 +248,14 @@ fn not_found() -> io::Error {
 impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
     fn entries(&self) -> io::Result<Entries> {
         let listed = self.ops.read_dir(&self.dir).map_err(to_io)?;
-        let mut out = Vec::with_capacity(listed.len());
-        let mut problems = Vec::new();
-        let mut handles = HashMap::with_capacity(listed.len());
-        for e in listed {
+        let mut out = Vec::with_capacity(listed.entries.len());
+        // A refused name is reported as the directory's problem: it is no name to
+        // join to a path, not even to print one.
+        let mut problems: Vec<_> = (listed.refused.iter())
+            .map(|r| (OsString::new(), r.to_io()))
+            .collect();
+        let mut handles = HashMap::with_capacity(listed.entries.len());
+        for e in listed.entries {
             // A listing without attributes or handles (a server's choice): one LOOKUP.
             let found = match (e.fh, e.meta) {
                 (Some(fh), Some(m)) => Ok(Some((fh, m))),
@@ -235,7 +283,7 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
         }
         let name = name.as_bytes();
         match self.handle(name)? {
-            Some((fh, m)) if m.kind == Kind::Dir => Ok(Box::new(self.child(fh, name))),
+            Some((fh, m)) if m.kind == Kind::Dir => Ok(Box::new(self.subdir(fh, name)?)),
             // Never through a symlink, as a local source is never.
             Some((_, m)) if m.kind == Kind::Symlink => {
                 Err(io::Error::from_raw_os_error(libc::ELOOP))

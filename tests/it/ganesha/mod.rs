@@ -29,6 +29,7 @@ use crate::support::{Target, rsync_diff_with};
 
 mod efs;
 mod faults;
+mod hostile_names;
 mod operator_paths;
 mod servers;
 mod source;

@@ -171,3 +171,90 @@ impl Drop for Servers {
         }
     }
 }
+
+/// One RFC 5531 record from `s` (fragments joined), or `None` at EOF.
+pub fn read_record(s: &mut impl Read) -> Option<Vec<u8>> {
+    let mut rec = Vec::new();
+    loop {
+        let mut mark = [0u8; 4];
+        s.read_exact(&mut mark).ok()?;
+        let mark = u32::from_be_bytes(mark);
+        let start = rec.len();
+        rec.resize(start + (mark & 0x7fff_ffff) as usize, 0);
+        s.read_exact(&mut rec[start..]).ok()?;
+        if mark & 0x8000_0000 != 0 {
+            return Some(rec);
+        }
+    }
+}
+
+/// Writes `rec` as one record (one last fragment).
+pub fn write_record(s: &mut impl Write, rec: &[u8]) -> std::io::Result<()> {
+    let mut out = (0x8000_0000u32 | rec.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(rec);
+    s.write_all(&out)
+}
+
+/// How a relay changes a reply: given the call it answers, and the reply to edit.
+pub type Rewrite = dyn Fn(&[u8], &mut Vec<u8>) + Send + Sync;
+
+impl Servers {
+    /// A relay to 127.0.0.1:`target` that hands every reply, with the call it answers
+    /// (matched by xid), to `rewrite` before passing it on, whole records at a time,
+    /// so a reply may change length: what a compromised server or anyone on the path
+    /// of plain NFS can send. Returns the relay's port.
+    pub fn rewriting_relay(&mut self, target: u16, rewrite: Arc<Rewrite>) -> u16 {
+        self.listen(move |client| {
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                return;
+            };
+            let calls: Arc<Mutex<std::collections::HashMap<[u8; 4], Vec<u8>>>> = Arc::default();
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (mut c_out, mut s_in) = (client, server);
+            let noted = calls.clone();
+            let up = std::thread::spawn(move || {
+                while let Some(call) = read_record(&mut c_in) {
+                    if call.len() >= 4 {
+                        let xid = [call[0], call[1], call[2], call[3]];
+                        noted.lock().unwrap().insert(xid, call.clone());
+                    }
+                    if write_record(&mut s_out, &call).is_err() {
+                        break;
+                    }
+                }
+                let _ = s_out.shutdown(Shutdown::Both);
+            });
+            while let Some(mut rep) = read_record(&mut s_in) {
+                let call = match rep.get(..4) {
+                    Some(x) => calls.lock().unwrap().remove(x).unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                rewrite(&call, &mut rep);
+                if write_record(&mut c_out, &rep).is_err() {
+                    break;
+                }
+            }
+            let _ = c_out.shutdown(Shutdown::Both);
+            let _ = up.join();
+        })
+    }
+}
+
+/// `s` as XDR writes a string: its length, its bytes, zeros to a multiple of four.
+pub fn xdr_string(s: &[u8]) -> Vec<u8> {
+    let mut out = (s.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(s);
+    out.resize(out.len().next_multiple_of(4), 0);
+    out
+}
+
+/// Replaces every XDR string `from` in `rec` by the XDR string `to` (of any length).
+pub fn swap_xdr_strings(rec: &mut Vec<u8>, from: &[u8], to: &[u8]) {
+    let (from, to) = (xdr_string(from), xdr_string(to));
+    let mut at = 0;
+    while let Some(i) = rec[at..].windows(from.len()).position(|w| w == from) {
+        let i = at + i;
+        rec.splice(i..i + from.len(), to.iter().copied());
+        at = i + to.len();
+    }
+}

@@ -12,11 +12,9 @@ use nfs3_types::nfs3::{self as v3, NFS_PROGRAM as P, fattr3, ftype3, nfs_fh3, nf
 
 use super::{NfsDest, NfsDir, ok};
 use crate::dest;
+use crate::nfs::rpc::names::{Intake, Refused};
 use crate::nfs::v3::client::{Answer, dirop, post_fh};
 use crate::nfs::v3::error;
-
-/// More entries than any real directory holds: a listing past this is a broken server.
-const MAX_DIR_ENTRIES: usize = 100_000_000;
 
 impl NfsDest {
     /// Finds a directory again from the export root (after NFS3ERR_STALE).
@@ -115,17 +113,20 @@ impl NfsDest {
     }
 
     /// All entries of a directory by READDIRPLUS pages (restarting on a changed cookie
-    /// verifier), without `.` and `..`.
+    /// verifier), without `.` and `..`; the names refused on the way (see
+    /// `rpc::names`) beside them.
     pub(in crate::nfs::v3) async fn readdir(
         &self,
         fh: &nfs_fh3,
-    ) -> dest::Result<Answer<Vec<v3::entryplus3<'static>>>> {
+    ) -> dest::Result<Answer<(Vec<v3::entryplus3<'static>>, Vec<Refused>)>> {
         let mut restarts = 0;
         'restart: loop {
             let mut out = Vec::new();
+            let mut intake = Intake::new("READDIRPLUS", true);
             let mut cookie = 0;
             let mut verf = v3::cookieverf3::default();
             loop {
+                intake.next_page(cookie)?;
                 let args = v3::READDIRPLUS3args {
                     dir: fh.clone(),
                     cookie,
@@ -155,24 +156,23 @@ impl NfsDest {
                 };
                 let entries = page.reply.entries.into_inner();
                 let empty = entries.is_empty();
-                let before = cookie;
                 if let Some(last) = entries.last() {
                     cookie = last.cookie;
                 }
                 verf = page.cookieverf;
-                out.extend(
-                    entries
-                        .into_iter()
-                        .filter(|e| e.name.0.as_ref() != b"." && e.name.0.as_ref() != b".."),
-                );
+                for e in entries {
+                    if intake.admit(e.name.0.as_ref())? {
+                        out.push(e);
+                    }
+                }
                 if page.reply.eof {
                     return Ok(Answer {
-                        res: Ok(out),
+                        res: Ok(intake.finish(out, |e| e.name.0.as_ref())),
                         ambiguous: false,
                     });
                 }
                 // A server that never gets anywhere must not keep us listing forever.
-                if empty || cookie == before || out.len() > MAX_DIR_ENTRIES {
+                if empty {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         "server's READDIRPLUS pages make no progress",

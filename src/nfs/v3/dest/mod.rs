@@ -22,7 +22,7 @@ use super::mount::Mounted;
 use crate::dest::{self, AttrSet, OwnerPolicy, RootState};
 use crate::exit::{Error, Why};
 use crate::meta::{Meta, Time};
-use crate::nfs::rpc::ops::{DirCache, EntryKey, Listed, NfsOps};
+use crate::nfs::rpc::ops::{DirCache, EntryKey, Listed, ListedDir, NfsOps};
 use crate::nfs::rpc::policy::{AttrPolicy, Notices};
 
 mod dirs;
@@ -275,18 +275,19 @@ impl NfsOps for NfsDest {
         Ok(found.map(|(fh, a)| (fh, meta(&a))))
     }
 
-    fn read_dir(&self, dir: &NfsDir) -> dest::Result<Vec<Listed<nfs_fh3>>> {
-        let entries = ok(self
+    fn read_dir(&self, dir: &NfsDir) -> dest::Result<ListedDir<nfs_fh3>> {
+        let (entries, refused) = ok(self
             .rt
             .block_on(self.in_dir(dir, |fh| async move { self.readdir(&fh).await }))?)?;
-        Ok(entries
+        let entries = entries
             .into_iter()
             .map(|e| Listed {
                 name: e.name.0.into_owned(),
                 meta: post_op(e.name_attributes).map(|a| meta(&a)),
                 fh: post_fh(e.name_handle),
             })
-            .collect())
+            .collect();
+        Ok(ListedDir { entries, refused })
     }
 
     /// Writable by us until `set_dir_attrs` gives the final mode, owners and mtime in

@@ -11,14 +11,12 @@ use std::sync::Arc;
 use super::{Nfs4Dest, Nfs4Dir, got_fh, nth, ok, put};
 use crate::dest;
 use crate::meta::{Kind, Meta};
+use crate::nfs::rpc::names::{Intake, Refused};
 use crate::nfs::v4::attrs;
 use crate::nfs::v4::client::Answer;
 use crate::nfs::v4::error::{self, errno_err};
 use crate::nfs::v4::proto::{AttrsBuilder, CreateArgs, CreateType, Op, ReadDirArgs, name, status};
 use crate::nfs::v4::reply::Res;
-
-/// More entries than any real directory holds: a listing past this is a broken server.
-const MAX_DIR_ENTRIES: usize = 100_000_000;
 
 impl Nfs4Dest {
     /// Runs the compound `build(dir handle)`; when the handle went stale, finds the
@@ -89,17 +87,20 @@ impl Nfs4Dest {
         Ok(Some((got_fh(&r)?, self.meta_in(&r, 0)?)))
     }
 
-    /// All entries of a directory, READDIR page by page, with their attributes.
+    /// All entries of a directory, READDIR page by page, with their attributes; the
+    /// names refused on the way (see `rpc::names`) beside them.
     pub(in crate::nfs::v4) async fn readdir(
         &self,
         dir: &Nfs4Dir,
-    ) -> dest::Result<Vec<(Vec<u8>, attrs::Decoded)>> {
+    ) -> dest::Result<(Vec<(Vec<u8>, attrs::Decoded)>, Vec<Refused>)> {
         let mut restarts = 0;
         'restart: loop {
             let mut out = Vec::new();
+            let mut intake = Intake::new("READDIR", false);
             let mut cookie = 0;
             let mut verifier = [0u8; 8];
             loop {
+                intake.next_page(cookie)?;
                 let args = ReadDirArgs {
                     cookie,
                     verifier,
@@ -123,21 +124,20 @@ impl Nfs4Dest {
                 else {
                     return Err(error::garbage("READDIR reply without entries"));
                 };
-                let before = cookie;
                 let empty = entries.is_empty();
                 verifier = *v;
                 for e in entries {
                     cookie = e.cookie;
-                    if e.name == b"." || e.name == b".." {
+                    if !intake.admit(&e.name)? {
                         continue;
                     }
                     let d = attrs::decode(&e.attrs, &self.ids).map_err(error::garbage)?;
                     out.push((e.name.clone(), d));
                 }
                 if *eof {
-                    return Ok(out);
+                    return Ok(intake.finish(out, |(n, _)| n));
                 }
-                if empty || cookie == before || out.len() > MAX_DIR_ENTRIES {
+                if empty {
                     return Err(error::garbage(
                         "the server's READDIR pages make no progress",
                     ));

@@ -23,7 +23,7 @@ use super::proto::{AttrsBuilder, Bitmap, Op, attr, name, status};
 use super::reply::Res;
 use crate::dest::{self, AttrSet, OwnerPolicy, RootState};
 use crate::meta::{Kind, Meta};
-use crate::nfs::rpc::ops::{DirCache, Listed, NfsOps};
+use crate::nfs::rpc::ops::{DirCache, Listed, ListedDir, NfsOps};
 use crate::nfs::rpc::policy::{AttrPolicy, Notices};
 
 mod dirs;
@@ -272,16 +272,17 @@ impl NfsOps for Nfs4Dest {
         self.rt.block_on(self.lookup(dir, n))
     }
 
-    fn read_dir(&self, dir: &Nfs4Dir) -> dest::Result<Vec<Listed<Vec<u8>>>> {
-        let entries = self.rt.block_on(self.readdir(dir))?;
-        Ok(entries
+    fn read_dir(&self, dir: &Nfs4Dir) -> dest::Result<ListedDir<Vec<u8>>> {
+        let (entries, refused) = self.rt.block_on(self.readdir(dir))?;
+        let entries = entries
             .into_iter()
             .map(|(name, d)| Listed {
                 name,
                 meta: d.meta,
                 fh: d.fh,
             })
-            .collect())
+            .collect();
+        Ok(ListedDir { entries, refused })
     }
 
     fn make_dir(&self, dir: &Nfs4Dir, n: &[u8], m: &Meta) -> dest::Result<Vec<u8>> {
