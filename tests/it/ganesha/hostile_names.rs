@@ -371,3 +371,71 @@ fn delete_of_a_climbing_dest_name_removes_nothing_v3() {
 fn delete_of_a_climbing_dest_name_removes_nothing_v41() {
     delete_of_a_climbing_dest_name_removes_nothing(Proto::V41);
 }
+
+/// `-L` (and `--copy-unsafe-links`) from an `nfs://` source over server symlinks that
+/// lead to a local file by absolute path or climb above the transfer: each is an error
+/// line (exit 23), never resolved against the local filesystem, whose file's bytes
+/// appear nowhere in DEST; a link inside the transfer is followed on the server.
+fn following_links_never_reads_the_local_filesystem(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let local = Scratch::new();
+    let secret = local.join("secret");
+    std::fs::write(&secret, "local secret").unwrap();
+    let rel = corner(&export);
+    let src = export.path.join(&rel).join("src");
+    Tree::new(&src)
+        .file("inside.txt", "inside")
+        .symlink("abs", &secret)
+        .symlink("passwd", "/etc/passwd")
+        .symlink("climb", "../../../../../../../../etc/passwd")
+        .symlink("fine", "inside.txt");
+    let url = export.url(&format!("{rel}/src/"), "");
+    for opt in ["-rL", "-rl --copy-unsafe-links"] {
+        let dst = local.join(format!("dst{}", opt.len()));
+        let mut args: Vec<&OsStr> = opt.split(' ').map(OsStr::new).collect();
+        args.extend([OsStr::new(&url), dst.as_os_str()]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(23), "{opt}: {}", describe(&out));
+        let fine = std::fs::read(dst.join("fine"));
+        assert_eq!(
+            fine.ok().as_deref(),
+            Some(&b"inside"[..]),
+            "{opt}: {}",
+            describe(&out)
+        );
+        for link in ["abs", "passwd", "climb"] {
+            let p = dst.join(link);
+            assert!(
+                std::fs::symlink_metadata(&p).is_err(),
+                "{opt}: {link} copied: {}",
+                describe(&out)
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.lines()
+                    .any(|l| l.contains(&format!("/{link}")) && l.contains("outside")),
+                "{opt}: no line for {link}: {}",
+                describe(&out)
+            );
+        }
+        let passwd = std::fs::read("/etc/passwd").unwrap();
+        for e in paths_below(&dst, Path::new("/nonexistent")) {
+            if let Ok(bytes) = std::fs::read(&e) {
+                assert_ne!(bytes, b"local secret", "{opt}: {}", e.display());
+                assert_ne!(bytes, passwd, "{opt}: {}", e.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn following_links_never_reads_the_local_filesystem_v3() {
+    following_links_never_reads_the_local_filesystem(Proto::V3);
+}
+
+#[test]
+fn following_links_never_reads_the_local_filesystem_v41() {
+    following_links_never_reads_the_local_filesystem(Proto::V41);
+}
