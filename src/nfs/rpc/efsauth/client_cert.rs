@@ -13,7 +13,8 @@ use rustls::sign::CertifiedKey;
 
 use super::cert::{self, CertRequest, ClientInfo};
 use super::creds::{self, CredError, Found};
-use super::key::{self, ClientKey};
+use super::key::ClientKey;
+use super::key_store;
 use super::target::EfsTarget;
 use super::time::UtcTime;
 
@@ -92,10 +93,10 @@ impl ClientCert {
         });
         // Credentials first: without them there is nothing to make a key for.
         let creds = fetch.as_ref().map(|f| f()).transpose()?;
-        let path = key::default_path().ok_or_else(|| {
+        let path = key_store::default_path().ok_or_else(|| {
             CertError::Key("no place for it: set HOME or NFSYNC_EFS_KEY".to_string())
         })?;
-        let key = key::load_or_create(&path).map_err(CertError::Key)?;
+        let key = key_store::load_or_create(&path).map_err(CertError::Key)?;
         ClientCert::with_creds(
             key,
             target.clone(),
