@@ -35,9 +35,9 @@ pub enum CertError {
 
 /// Whether a certificate made at `made` must be re-made at `now`.
 pub fn stale(made: UtcTime, now: UtcTime, creds_expire: Option<UtcTime>) -> bool {
-    now.unix() - made.unix() >= RENEW_AFTER_SECS
+    now.since(made) >= RENEW_AFTER_SECS
         || now.unix() < made.unix()
-        || creds_expire.is_some_and(|e| e.unix() - now.unix() <= CREDS_MARGIN_SECS)
+        || creds_expire.is_some_and(|e| e.since(now) <= CREDS_MARGIN_SECS)
 }
 
 struct Current {
@@ -185,7 +185,7 @@ impl ClientCert {
             if !stale(cur.made, now, expires) {
                 return Ok(cur.certified.clone());
             }
-            let creds_stale = expires.is_some_and(|e| e.unix() - now.unix() <= CREDS_MARGIN_SECS);
+            let creds_stale = expires.is_some_and(|e| e.since(now) <= CREDS_MARGIN_SECS);
             (cur.creds.clone(), creds_stale, cur.serial + 1)
         };
         let creds = match (&self.fetch, fresh) {
@@ -279,6 +279,10 @@ mod tests {
         assert!(stale(t, t.plus(-1), None), "a clock that went back");
         assert!(!stale(t, t, Some(t.plus(CREDS_MARGIN_SECS + 1))));
         assert!(stale(t, t, Some(t.plus(CREDS_MARGIN_SECS))));
+        // Extreme instants (which checked parsing no longer lets in) do not overflow.
+        let (min, max) = (UtcTime::from_unix(i64::MIN), UtcTime::from_unix(i64::MAX));
+        assert!(stale(min, max, Some(min)));
+        assert!(stale(max, min, Some(max)));
     }
 
     /// Renewed after 50 minutes with the next serial; credentials fetched again only
