@@ -27,9 +27,7 @@ pub fn read_fd(fd: OwnedFd, path: &Path, what: &str, max: u64) -> Result<Vec<u8>
     let shown = path.display();
     let st = rustix::fs::fstat(&fd).map_err(|e| format!("{what} {shown}: {e}"))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return Err(format!(
-            "{what} {shown} is not a regular file: refusing it"
-        ));
+        return Err(format!("{what} {shown} is not a regular file: refusing it"));
     }
     let too_big = || format!("{what} {shown} is larger than {max} bytes: refusing it");
     if u64::try_from(st.st_size).map_or(true, |n| n > max) {
@@ -67,9 +65,8 @@ pub fn read_small(path: &Path, what: &str) -> Result<Vec<u8>, Option<String>> {
 
 /// [`read_small`] as text, a missing file being an error like any other.
 pub fn read_text(path: &Path, what: &str) -> Result<String, String> {
-    let raw = read_small(path, what).map_err(|e| {
-        e.unwrap_or_else(|| format!("{what} {}: no such file", path.display()))
-    })?;
+    let raw = read_small(path, what)
+        .map_err(|e| e.unwrap_or_else(|| format!("{what} {}: no such file", path.display())))?;
     String::from_utf8(raw).map_err(|_| format!("{what} {} is not UTF-8 text", path.display()))
 }
 
@@ -99,7 +96,10 @@ mod tests {
             .recv_timeout(Duration::from_secs(5))
             .expect("reading a FIFO blocked")
             .unwrap_err();
-        assert!(e.contains("not a regular file") && e.contains("/token"), "{e}");
+        assert!(
+            e.contains("not a regular file") && e.contains("/token"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -108,7 +108,10 @@ mod tests {
         let big = dir.path().join("credentials");
         fs::write(&big, vec![b'x'; MAX as usize + 1]).unwrap();
         let e = read_text(&big, "AWS_SHARED_CREDENTIALS_FILE").unwrap_err();
-        assert!(e.contains("larger than") && e.contains("/credentials"), "{e}");
+        assert!(
+            e.contains("larger than") && e.contains("/credentials"),
+            "{e}"
+        );
         fs::write(&big, vec![b'x'; MAX as usize]).unwrap();
         assert_eq!(read_text(&big, "x").unwrap().len(), MAX as usize);
         assert_eq!(read_small(&dir.path().join("none"), "x"), Err(None));

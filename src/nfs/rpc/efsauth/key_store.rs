@@ -173,16 +173,11 @@ fn link_new(dir: &OwnedFd, name: &std::ffi::OsStr, pem: &[u8]) -> Result<(), Err
     // `AT_EMPTY_PATH` needs CAP_DAC_READ_SEARCH; `/proc/self/fd` works for anyone
     // (open(2)), where /proc is mounted.
     let proc = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    let linked = match rustix::fs::linkat(
-        rustix::fs::CWD,
-        &proc,
-        dir,
-        name,
-        AtFlags::SYMLINK_FOLLOW,
-    ) {
-        Err(Errno::NOENT) => rustix::fs::linkat(&fd, "", dir, name, AtFlags::EMPTY_PATH),
-        r => r,
-    };
+    let linked =
+        match rustix::fs::linkat(rustix::fs::CWD, &proc, dir, name, AtFlags::SYMLINK_FOLLOW) {
+            Err(Errno::NOENT) => rustix::fs::linkat(&fd, "", dir, name, AtFlags::EMPTY_PATH),
+            r => r,
+        };
     linked?;
     let _ = rustix::fs::fsync(dir);
     Ok(())

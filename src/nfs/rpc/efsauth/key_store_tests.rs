@@ -4,7 +4,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 
 use super::super::key::BITS;
 
-fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<std::ffi::OsString> {
+fn env(
+    pairs: &'static [(&'static str, &'static str)],
+) -> impl Fn(&str) -> Option<std::ffi::OsString> {
     move |k: &str| {
         pairs
             .iter()
@@ -109,12 +111,18 @@ fn chmod(mode: u32) -> impl Fn(&Path) {
 #[test]
 fn a_key_others_may_write_or_read_is_refused() {
     let e = refused(chmod(0o620));
-    assert!(e.ends_with("is group-writable: refusing it (chmod 600)"), "{e}");
+    assert!(
+        e.ends_with("is group-writable: refusing it (chmod 600)"),
+        "{e}"
+    );
     assert!(e.starts_with("key file /"), "{e}");
     let e = refused(chmod(0o602));
     assert!(e.contains("is writable by others: refusing it"), "{e}");
     let e = refused(chmod(0o644));
-    assert!(e.contains("is group-readable: refusing it (chmod 600)"), "{e}");
+    assert!(
+        e.contains("is group-readable: refusing it (chmod 600)"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -125,7 +133,10 @@ fn a_key_owned_by_another_user_is_refused() {
     let e = refused(|p| {
         rustix::fs::chown(p, Some(rustix::fs::Uid::from_raw(65534)), None).unwrap();
     });
-    assert!(e.contains("is owned by uid 65534 (neither root nor us)"), "{e}");
+    assert!(
+        e.contains("is owned by uid 65534 (neither root nor us)"),
+        "{e}"
+    );
 }
 
 /// A symlink as the key file is refused whoever owns it (even our own: the file must

@@ -236,6 +236,9 @@ mod tests {
     fn debug_hides_the_session_token() {
         let shown = format!("{:?}", request("h", Some("FwoGZXIvYXdzSECRET")));
         assert!(!shown.contains("FwoGZXIvYXdzSECRET"), "{shown}");
-        assert!(shown.contains("<redacted>") && shown.contains("fs-deadbeef"), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("fs-deadbeef"),
+            "{shown}"
+        );
     }
 }

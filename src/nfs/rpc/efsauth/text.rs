@@ -56,6 +56,12 @@ pub fn shown(raw: &[u8]) -> String {
     escape(raw.trim_ascii(), SHOWN)
 }
 
+/// An error's text, escaped like [`shown`]: a TLS error may quote the server's
+/// certificate, and an I/O error the peer's words.
+pub fn error(e: &impl std::fmt::Display) -> String {
+    escape(e.to_string().as_bytes(), SHOWN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,7 +69,10 @@ mod tests {
     #[test]
     fn controls_and_bad_bytes_are_octal_and_long_text_is_cut() {
         assert_eq!(shown(b" \x1b[31mred\x1b[0m\n"), "\\#033[31mred\\#033[0m");
-        assert_eq!(escape(b"a\tb\x7f\xffc\\#123", 99), "a\tb\\#177\\#377c\\#134#123");
+        assert_eq!(
+            escape(b"a\tb\x7f\xffc\\#123", 99),
+            "a\tb\\#177\\#377c\\#134#123"
+        );
         assert_eq!(escape("\u{9b}2J é".as_bytes(), 99), "\\#302\\#2332J é");
         assert_eq!(escape(&[b'x'; 500], SHOWN).len(), SHOWN + '…'.len_utf8());
         // é is two bytes: cut after the first, the half is shown as a byte.

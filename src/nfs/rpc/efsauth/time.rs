@@ -169,7 +169,10 @@ mod tests {
     fn hostile_times_are_refused() {
         let t = UtcTime::parse_iso("2030-01-02T03:04:05.123Z").unwrap();
         assert_eq!(t.amz_date(), "20300102T030405Z");
-        assert_eq!(UtcTime::parse_iso("9999-12-31T23:59:59Z").unwrap().unix(), MAX_UNIX);
+        assert_eq!(
+            UtcTime::parse_iso("9999-12-31T23:59:59Z").unwrap().unix(),
+            MAX_UNIX
+        );
         for bad in [
             "99999-01-01T00:00:00Z",
             "0000-01-01T00:00:00Z",
@@ -183,7 +186,10 @@ mod tests {
         for bad in [1e300, -1e300, f64::NAN, f64::INFINITY, -1.0, 2.6e11] {
             assert_eq!(UtcTime::from_unix_f64(bad), None, "{bad}");
         }
-        assert_eq!(UtcTime::from_unix_f64(1.8934848e9).unwrap().unix(), 1_893_484_800);
+        assert_eq!(
+            UtcTime::from_unix_f64(1.8934848e9).unwrap().unix(),
+            1_893_484_800
+        );
         assert_eq!(UtcTime::from_unix_checked(i64::MAX), None);
         let end = UtcTime::from_unix(i64::MAX);
         assert_eq!(end.plus(1).unix(), i64::MAX);

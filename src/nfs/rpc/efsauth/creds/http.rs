@@ -131,7 +131,10 @@ impl std::fmt::Debug for Response {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Response")
             .field("status", &self.status)
-            .field("body", &format_args!("<redacted, {} bytes>", self.body.len()))
+            .field(
+                "body",
+                &format_args!("<redacted, {} bytes>", self.body.len()),
+            )
             .finish()
     }
 }
@@ -339,7 +342,9 @@ mod tests {
     #[test]
     fn content_length_is_checked() {
         let answer = |len: &str| {
-            parse_response(format!("HTTP/1.0 200 OK\r\nContent-Length: {len}\r\n\r\nbody").as_bytes())
+            parse_response(
+                format!("HTTP/1.0 200 OK\r\nContent-Length: {len}\r\n\r\nbody").as_bytes(),
+            )
         };
         assert_eq!(answer("2").unwrap().body, b"bo");
         assert_eq!(answer("4").unwrap().body, b"body");
@@ -362,12 +367,18 @@ mod tests {
     fn debug_hides_the_secrets() {
         let u = Url::parse("https://sts.example/?Action=A&WebIdentityToken=eyJSECRET").unwrap();
         for shown in [format!("{u:?}"), u.to_string()] {
-            assert!(!shown.contains("eyJSECRET") && shown.contains("<redacted>"), "{shown}");
+            assert!(
+                !shown.contains("eyJSECRET") && shown.contains("<redacted>"),
+                "{shown}"
+            );
         }
         let r = parse_response(b"HTTP/1.0 200 OK\r\n\r\n{\"SecretAccessKey\":\"wJalrSECRET\"}")
             .unwrap();
         let shown = format!("{r:?}");
-        assert!(!shown.contains("wJalrSECRET") && shown.contains("<redacted"), "{shown}");
+        assert!(
+            !shown.contains("wJalrSECRET") && shown.contains("<redacted"),
+            "{shown}"
+        );
     }
 
     #[test]

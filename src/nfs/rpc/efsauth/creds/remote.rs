@@ -70,7 +70,8 @@ fn from_json(
     token_key: &str,
     at: &[&str],
 ) -> Result<(Credentials, Option<UtcTime>), String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("answer is not JSON: {e}"))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("answer is not JSON: {}", text::error(&e)))?;
     let mut c = &v;
     for p in at {
         c = c.get(p).ok_or_else(|| format!("answer has no {p}"))?;
@@ -108,7 +109,7 @@ pub fn imds(env: Env) -> Step {
         &[("X-aws-ec2-metadata-token-ttl-seconds", "21600")],
     ) {
         // Nothing there: not on EC2 (or IMDS is off); the chain ends here.
-        Err(e) => return Step::Skipped(format!("{name}: {e}")),
+        Err(e) => return Step::Skipped(format!("{name}: {}", text::error(&e))),
         Ok(r) if r.status == 200 => match String::from_utf8(r.body) {
             Ok(t) => Some(t.trim().to_string()),
             Err(_) => return Step::Refused(name, "the IMDS token is not text".into()),
@@ -127,8 +128,12 @@ pub fn imds(env: Env) -> Step {
             Ok(r) if r.status == 404 => {
                 Err("the instance has no IAM role (instance profile)".into())
             }
-            Ok(r) => Err(format!("GET {u}: HTTP {}: {}", r.status, text::shown(&r.body))),
-            Err(e) => Err(format!("GET {u}: {e}")),
+            Ok(r) => Err(format!(
+                "GET {u}: HTTP {}: {}",
+                r.status,
+                text::shown(&r.body)
+            )),
+            Err(e) => Err(format!("GET {u}: {}", text::error(&e))),
         }
     };
     let role_path = "/latest/meta-data/iam/security-credentials/";
@@ -140,7 +145,10 @@ pub fn imds(env: Env) -> Step {
             .filter(|r| !r.is_empty())
         {
             // A role name is `[\w+=,.@-]+`; anything else would go into a URL path.
-            Some(r) if r.iter().all(|&b| b.is_ascii_graphic() && !b"/?#%".contains(&b)) => {
+            Some(r)
+                if r.iter()
+                    .all(|&b| b.is_ascii_graphic() && !b"/?#%".contains(&b)) =>
+            {
                 String::from_utf8_lossy(r).into_owned()
             }
             Some(r) => {
@@ -225,7 +233,7 @@ pub fn container(env: Env) -> Step {
             r.status,
             text::shown(&r.body)
         )),
-        Err(e) => Err(format!("GET {url}: {e}")),
+        Err(e) => Err(format!("GET {url}: {}", text::error(&e))),
     };
     match answer {
         Ok((credentials, expires)) => Step::Found(Found {
@@ -298,7 +306,7 @@ pub fn web_identity(env: Env, region: &str) -> Step {
                 r.status,
                 text::shown(&r.body)
             )),
-            Err(e) => Err(format!("STS {shown}: {e}")),
+            Err(e) => Err(format!("STS {shown}: {}", text::error(&e))),
         };
     match answer {
         Ok((credentials, expires)) => Step::Found(Found {

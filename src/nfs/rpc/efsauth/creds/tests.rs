@@ -411,7 +411,10 @@ fn error_bodies_are_escaped_and_cut_short() {
     ];
     for env in envs {
         let e = resolve(None, "r", &env).unwrap_err().to_string();
-        assert!(e.contains("HTTP 403: \\#033[31mdenied\\#033]0;owned\\#007xx"), "{e}");
+        assert!(
+            e.contains("HTTP 403: \\#033[31mdenied\\#033]0;owned\\#007xx"),
+            "{e}"
+        );
         assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
         assert!(e.len() < 500 && e.ends_with('…'), "{} bytes", e.len());
     }
@@ -449,7 +452,10 @@ fn a_fifo_named_by_the_environment_does_not_block() {
             ("AWS_ROLE_ARN", "arn:aws:iam::1:role/r"),
             ("AWS_WEB_IDENTITY_TOKEN_FILE", &f),
         ]);
-        let profile = env_of(&[("AWS_SHARED_CREDENTIALS_FILE", &f), ("HOME", "/nonexistent")]);
+        let profile = env_of(&[
+            ("AWS_SHARED_CREDENTIALS_FILE", &f),
+            ("HOME", "/nonexistent"),
+        ]);
         let errors = [&web as Env, &profile as Env]
             .map(|env| resolve(None, "r", env).unwrap_err().to_string());
         let _ = tx.send(errors);
@@ -458,7 +464,10 @@ fn a_fifo_named_by_the_environment_does_not_block() {
         .recv_timeout(Duration::from_secs(10))
         .expect("reading a FIFO blocked");
     for e in errors {
-        assert!(e.contains(&format!("{} is not a regular file", fifo.display())), "{e}");
+        assert!(
+            e.contains(&format!("{} is not a regular file", fifo.display())),
+            "{e}"
+        );
     }
 }
 
@@ -469,12 +478,17 @@ fn an_oversize_token_file_is_refused() {
     std::fs::write(&big, vec![b'a'; 2 << 20]).unwrap();
     let env = env_of(&[
         ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:9/"),
-        ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", big.to_str().unwrap()),
+        (
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            big.to_str().unwrap(),
+        ),
     ]);
     let e = resolve(None, "r", &env).unwrap_err().to_string();
     assert!(
-        e.contains(&format!("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE {}", big.display()))
-            && e.contains("larger than 1048576 bytes"),
+        e.contains(&format!(
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE {}",
+            big.display()
+        )) && e.contains("larger than 1048576 bytes"),
         "{e}"
     );
 }
@@ -539,7 +553,13 @@ fn debug_never_shows_a_secret() {
         format!("{request:?}"),
         format!("{lookup:?}"),
     ] {
-        assert!(shown.contains("AKIDSHOWN") && shown.contains("<redacted>"), "{shown}");
-        assert!(!shown.contains("SECRETKEY") && !shown.contains("SESSIONTOKEN"), "{shown}");
+        assert!(
+            shown.contains("AKIDSHOWN") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("SECRETKEY") && !shown.contains("SESSIONTOKEN"),
+            "{shown}"
+        );
     }
 }
