@@ -11,7 +11,8 @@ use super::key::ClientKey;
 use super::sigv4;
 use super::time::UtcTime;
 
-/// AWS credentials, as the SDKs name their parts.
+/// AWS credentials, as the SDKs name their parts. `Debug` shows the key id only (it
+/// names the key, as AWS's own logs do; the secret and the token are the key).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
     pub access_key_id: String,
@@ -23,8 +24,12 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Credentials")
             .field("access_key_id", &self.access_key_id)
-            .field("session_token", &self.session_token.as_ref().map(|_| "…"))
-            .finish_non_exhaustive()
+            .field("secret_access_key", &"<redacted>")
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
     }
 }
 

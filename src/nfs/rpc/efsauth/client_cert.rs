@@ -13,7 +13,8 @@ use rustls::sign::CertifiedKey;
 
 use super::cert::{self, CertRequest, ClientInfo};
 use super::creds::{self, CredError, Found};
-use super::key::{self, ClientKey};
+use super::key::ClientKey;
+use super::key_store;
 use super::target::EfsTarget;
 use super::time::UtcTime;
 
@@ -34,9 +35,9 @@ pub enum CertError {
 
 /// Whether a certificate made at `made` must be re-made at `now`.
 pub fn stale(made: UtcTime, now: UtcTime, creds_expire: Option<UtcTime>) -> bool {
-    now.unix() - made.unix() >= RENEW_AFTER_SECS
+    now.since(made) >= RENEW_AFTER_SECS
         || now.unix() < made.unix()
-        || creds_expire.is_some_and(|e| e.unix() - now.unix() <= CREDS_MARGIN_SECS)
+        || creds_expire.is_some_and(|e| e.since(now) <= CREDS_MARGIN_SECS)
 }
 
 struct Current {
@@ -92,10 +93,10 @@ impl ClientCert {
         });
         // Credentials first: without them there is nothing to make a key for.
         let creds = fetch.as_ref().map(|f| f()).transpose()?;
-        let path = key::default_path().ok_or_else(|| {
+        let path = key_store::default_path().ok_or_else(|| {
             CertError::Key("no place for it: set HOME or NFSYNC_EFS_KEY".to_string())
         })?;
-        let key = key::load_or_create(&path).map_err(CertError::Key)?;
+        let key = key_store::load_or_create(&path).map_err(CertError::Key)?;
         ClientCert::with_creds(
             key,
             target.clone(),
@@ -184,7 +185,7 @@ impl ClientCert {
             if !stale(cur.made, now, expires) {
                 return Ok(cur.certified.clone());
             }
-            let creds_stale = expires.is_some_and(|e| e.unix() - now.unix() <= CREDS_MARGIN_SECS);
+            let creds_stale = expires.is_some_and(|e| e.since(now) <= CREDS_MARGIN_SECS);
             (cur.creds.clone(), creds_stale, cur.serial + 1)
         };
         let creds = match (&self.fetch, fresh) {
@@ -278,6 +279,10 @@ mod tests {
         assert!(stale(t, t.plus(-1), None), "a clock that went back");
         assert!(!stale(t, t, Some(t.plus(CREDS_MARGIN_SECS + 1))));
         assert!(stale(t, t, Some(t.plus(CREDS_MARGIN_SECS))));
+        // Extreme instants (which checked parsing no longer lets in) do not overflow.
+        let (min, max) = (UtcTime::from_unix(i64::MIN), UtcTime::from_unix(i64::MAX));
+        assert!(stale(min, max, Some(min)));
+        assert!(stale(max, min, Some(max)));
     }
 
     /// Renewed after 50 minutes with the next serial; credentials fetched again only

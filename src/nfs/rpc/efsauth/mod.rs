@@ -5,17 +5,22 @@
 //! Everything here is byte-exact to efs-utils (checked against certificates its own code
 //! made, `tests/fixtures/efs/`), because EFS is the only judge of it and cannot be asked
 //! in a test. [`target`] reads the URL's EFS keys; [`creds`] finds AWS credentials;
-//! [`key`] keeps the host's RSA key; [`sigv4`] and [`cert`] (over [`der`] and [`time`])
-//! make the certificate; [`client_cert`] keeps a run's certificate fresh for
-//! [`super::tls`], which presents it.
+//! [`key`] is the host's RSA key, which [`key_store`] keeps; [`sigv4`] and [`cert`]
+//! (over [`der`] and [`time`]) make the certificate; [`client_cert`] keeps a run's
+//! certificate fresh for [`super::tls`], which presents it. What the environment and
+//! the endpoints give is untrusted: [`file`] reads the files the environment names,
+//! and [`text`] makes an endpoint's words safe to print.
 
 pub mod cert;
 pub mod client_cert;
 pub mod creds;
 pub mod der;
+pub mod file;
 pub mod key;
+pub mod key_store;
 pub mod sigv4;
 pub mod target;
+pub mod text;
 pub mod time;
 
 #[cfg(test)]

@@ -18,8 +18,9 @@ pub const SERVICE: &str = "elasticfilesystem";
 const EMPTY_PAYLOAD_SHA256: &str =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-/// What the signature covers, besides the secret.
-#[derive(Clone, Debug)]
+/// What the signature covers, besides the secret. The session token is a bearer
+/// credential, so `Debug` leaves it out.
+#[derive(Clone)]
 pub struct Request<'a> {
     /// Lowercase hex SHA-1 of the certificate's RSAPublicKey.
     pub public_key_hash: &'a str,
@@ -31,6 +32,20 @@ pub struct Request<'a> {
     pub session_token: Option<&'a str>,
     /// [`SERVICE`] for EFS.
     pub service: &'a str,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("public_key_hash", &self.public_key_hash)
+            .field("time", &self.time)
+            .field("access_key_id", &self.access_key_id)
+            .field("region", &self.region)
+            .field("fs_id", &self.fs_id)
+            .field("session_token", &self.session_token.map(|_| "<redacted>"))
+            .field("service", &self.service)
+            .finish()
+    }
 }
 
 /// Python's `urllib.parse.quote_plus`, which efs-utils uses: unreserved characters stay,
@@ -215,5 +230,15 @@ mod tests {
     fn quote_plus_is_pythons() {
         assert_eq!(quote_plus("a/b+c=d e~_.-"), "a%2Fb%2Bc%3Dd+e~_.-");
         assert_eq!(quote_plus("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn debug_hides_the_session_token() {
+        let shown = format!("{:?}", request("h", Some("FwoGZXIvYXdzSECRET")));
+        assert!(!shown.contains("FwoGZXIvYXdzSECRET"), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("fs-deadbeef"),
+            "{shown}"
+        );
     }
 }

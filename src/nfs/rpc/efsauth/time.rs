@@ -12,6 +12,10 @@ pub struct UtcTime {
     second: u32,
 }
 
+/// The last second of year 9999: the largest instant the four-digit spellings (and
+/// AWS's ISO `Expiration`) can say.
+pub const MAX_UNIX: i64 = 253_402_300_799;
+
 impl UtcTime {
     /// The calendar date of a Unix time (proleptic Gregorian; H. Hinnant's
     /// `civil_from_days`).
@@ -38,12 +42,29 @@ impl UtcTime {
         }
     }
 
+    /// A Unix time an endpoint gave, if it lies between 1970 and the end of 9999:
+    /// anything else is a broken or hostile answer, and arithmetic on it could overflow.
+    pub fn from_unix_checked(unix: i64) -> Option<UtcTime> {
+        (0..=MAX_UNIX)
+            .contains(&unix)
+            .then(|| UtcTime::from_unix(unix))
+    }
+
+    /// [`UtcTime::from_unix_checked`] of a JSON number, which may be a float
+    /// (`1.8934848E9`) of any size.
+    pub fn from_unix_f64(secs: f64) -> Option<UtcTime> {
+        if !secs.is_finite() || !(0.0..=MAX_UNIX as f64).contains(&secs) {
+            return None;
+        }
+        UtcTime::from_unix_checked(secs as i64)
+    }
+
     /// Now, to the whole second.
     pub fn now() -> UtcTime {
         let d = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        UtcTime::from_unix(d.as_secs() as i64)
+        UtcTime::from_unix(i64::try_from(d.as_secs()).unwrap_or(MAX_UNIX).min(MAX_UNIX))
     }
 
     /// An ISO 8601 UTC time as AWS writes credential expirations
@@ -72,16 +93,23 @@ impl UtcTime {
         let doy = (153 * mp + 2) / 5 + d - 1;
         let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
         let days = era * 146_097 + doe - 719_468;
-        Some(UtcTime::from_unix(days * 86_400 + hh * 3600 + mm * 60 + ss))
+        // Four-digit fields cannot overflow here; the range check refuses year 0000–1969.
+        UtcTime::from_unix_checked(days * 86_400 + hh * 3600 + mm * 60 + ss)
     }
 
     pub fn unix(self) -> i64 {
         self.unix
     }
 
-    /// This instant moved by `secs` seconds.
+    /// This instant moved by `secs` seconds (saturating: no instant overflows).
     pub fn plus(self, secs: i64) -> UtcTime {
-        UtcTime::from_unix(self.unix + secs)
+        UtcTime::from_unix(self.unix.saturating_add(secs))
+    }
+
+    /// Seconds from `earlier` to this instant (saturating, so times an endpoint gave
+    /// cannot overflow a comparison).
+    pub fn since(self, earlier: UtcTime) -> i64 {
+        self.unix.saturating_sub(earlier.unix)
     }
 
     /// `YYYYMMDD`, the SigV4 date.
@@ -134,5 +162,37 @@ mod tests {
             UtcTime::from_unix(1_798_761_599).amz_date(),
             "20261231T235959Z"
         );
+    }
+
+    /// Times an endpoint gives are checked: absurd ones are `None`, never a panic.
+    #[test]
+    fn hostile_times_are_refused() {
+        let t = UtcTime::parse_iso("2030-01-02T03:04:05.123Z").unwrap();
+        assert_eq!(t.amz_date(), "20300102T030405Z");
+        assert_eq!(
+            UtcTime::parse_iso("9999-12-31T23:59:59Z").unwrap().unix(),
+            MAX_UNIX
+        );
+        for bad in [
+            "99999-01-01T00:00:00Z",
+            "0000-01-01T00:00:00Z",
+            "2030-13-01T00:00:00Z",
+            "2030-01-01T00:00:00",
+            "2030-01-01T00:00:é0Z",
+            "+030-01-01T00:00:00Z",
+        ] {
+            assert_eq!(UtcTime::parse_iso(bad), None, "{bad}");
+        }
+        for bad in [1e300, -1e300, f64::NAN, f64::INFINITY, -1.0, 2.6e11] {
+            assert_eq!(UtcTime::from_unix_f64(bad), None, "{bad}");
+        }
+        assert_eq!(
+            UtcTime::from_unix_f64(1.8934848e9).unwrap().unix(),
+            1_893_484_800
+        );
+        assert_eq!(UtcTime::from_unix_checked(i64::MAX), None);
+        let end = UtcTime::from_unix(i64::MAX);
+        assert_eq!(end.plus(1).unix(), i64::MAX);
+        assert_eq!(UtcTime::from_unix(i64::MIN).since(end), i64::MIN);
     }
 }

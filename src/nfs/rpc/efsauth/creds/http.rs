@@ -11,11 +11,16 @@ use std::time::{Duration, Instant};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 
+use super::super::file;
+
 /// The largest answer read: credentials are a few kilobytes.
 const MAX_BODY: u64 = 1 << 20;
 
 /// A parsed `http://` or `https://` URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its query may carry a secret (STS's `WebIdentityToken`): `Debug` and `Display`
+/// (which errors use) leave the query's text out.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Url {
     pub https: bool,
     pub host: String,
@@ -86,18 +91,52 @@ impl Url {
     }
 }
 
-impl std::fmt::Display for Url {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let scheme = if self.https { "https" } else { "http" };
-        write!(f, "{scheme}://{}{}", self.host_header(), self.path)
+impl Url {
+    /// The path with the query's text left out.
+    fn path_shown(&self) -> std::borrow::Cow<'_, str> {
+        match self.path.split_once('?') {
+            Some((p, _)) => format!("{p}?<redacted>").into(),
+            None => self.path.as_str().into(),
+        }
     }
 }
 
-/// A response: status and body.
-#[derive(Debug)]
+impl std::fmt::Debug for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Url")
+            .field("https", &self.https)
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("path", &self.path_shown())
+            .finish()
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let scheme = if self.https { "https" } else { "http" };
+        write!(f, "{scheme}://{}{}", self.host_header(), self.path_shown())
+    }
+}
+
+/// A response: status and body, as the endpoint sent it (a credentials answer holds
+/// the secret key, so `Debug` shows its length only; error text from it goes through
+/// [`super::super::text::shown`]).
 pub struct Response {
     pub status: u16,
-    pub body: String,
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Response")
+            .field("status", &self.status)
+            .field(
+                "body",
+                &format_args!("<redacted, {} bytes>", self.body.len()),
+            )
+            .finish()
+    }
 }
 
 /// How a request is made.
@@ -117,6 +156,14 @@ impl Client {
         headers: &[(&str, &str)],
     ) -> io::Result<Response> {
         let deadline = Instant::now() + self.timeout * 3;
+        // The path may hold text an endpoint gave (IMDS's role name): no line breaks
+        // or spaces that would end the request line early.
+        if url.path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "URL path has a control character or space in it",
+            ));
+        }
         let addrs: Vec<_> = (url.host.as_str(), url.port).to_socket_addrs()?.collect();
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
         let mut tcp = None;
@@ -191,6 +238,9 @@ fn exchange(mut s: impl Read + Write, req: &str, deadline: Instant) -> io::Resul
     Ok(out)
 }
 
+/// The status and body of an HTTP/1.x answer. A `Content-Length` is checked, not
+/// trusted: it must be a number that fits, no more than [`MAX_BODY`], and no more than
+/// what came (the rest of a longer answer is dropped).
 fn parse_response(raw: &[u8]) -> io::Result<Response> {
     let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_string());
     let end = raw
@@ -204,9 +254,32 @@ fn parse_response(raw: &[u8]) -> io::Result<Response> {
         .and_then(|s| s.parse().ok())
         .filter(|_| head.starts_with("HTTP/"))
         .ok_or_else(|| bad("not an HTTP answer"))?;
+    let mut body = &raw[end + 4..];
+    for line in head.split("\r\n").skip(1) {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        if !name.trim().eq_ignore_ascii_case("content-length") {
+            continue;
+        }
+        let value = value.trim();
+        let n: u64 = value
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| value.parse().ok())
+            .flatten()
+            .ok_or_else(|| bad("Content-Length is not a number that fits"))?;
+        if n > MAX_BODY {
+            return Err(bad("answer too long (Content-Length)"));
+        }
+        let n = usize::try_from(n).map_err(|_| bad("answer too long (Content-Length)"))?;
+        body = body
+            .get(..n)
+            .ok_or_else(|| bad("answer shorter than its Content-Length"))?;
+    }
     Ok(Response {
         status,
-        body: String::from_utf8_lossy(&raw[end + 4..]).into_owned(),
+        body: body.to_vec(),
     })
 }
 
@@ -214,14 +287,11 @@ fn tls_config(ca: Option<&Path>) -> io::Result<Arc<rustls::ClientConfig>> {
     let mut roots = rustls::RootCertStore::empty();
     match ca {
         Some(path) => {
-            let certs = CertificateDer::pem_file_iter(path)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("AWS_CA_BUNDLE={}: {e}", path.display()),
-                    )
-                })?;
+            let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+            let pem = file::read_text(path, "AWS_CA_BUNDLE").map_err(invalid)?;
+            let certs = CertificateDer::pem_slice_iter(pem.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| invalid(format!("AWS_CA_BUNDLE {}: {e}", path.display())))?;
             for c in certs {
                 roots
                     .add(c)
@@ -263,7 +333,62 @@ mod tests {
     #[test]
     fn responses() {
         let r = parse_response(b"HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody").unwrap();
-        assert_eq!((r.status, r.body.as_str()), (200, "body"));
+        assert_eq!((r.status, &r.body[..]), (200, &b"body"[..]));
         assert!(parse_response(b"SSH-2.0\r\n\r\n").is_err());
+    }
+
+    /// A hostile or broken `Content-Length` is an error, never a panic or a huge
+    /// allocation; a longer answer is cut at it.
+    #[test]
+    fn content_length_is_checked() {
+        let answer = |len: &str| {
+            parse_response(
+                format!("HTTP/1.0 200 OK\r\nContent-Length: {len}\r\n\r\nbody").as_bytes(),
+            )
+        };
+        assert_eq!(answer("2").unwrap().body, b"bo");
+        assert_eq!(answer("4").unwrap().body, b"body");
+        for (len, why) in [
+            ("99999999999999999999999999", "not a number that fits"),
+            ("18446744073709551615", "too long"),
+            ("2000000", "too long"),
+            ("-1", "not a number"),
+            ("+4", "not a number"),
+            ("5", "shorter than"),
+        ] {
+            let e = answer(len).unwrap_err().to_string();
+            assert!(e.contains(why), "{len}: {e}");
+        }
+    }
+
+    /// Neither the web identity token in a query nor a secret key in a body shows in
+    /// `{:?}`; the URL's `Display` (in errors) leaves the query out too.
+    #[test]
+    fn debug_hides_the_secrets() {
+        let u = Url::parse("https://sts.example/?Action=A&WebIdentityToken=eyJSECRET").unwrap();
+        for shown in [format!("{u:?}"), u.to_string()] {
+            assert!(
+                !shown.contains("eyJSECRET") && shown.contains("<redacted>"),
+                "{shown}"
+            );
+        }
+        let r = parse_response(b"HTTP/1.0 200 OK\r\n\r\n{\"SecretAccessKey\":\"wJalrSECRET\"}")
+            .unwrap();
+        let shown = format!("{r:?}");
+        assert!(
+            !shown.contains("wJalrSECRET") && shown.contains("<redacted"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_path_with_a_line_break_is_not_sent() {
+        let c = Client {
+            timeout: Duration::from_millis(100),
+            ca_bundle: None,
+        };
+        let u = Url::parse("http://127.0.0.1:9/role\r\nX-Evil: 1").unwrap();
+        let e = c.request("GET", &u, &[]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
     }
 }

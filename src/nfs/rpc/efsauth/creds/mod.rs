@@ -96,6 +96,7 @@ fn shared_files(env: Env, name: &str, explicit: bool) -> Step {
             source: format!("{label} ({})", path.display()),
             expires: None,
         }),
+        profile::Lookup::Unreadable(why) => Step::Refused(label, why),
         profile::Lookup::Unsupported(why) if explicit => Step::Refused(label, why),
         profile::Lookup::Unsupported(why) => Step::Skipped(why),
         profile::Lookup::Missing => {

@@ -2,11 +2,16 @@
 //! `AWS_SHARED_CREDENTIALS_FILE` / `AWS_CONFIG_FILE`), as the SDKs read them: the
 //! credentials file's `[name]`, then the config file's `[profile name]` (`[default]` for
 //! the default profile; efs-utils also reads a bare `[name]` there, and so do we).
+//!
+//! A missing file is passed over; one that is there but cannot be read as
+//! [`file::read_small`] allows (too big, not a regular file, behind another user's
+//! symlink) ends the search: its keys might have been the ones meant.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::super::cert::Credentials;
+use super::super::file;
 
 /// The sections of an INI file: name → key → value (keys lowercase).
 pub fn parse_ini(text: &str) -> HashMap<String, HashMap<String, String>> {
@@ -61,6 +66,8 @@ pub enum Lookup {
     Missing,
     /// The profile exists but gets its credentials in a way nfsync does not speak.
     Unsupported(String),
+    /// A file is there but was not read (why).
+    Unreadable(String),
 }
 
 /// The keys of profile `name`.
@@ -77,9 +84,14 @@ pub fn lookup(files: &Files, name: &str) -> Lookup {
         ),
     ];
     let mut other = None;
-    for (path, names) in sections {
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
+    for ((path, names), var) in sections
+        .into_iter()
+        .zip(["credentials file", "config file"])
+    {
+        let text = match file::read_small(path, var) {
+            Ok(raw) => String::from_utf8_lossy(&raw).into_owned(),
+            Err(None) => continue,
+            Err(Some(why)) => return Lookup::Unreadable(why),
         };
         let ini = parse_ini(&text);
         for n in names {

@@ -1,12 +1,19 @@
 //! Credentials fetched over HTTP: EC2 instance metadata (IMDSv2), the ECS / EKS Pod
 //! Identity container endpoint, and STS AssumeRoleWithWebIdentity (EKS IRSA).
+//!
+//! What the endpoints say is not trusted: their error text is escaped and cut short
+//! ([`text::shown`]) before it reaches an error, and an `Expiration` that is no
+//! sensible time is an error. The token files are read by [`file::read_text`].
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::super::cert::Credentials;
+use super::super::file;
 use super::super::sigv4::quote_plus;
+use super::super::text;
 use super::super::time::UtcTime;
 use super::http::{Client, Url};
 use super::{Env, Found, Step};
@@ -39,22 +46,32 @@ fn field(v: &Value, path: &[&str]) -> Option<String> {
     }
 }
 
-/// `Expiration` as ISO text (IMDS, ECS) or epoch seconds (STS's JSON).
-fn expiration(v: Option<&Value>) -> Option<UtcTime> {
-    match v? {
-        Value::String(s) => UtcTime::parse_iso(s),
-        Value::Number(n) => n.as_f64().map(|f| UtcTime::from_unix(f as i64)),
-        _ => None,
+/// `Expiration` as ISO text (IMDS, ECS) or epoch seconds (STS's JSON); absent or
+/// null: none. Anything else is an error, not "never expires".
+fn expiration(v: Option<&Value>) -> Result<Option<UtcTime>, String> {
+    let t = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => UtcTime::parse_iso(s),
+        Some(Value::Number(n)) => n.as_f64().and_then(UtcTime::from_unix_f64),
+        Some(_) => None,
+    };
+    match t {
+        Some(t) => Ok(Some(t)),
+        None => Err(format!(
+            "answer's Expiration {} is not a time between 1970 and 9999",
+            text::shown(v.map(Value::to_string).unwrap_or_default().as_bytes())
+        )),
     }
 }
 
 /// The credentials of an IMDS or container answer.
 fn from_json(
-    body: &str,
+    body: &[u8],
     token_key: &str,
     at: &[&str],
 ) -> Result<(Credentials, Option<UtcTime>), String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| format!("answer is not JSON: {e}"))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| format!("answer is not JSON: {}", text::error(&e)))?;
     let mut c = &v;
     for p in at {
         c = c.get(p).ok_or_else(|| format!("answer has no {p}"))?;
@@ -66,7 +83,7 @@ fn from_json(
             secret_access_key: need("SecretAccessKey")?,
             session_token: field(c, &[token_key]),
         },
-        expiration(c.get("Expiration")),
+        expiration(c.get("Expiration"))?,
     ))
 }
 
@@ -92,8 +109,11 @@ pub fn imds(env: Env) -> Step {
         &[("X-aws-ec2-metadata-token-ttl-seconds", "21600")],
     ) {
         // Nothing there: not on EC2 (or IMDS is off); the chain ends here.
-        Err(e) => return Step::Skipped(format!("{name}: {e}")),
-        Ok(r) if r.status == 200 => Some(r.body.trim().to_string()),
+        Err(e) => return Step::Skipped(format!("{name}: {}", text::error(&e))),
+        Ok(r) if r.status == 200 => match String::from_utf8(r.body) {
+            Ok(t) => Some(t.trim().to_string()),
+            Err(_) => return Step::Refused(name, "the IMDS token is not text".into()),
+        },
         // IMDSv1-only instances refuse the token call; go on without one.
         Ok(_) => None,
     };
@@ -101,21 +121,42 @@ pub fn imds(env: Env) -> Step {
         .as_deref()
         .map(|t| vec![("X-aws-ec2-metadata-token", t)])
         .unwrap_or_default();
-    let get = |p: &str| -> Result<String, String> {
+    let get = |p: &str| -> Result<Vec<u8>, String> {
         let u = url(p)?;
         match http.request("GET", &u, &headers) {
             Ok(r) if r.status == 200 => Ok(r.body),
             Ok(r) if r.status == 404 => {
                 Err("the instance has no IAM role (instance profile)".into())
             }
-            Ok(r) => Err(format!("GET {u}: HTTP {}", r.status)),
-            Err(e) => Err(format!("GET {u}: {e}")),
+            Ok(r) => Err(format!(
+                "GET {u}: HTTP {}: {}",
+                r.status,
+                text::shown(&r.body)
+            )),
+            Err(e) => Err(format!("GET {u}: {}", text::error(&e))),
         }
     };
     let role_path = "/latest/meta-data/iam/security-credentials/";
     let role = match get(role_path) {
-        Ok(body) => match body.lines().next().map(str::trim).filter(|r| !r.is_empty()) {
-            Some(r) => r.to_string(),
+        Ok(body) => match body
+            .split(|&b| b == b'\n')
+            .next()
+            .map(<[u8]>::trim_ascii)
+            .filter(|r| !r.is_empty())
+        {
+            // A role name is `[\w+=,.@-]+`; anything else would go into a URL path.
+            Some(r)
+                if r.iter()
+                    .all(|&b| b.is_ascii_graphic() && !b"/?#%".contains(&b)) =>
+            {
+                String::from_utf8_lossy(r).into_owned()
+            }
+            Some(r) => {
+                return Step::Refused(
+                    name,
+                    format!("the IAM role name {} is not a role name", text::shown(r)),
+                );
+            }
             None => return Step::Refused(name, "the instance has no IAM role".into()),
         },
         Err(e) => return Step::Refused(name, e),
@@ -164,14 +205,9 @@ pub fn container(env: Env) -> Step {
     let token = if let Some(file) =
         env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").filter(|v| !v.is_empty())
     {
-        match std::fs::read_to_string(&file) {
+        match file::read_text(Path::new(&file), "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
             Ok(t) => Some(t.trim().to_string()),
-            Err(e) => {
-                return Step::Refused(
-                    name,
-                    format!("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE={file}: {e}"),
-                );
-            }
+            Err(e) => return Step::Refused(name, e),
         }
     } else {
         env("AWS_CONTAINER_AUTHORIZATION_TOKEN").filter(|v| !v.is_empty())
@@ -192,8 +228,12 @@ pub fn container(env: Env) -> Step {
         .unwrap_or_default();
     let answer = match client(env, REMOTE_TIMEOUT).request("GET", &url, &headers) {
         Ok(r) if r.status == 200 => from_json(&r.body, "Token", &[]),
-        Ok(r) => Err(format!("GET {url}: HTTP {}: {}", r.status, r.body.trim())),
-        Err(e) => Err(format!("GET {url}: {e}")),
+        Ok(r) => Err(format!(
+            "GET {url}: HTTP {}: {}",
+            r.status,
+            text::shown(&r.body)
+        )),
+        Err(e) => Err(format!("GET {url}: {}", text::error(&e))),
     };
     match answer {
         Ok((credentials, expires)) => Step::Found(Found {
@@ -228,9 +268,9 @@ pub fn web_identity(env: Env, region: &str) -> Step {
         }
     };
     let name = format!("web identity (AWS_ROLE_ARN={arn})");
-    let token = match std::fs::read_to_string(&file) {
+    let token = match file::read_text(Path::new(&file), "AWS_WEB_IDENTITY_TOKEN_FILE") {
         Ok(t) => t,
-        Err(e) => return Step::Refused(name, format!("AWS_WEB_IDENTITY_TOKEN_FILE={file}: {e}")),
+        Err(e) => return Step::Refused(name, e),
     };
     let endpoint = env("AWS_ENDPOINT_URL_STS")
         .or_else(|| env("AWS_ENDPOINT_URL"))
@@ -261,8 +301,12 @@ pub fn web_identity(env: Env, region: &str) -> Step {
                     "Credentials",
                 ],
             ),
-            Ok(r) => Err(format!("STS {shown}: HTTP {}: {}", r.status, r.body.trim())),
-            Err(e) => Err(format!("STS {shown}: {e}")),
+            Ok(r) => Err(format!(
+                "STS {shown}: HTTP {}: {}",
+                r.status,
+                text::shown(&r.body)
+            )),
+            Err(e) => Err(format!("STS {shown}: {}", text::error(&e))),
         };
     match answer {
         Ok((credentials, expires)) => Step::Found(Found {

@@ -382,3 +382,184 @@ fn ecs_relative_uri_goes_to_the_ecs_agent_before_a_full_uri() {
     );
     assert!(super::remote::container_endpoint(&env_of(&[])).is_none());
 }
+
+/// An endpoint's error body reaches the error escaped (no raw ESC for root's
+/// terminal) and cut short, from STS, the container endpoint and IMDS alike.
+#[test]
+fn error_bodies_are_escaped_and_cut_short() {
+    let body = format!("\x1b[31mdenied\x1b]0;owned\x07{}", "x".repeat(5000));
+    let b = body.clone();
+    let fake = Fake::start(move |head| {
+        Some(if head.starts_with("PUT ") {
+            (200, "T".into())
+        } else {
+            (403, b.clone())
+        })
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let jwt = dir.path().join("jwt");
+    std::fs::write(&jwt, "jwt").unwrap();
+    let uri = format!("{}/v1/credentials", fake.url());
+    let envs = [
+        env_of(&[
+            ("AWS_ROLE_ARN", "arn:aws:iam::1:role/r"),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", jwt.to_str().unwrap()),
+            ("AWS_ENDPOINT_URL_STS", &fake.url()),
+        ]),
+        env_of(&[("AWS_CONTAINER_CREDENTIALS_FULL_URI", &uri)]),
+        env_of(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &fake.url())]),
+    ];
+    for env in envs {
+        let e = resolve(None, "r", &env).unwrap_err().to_string();
+        assert!(
+            e.contains("HTTP 403: \\#033[31mdenied\\#033]0;owned\\#007xx"),
+            "{e}"
+        );
+        assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+        assert!(e.len() < 500 && e.ends_with('…'), "{} bytes", e.len());
+    }
+}
+
+/// An IMDS role name that is not one (here with an escape sequence) is refused,
+/// escaped, and never put into a request.
+#[test]
+fn a_hostile_imds_role_name_is_refused() {
+    let fake = Fake::start(|head| {
+        Some(if head.starts_with("PUT ") {
+            (200, "T".into())
+        } else {
+            (200, "r\x1b[2J x\n".into())
+        })
+    });
+    let env = env_of(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &fake.url())]);
+    let e = resolve(None, "r", &env).unwrap_err().to_string();
+    assert!(e.contains("role name r\\#033[2J x is not"), "{e}");
+    assert_eq!(fake.seen().len(), 2);
+}
+
+/// A FIFO as `AWS_WEB_IDENTITY_TOKEN_FILE` (or as the shared credentials file) is
+/// refused at once: nobody writing to it cannot hang the run.
+#[test]
+fn a_fifo_named_by_the_environment_does_not_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("token");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let web = env_of(&[
+            ("AWS_ROLE_ARN", "arn:aws:iam::1:role/r"),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", &f),
+        ]);
+        let profile = env_of(&[
+            ("AWS_SHARED_CREDENTIALS_FILE", &f),
+            ("HOME", "/nonexistent"),
+        ]);
+        let errors = [&web as Env, &profile as Env]
+            .map(|env| resolve(None, "r", env).unwrap_err().to_string());
+        let _ = tx.send(errors);
+    });
+    let errors = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("reading a FIFO blocked");
+    for e in errors {
+        assert!(
+            e.contains(&format!("{} is not a regular file", fifo.display())),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn an_oversize_token_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("token");
+    std::fs::write(&big, vec![b'a'; 2 << 20]).unwrap();
+    let env = env_of(&[
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:9/"),
+        (
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            big.to_str().unwrap(),
+        ),
+    ]);
+    let e = resolve(None, "r", &env).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE {}",
+            big.display()
+        )) && e.contains("larger than 1048576 bytes"),
+        "{e}"
+    );
+}
+
+/// An `Expiration` no clock can reach, or before 1970, is an error (it used to be
+/// cast to an `i64` and overflow the expiry arithmetic), as is one that is no time.
+#[test]
+fn a_hostile_expiration_is_an_error() {
+    for (exp, ok) in [
+        ("1e300", false),
+        ("-1e300", false),
+        ("18446744073709551616", false),
+        (r#""99999-01-01T00:00:00Z""#, false),
+        (r#""soon""#, false),
+        ("[]", false),
+        ("null", true),
+        ("1893484800", true),
+    ] {
+        let body = format!(
+            r#"{{"AccessKeyId":"A","SecretAccessKey":"s","Token":"t","Expiration":{exp}}}"#
+        );
+        let fake = Fake::start(move |_| Some((200, body.clone())));
+        let uri = format!("{}/creds", fake.url());
+        let env = env_of(&[("AWS_CONTAINER_CREDENTIALS_FULL_URI", &uri)]);
+        match resolve(None, "r", &env) {
+            Ok(f) => assert!(ok, "{exp}: {:?}", f.expires),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(!ok && e.contains("Expiration"), "{exp}: {e}");
+            }
+        }
+    }
+}
+
+/// No type holding credentials shows the secret key or the session token in `{:?}`.
+#[test]
+fn debug_never_shows_a_secret() {
+    let credentials = super::super::cert::Credentials {
+        access_key_id: "AKIDSHOWN".into(),
+        secret_access_key: "SECRETKEY".into(),
+        session_token: Some("SESSIONTOKEN".into()),
+    };
+    let found = Found {
+        credentials: credentials.clone(),
+        source: "test".into(),
+        expires: None,
+    };
+    let request = super::super::cert::CertRequest {
+        common_name: "h",
+        serial: 0,
+        time: UtcTime::from_unix(0),
+        region: "r",
+        fs_id: "fs-1",
+        access_point: None,
+        credentials: Some(&credentials),
+        client_info: None,
+    };
+    let lookup = profile::Lookup::Found(credentials.clone(), "/p".into());
+    for shown in [
+        format!("{credentials:?}"),
+        format!("{found:?}"),
+        format!("{request:?}"),
+        format!("{lookup:?}"),
+    ] {
+        assert!(
+            shown.contains("AKIDSHOWN") && shown.contains("<redacted>"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("SECRETKEY") && !shown.contains("SESSIONTOKEN"),
+            "{shown}"
+        );
+    }
+}
