@@ -331,8 +331,18 @@ fn read_cas(path: &Path) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
             source,
         },
     };
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(pem)?
+    // Read as the environment's files are: bounded, never blocking on a FIFO.
+    let bytes = super::efsauth::file::read_small(path, "the CA file").map_err(|e| {
+        let source = match e {
+            None => io::Error::from_raw_os_error(libc::ENOENT),
+            Some(why) => io::Error::new(io::ErrorKind::InvalidInput, why),
+        };
+        ConfigError::CaUnreadable {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(pem)?;
     if certs.is_empty() {
@@ -386,7 +396,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = Tls::new("h", Some(dir.path())).unwrap_err();
         assert!(matches!(e, ConfigError::CaUnreadable { .. }), "{e:?}");
-        assert!(e.to_string().contains("Is a directory"), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
 
         for (name, text) in [
             ("empty.pem", ""),
