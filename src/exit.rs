@@ -11,6 +11,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::dest;
+use crate::report::Escaped;
 
 /// Builds [`ExitCode`] from one table of `Name = code, "meaning"`: the meaning is the
 /// variant's first doc line and its row in [`table`], the doc lines above it say where
@@ -289,14 +290,14 @@ impl fmt::Display for Error {
                 (None, None) => Ok(()),
             },
             Error::Select { path, .. } | Error::Dest { path, .. } => {
-                write!(f, "{}", path.display())
+                write!(f, "{}", Escaped(path))
             }
-            Error::Unusable { path, why } => write!(f, "{}: {why}", path.display()),
+            Error::Unusable { path, why } => write!(f, "{}: {why}", Escaped(path)),
             Error::Local { what, .. } => f.write_str(what),
             Error::Panic { path, message } => write!(
                 f,
                 "{}: internal error (please report it): {message}",
-                path.display()
+                Escaped(path)
             ),
         }
     }
