@@ -171,7 +171,9 @@ pub type Cause = Box<dyn StdError + Send + Sync + 'static>;
 ///
 /// Like `anyhow::Error`, `{}` shows only this error's own words and `{:#}` the whole
 /// chain, "context: cause: cause", then the hint if there is one; that is what the user
-/// reads. Its causes stay reachable through [`std::error::Error::source`].
+/// reads. Its causes stay reachable through [`std::error::Error::source`]. Its paths
+/// are [`Escaped`]; the rest (a server's words among its causes) is escaped where it
+/// is printed.
 #[derive(Debug)]
 pub enum Error {
     /// The command line (or the `nfs://` URL in it) cannot be used.

@@ -219,7 +219,8 @@ impl Output {
         self.message(true, &format!("nfsync: {msg}"), false);
     }
 
-    /// A line on stderr as it is (a JSON object), above the bar if there is one.
+    /// A line on stderr without nfsync's prefix (a JSON object, whose control
+    /// characters serde already wrote as `\u00XX`), above the bar if there is one.
     pub fn note_raw(&self, line: impl std::fmt::Display) {
         self.message(true, &line.to_string(), false);
     }

@@ -290,14 +290,9 @@ fn notes_and_run_ending_errors_escape_names() {
         ],
     );
     assert_run_inert("skip", &ours);
-    let skipped = format!("skipping directory {DIR_SHOWN}");
-    assert_eq!(
-        escaped_lines(&ours.stdout),
-        [skipped.clone()],
-        "{}",
-        describe(&ours)
-    );
-    assert_eq!(escaped_lines(&rsync.stdout), [skipped]);
+    let skipped = vec![format!("skipping directory {DIR_SHOWN}")];
+    assert_eq!(escaped_lines(&ours.stdout), skipped, "{}", describe(&ours));
+    assert_eq!(escaped_lines(&rsync.stdout), skipped);
 
     // A non-empty directory where the source has a file: kept, and said so.
     let red = bytes_path(NAMES[0].0);
