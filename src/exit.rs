@@ -11,6 +11,7 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::dest;
+use crate::report::Escaped;
 
 /// Builds [`ExitCode`] from one table of `Name = code, "meaning"`: the meaning is the
 /// variant's first doc line and its row in [`table`], the doc lines above it say where
@@ -170,7 +171,9 @@ pub type Cause = Box<dyn StdError + Send + Sync + 'static>;
 ///
 /// Like `anyhow::Error`, `{}` shows only this error's own words and `{:#}` the whole
 /// chain, "context: cause: cause", then the hint if there is one; that is what the user
-/// reads. Its causes stay reachable through [`std::error::Error::source`].
+/// reads. Its causes stay reachable through [`std::error::Error::source`]. Its paths
+/// are [`Escaped`]; the rest (a server's words among its causes) is escaped where it
+/// is printed.
 #[derive(Debug)]
 pub enum Error {
     /// The command line (or the `nfs://` URL in it) cannot be used.
@@ -289,14 +292,14 @@ impl fmt::Display for Error {
                 (None, None) => Ok(()),
             },
             Error::Select { path, .. } | Error::Dest { path, .. } => {
-                write!(f, "{}", path.display())
+                write!(f, "{}", Escaped(path))
             }
-            Error::Unusable { path, why } => write!(f, "{}: {why}", path.display()),
+            Error::Unusable { path, why } => write!(f, "{}: {why}", Escaped(path)),
             Error::Local { what, .. } => f.write_str(what),
             Error::Panic { path, message } => write!(
                 f,
                 "{}: internal error (please report it): {message}",
-                path.display()
+                Escaped(path)
             ),
         }
     }

@@ -13,7 +13,7 @@ use nfsync::exit::{Error, ExitCode, Why};
 use nfsync::report::logfile::LogFile;
 use nfsync::report::progress::{self, Progress};
 use nfsync::report::stats::RsyncStats;
-use nfsync::report::{Output, Stats, Summary};
+use nfsync::report::{Escaped, Output, Stats, Summary, escape_text};
 use nfsync::walk::{LocalPaths, Source};
 use nfsync::{engine, nfs};
 
@@ -21,7 +21,7 @@ fn main() -> std::process::ExitCode {
     let code = match real_main() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("nfsync: {e:#}");
+            say(format_args!("nfsync: {e:#}"));
             e.exit_code()
         }
     };
@@ -66,7 +66,7 @@ fn real_main() -> Result<ExitCode, Error> {
         return Ok(ExitCode::Success);
     }
     for note in cli.notes() {
-        eprintln!("nfsync: {note}");
+        say(format_args!("nfsync: {note}"));
     }
     let mut cfg = cli.into_config(&matches).map_err(|e| {
         match e.downcast::<nfsync::options::filter::Error>() {
@@ -79,15 +79,18 @@ fn real_main() -> Result<ExitCode, Error> {
     })?;
     for note in cfg.filter.take_notes() {
         match note {
-            nfsync::options::filter::Note::Warn(w) => eprintln!("nfsync: {w}"),
-            nfsync::options::filter::Note::Debug(d) => println!("{d}"),
+            nfsync::options::filter::Note::Warn(w) => say(format_args!("nfsync: {w}")),
+            nfsync::options::filter::Note::Debug(d) => println!("{}", escape_text(&d)),
         }
     }
     let log = cfg.log_file.as_ref().and_then(|p| {
         LogFile::open(p, cfg.log_file_format.clone(), cfg.trust)
             .map_err(|e| {
                 // rsync goes on without its log, and says so.
-                eprintln!("nfsync: failed to open log-file {}: {e}", p.display());
+                say(format_args!(
+                    "nfsync: failed to open log-file {}: {e}",
+                    Escaped(p)
+                ));
                 eprintln!("nfsync: ignoring --log-file");
             })
             .ok()
@@ -142,7 +145,7 @@ fn check(cfg: &Config, out: &Arc<Output>) -> ExitCode {
     } else {
         let mut o = std::io::stdout().lock();
         for line in findings.lines() {
-            let _ = writeln!(o, "{line}");
+            let _ = writeln!(o, "{}", escape_text(&line));
         }
     }
     findings.exit_code()
@@ -186,8 +189,8 @@ fn sync(cfg: &Config, out: &Arc<Output>) -> Result<ExitCode, Error> {
             }
             if progress::Mode::here(cfg).json_lines() {
                 // After the error main prints: a log pipeline's last line is the totals.
-                eprintln!("nfsync: {e:#}");
-                eprintln!("{}", progress::lines::totals_json(&summary));
+                say(format_args!("nfsync: {e:#}"));
+                say(progress::lines::totals_json(&summary));
                 return Ok(e.exit_code());
             }
         }
@@ -342,4 +345,11 @@ fn report(cfg: &Config, out: &Output, summary: &Summary) {
     } else if !cfg.quiet && !cfg.json && (asked || std::io::stderr().is_terminal()) {
         out.note(summary.one_line());
     }
+}
+
+/// A line on stderr outside the run's [`Output`] (before it is made, or after the run
+/// ended), escaped as its lines are: an error's words can hold a server's text or a
+/// file's name.
+fn say(line: impl std::fmt::Display) {
+    eprintln!("{}", escape_text(&line.to_string()));
 }

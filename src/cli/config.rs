@@ -16,6 +16,7 @@ use crate::options::keep::{Backup, Basis, BasisUse};
 use crate::options::trust::Trust;
 use crate::options::xattrs::XattrSet;
 use crate::plan::{Compare, Skip};
+use crate::report::Escaped;
 use crate::report::format::LogFormat;
 use crate::report::units::HumanLevel;
 
@@ -90,7 +91,7 @@ impl Cli {
             for p in named {
                 let rel = crate::options::relative::split_anchor(p).1;
                 if rel.components().any(|c| c == Component::ParentDir) {
-                    anyhow::bail!("found \"..\" dir in relative path: {}", rel.display());
+                    anyhow::bail!("found \"..\" dir in relative path: {}", Escaped(rel));
                 }
             }
         }

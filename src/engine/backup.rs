@@ -12,6 +12,7 @@ use super::{DirNode, Engine};
 use crate::dest::{self, CopyError, Destination, Removal, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::options::{follow, temp};
+use crate::report::Escaped;
 
 impl<D: Destination> Engine<'_, D> {
     /// `--backup`: moves `name` (in `dir`, at `parent` below DEST, `node` the nearest
@@ -151,13 +152,13 @@ impl<D: Destination> Engine<'_, D> {
             Ok(t) if !follow::is_unsafe(t.as_bytes(), rel) => return Ok(false),
             Ok(t) => format!(
                 "not backing up unsafe symlink \"{}\" -> \"{}\"",
-                rel.display(),
-                Path::new(&t).display()
+                Escaped(rel),
+                Escaped(Path::new(&t))
             ),
             Err(e) if e.is_fatal() || e.kind() == io::ErrorKind::NotFound => return Err(e),
             Err(_) => format!(
                 "not backing up symlink with unreadable target \"{}\"",
-                rel.display()
+                Escaped(rel)
             ),
         };
         if self.cfg.verbose > 0 {
@@ -255,7 +256,7 @@ impl<D: Destination> Engine<'_, D> {
         let non_empty = || {
             self.out.info(format_args!(
                 "cannot delete non-empty directory: {}",
-                parent.join(name).display()
+                Escaped(parent.join(name))
             ));
             Ok(false)
         };
@@ -289,7 +290,7 @@ impl<D: Destination> Engine<'_, D> {
             _ => "(new) ",
         };
         self.out
-            .info(format_args!("{new}backup_dir is {}", shown.display()));
+            .info(format_args!("{new}backup_dir is {}", Escaped(shown)));
     }
 
     /// `--info=backup`: the line rsync prints for a backup made of DEST's `rel`.
@@ -297,8 +298,8 @@ impl<D: Destination> Engine<'_, D> {
         if let Some(b) = self.cfg.backup.as_ref().filter(|b| b.announce) {
             self.out.info(format_args!(
                 "backed up {} to {}",
-                rel.display(),
-                b.shown(rel).display()
+                Escaped(rel),
+                Escaped(b.shown(rel))
             ));
         }
     }

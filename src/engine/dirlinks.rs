@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use super::Engine;
 use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
+use crate::report::Escaped;
 
 /// (dev, ino) of the directories written through destination symlinks this run.
 #[derive(Default)]
@@ -68,7 +69,7 @@ impl<D: Destination> Engine<'_, D> {
                 1,
                 format_args!(
                     "not deleting {}: a -K symlink's directory, written this run",
-                    rel.display()
+                    Escaped(rel)
                 ),
             );
         }

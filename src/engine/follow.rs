@@ -12,7 +12,7 @@ use super::{DirNode, Engine};
 use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::options::follow::Verdict;
-use crate::report::Stats;
+use crate::report::{Escaped, Stats};
 use crate::walk::SrcEntry;
 
 impl<D: Destination> Engine<'_, D> {
@@ -54,8 +54,8 @@ impl<D: Destination> Engine<'_, D> {
                         {
                             self.out.info(format_args!(
                                 "copying unsafe symlink \"{}\" -> \"{}\"",
-                                rel.join(&e.name).display(),
-                                t.display()
+                                Escaped(rel.join(&e.name)),
+                                Escaped(t)
                             ));
                         }
                         *e = f;
@@ -65,8 +65,8 @@ impl<D: Destination> Engine<'_, D> {
                         if self.cfg.verbose > 0 {
                             self.out.info(format_args!(
                                 "ignoring unsafe symlink \"{}\" -> \"{}\"",
-                                rel.join(&e.name).display(),
-                                t.display()
+                                Escaped(rel.join(&e.name)),
+                                Escaped(t)
                             ));
                         }
                         spared.push(e.name.clone());
@@ -76,7 +76,7 @@ impl<D: Destination> Engine<'_, D> {
                         Stats::bump(&self.stats.errors);
                         self.out.note(format_args!(
                             "symlink has no referent: \"{}\"",
-                            e.path.display()
+                            Escaped(&e.path)
                         ));
                         whole = false;
                         false

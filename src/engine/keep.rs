@@ -13,8 +13,8 @@ use super::{DirNode, Engine, EntryJob};
 use crate::dest::{self, Destination};
 use crate::meta::{Kind, Meta};
 use crate::options::keep::{self, BasisUse, Match};
-use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
+use crate::report::{Escaped, Stats};
 use crate::walk;
 
 /// What a basis directory offers for one entry (`Dir` a directory of the destination).
@@ -56,7 +56,7 @@ impl<D: Destination> Engine<'_, D> {
                 }
                 _ => self.out.warn(format_args!(
                     "{option} arg does not exist: {}",
-                    self.dest_path(d).display()
+                    Escaped(self.dest_path(d))
                 )),
             }
         }

@@ -45,7 +45,7 @@ use crate::exit::{Error, ExitCode};
 use crate::meta::{Kind, Meta};
 use crate::options::relative::Named;
 use crate::plan::{self, DestKnown};
-use crate::report::{Output, Stats, Summary};
+use crate::report::{Escaped, Output, Stats, Summary};
 use crate::tune::Controller;
 use crate::walk::SrcEntry;
 
@@ -403,7 +403,7 @@ impl<'a, D: Destination> Engine<'a, D> {
             Stats::bump(&self.stats.times_clamped);
             self.out.warn(format_args!(
                 "{}: modification time {} cannot be stored by the destination; stored as {}",
-                self.dest_path(rel).display(),
+                Escaped(self.dest_path(rel)),
                 m.mtime,
                 stored
             ));
@@ -438,7 +438,7 @@ impl<'a, D: Destination> Engine<'a, D> {
         } else if e.kind() == io::ErrorKind::NotFound {
             Stats::bump(&self.stats.vanished);
             self.out
-                .warn(format_args!("file has vanished: {}", path.display()));
+                .warn(format_args!("file has vanished: {}", Escaped(path)));
         } else {
             Stats::bump(&self.stats.errors);
             self.out.error(path, e);

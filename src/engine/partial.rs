@@ -24,6 +24,7 @@ use crate::dest::AttrSet;
 use crate::dest::Destination;
 use crate::meta::{Kind, Meta, Time};
 use crate::options::temp;
+use crate::report::Escaped;
 
 /// The partial dirs opened so far, by path (DEST-relative or absolute); `None` for one
 /// that could not be opened (warned about once).
@@ -71,7 +72,7 @@ impl<D: Destination> Engine<'_, D> {
                 };
                 self.out.warn(format_args!(
                     "--partial-dir {}: {e}; files wait beside their final names instead",
-                    shown.display()
+                    Escaped(shown)
                 ));
                 None
             }

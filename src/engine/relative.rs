@@ -3,6 +3,7 @@
 //! pruning of directories that would hold no file.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use super::{DestKnown, DirNode, Engine, Origin};
 use crate::dest::{self, Destination};
 use crate::meta::Kind;
 use crate::options::relative::Named;
-use crate::report::Stats;
+use crate::report::{Escaped, Stats};
 use crate::walk::{self, SrcEntry};
 
 impl<D: Destination> Engine<'_, D> {
@@ -47,7 +48,7 @@ impl<D: Destination> Engine<'_, D> {
                     let shown = shown.strip_suffix(b"/").unwrap_or(shown);
                     self.out.info(format_args!(
                         "skipping directory {}",
-                        String::from_utf8_lossy(shown)
+                        Escaped(std::ffi::OsStr::from_bytes(shown))
                     ));
                     continue;
                 }

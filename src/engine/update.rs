@@ -24,6 +24,7 @@ use crate::exit::Error;
 use crate::meta::{Kind, Meta};
 use crate::options::bwlimit::RateLimit;
 use crate::options::temp;
+use crate::report::Escaped;
 
 /// How file data is written, for the whole run.
 pub(super) struct Writing<D: Destination> {
@@ -221,7 +222,7 @@ impl<D: Destination> Engine<'_, D> {
                 let rel = job.parent.rel.join(name);
                 self.out.warn(format_args!(
                     "{} failed verification -- update retained (will try again).",
-                    rel.display()
+                    Escaped(rel)
                 ));
                 self.dest.write_into(dir, name, src, 0)
             }
@@ -341,10 +342,10 @@ fn open_temp_dir<D: Destination>(cfg: &Config, dest: &D) -> Result<Option<D::Dir
         Some(p) if !cfg.dry_run => match dest.open_path(p, false) {
             Ok(Some(d)) => Ok(Some(d)),
             Ok(None) => Err(Error::Usage(
-                format!("--temp-dir {}: the temp-dir does not exist", p.display()).into(),
+                format!("--temp-dir {}: the temp-dir does not exist", Escaped(p)).into(),
             )),
             Err(e) => Err(Error::Usage(
-                crate::exit::Why::new(format!("--temp-dir {}", p.display())).because(e),
+                crate::exit::Why::new(format!("--temp-dir {}", Escaped(p))).because(e),
             )),
         },
         _ => Ok(None),

@@ -15,7 +15,7 @@ use super::Engine;
 use crate::dest::Destination;
 use crate::options::fake_super;
 use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
-use crate::report::Stats;
+use crate::report::{Escaped, Stats};
 use crate::walk;
 
 /// Whether the destination can hold extended attributes and ACLs: once it says it
@@ -166,7 +166,7 @@ impl<D: Destination> Engine<'_, D> {
             self.out.warn(format_args!(
                 "{}: the destination cannot hold extended attributes or ACLs ({}); \
                  copying without them",
-                self.dest_display.display(),
+                Escaped(&self.dest_display),
                 e
             ));
         }

@@ -60,7 +60,8 @@ pub fn run(
     // A rank that fails still takes part in the reduction, or the others would wait.
     let run_share = |share: &Config| {
         sync(share).unwrap_or_else(|e| {
-            eprintln!("nfsync: rank {rank}: {e:#}");
+            let line = format!("nfsync: rank {rank}: {e:#}");
+            eprintln!("{}", crate::report::escape_text(&line));
             Summary::failed(&e, cfg.dry_run)
         })
     };

@@ -43,6 +43,7 @@ use crate::config::Config;
 use crate::dest::{Destination, RootState};
 use crate::exit::{Error, Why};
 use crate::meta::Kind;
+use crate::report::Escaped;
 use crate::report::Output;
 use crate::walk::{Held, RemoteDir, Source, SrcEntry};
 
@@ -139,7 +140,7 @@ pub fn connect_sources(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Err
     {
         return Err(refused(format!(
             "{} is a local path beside nfs:// sources: give local and NFS sources in separate runs",
-            local.display()
+            Escaped(local)
         )));
     }
     refuse_options(cfg)?;

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::escape_name;
 use super::format::{LogFormat, now, timestring};
+use super::{escape_name, escape_text};
 
 /// An open log file and the format of its per-file lines.
 pub struct LogFile {
@@ -36,13 +36,22 @@ impl LogFile {
         })
     }
 
-    /// Appends one line with rsync's time and pid prefix, escaped as the terminal
-    /// output is ([`escape_name`]): a file name must not put terminal escapes into a log
-    /// that root reads. A failed write is not worth failing the copy for (rsync goes on
-    /// too).
+    /// Appends a per-file line (raw name bytes) with rsync's time and pid prefix,
+    /// escaped as the terminal output is ([`escape_name`]): a file name must not put
+    /// terminal escapes into a log that root reads.
     pub fn line(&self, text: &[u8]) {
+        self.append(escape_name(text).as_bytes());
+    }
+
+    /// Appends a message line, whose names are already escaped ([`escape_text`]).
+    pub fn text(&self, text: &str) {
+        self.append(escape_text(text).as_bytes());
+    }
+
+    /// A failed write is not worth failing the copy for (rsync goes on too).
+    fn append(&self, escaped: &[u8]) {
         let mut buf = format!("{} [{}] ", timestring(now()), self.pid).into_bytes();
-        buf.extend_from_slice(escape_name(text).as_bytes());
+        buf.extend_from_slice(escaped);
         buf.push(b'\n');
         let _ = self.file.lock().unwrap().write_all(&buf);
     }

@@ -4,7 +4,6 @@
 //! Counters are atomics bumped by every worker; messages go through [`Output`], which
 //! knows about the progress bar so a line never tears it.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -13,6 +12,7 @@ use std::sync::Mutex;
 use crate::meta::{Kind, Meta};
 
 mod counts;
+mod escape;
 pub mod format;
 pub mod itemize;
 mod items;
@@ -25,6 +25,7 @@ pub mod stats;
 pub mod units;
 
 pub use counts::{RankTotals, Stats, Summary};
+pub use escape::{Escaped, escape_controls, escape_name, escape_text};
 use format::{Context, Item, LogFormat};
 pub use itemize::{Changes, Itemize, TimeChange, Update};
 use logfile::LogFile;
@@ -195,47 +196,46 @@ impl Output {
         }
     }
 
-    /// A line rsync also writes to its log file (its FINFO, FWARNING and FERROR lines).
-    /// Appends `line` (unescaped: the log escapes it) to the log file.
-    fn log(&self, line: &str) {
-        if let Some(l) = &self.log {
-            l.line(line.as_bytes());
+    /// A message line (not a per-file line), to stderr or to where `-v` names go, and
+    /// with `logged` to rsync's log (its FINFO, FWARNING and FERROR lines). Its names
+    /// are [`Escaped`] by whoever wrote it; the rest, an error's words among them, is
+    /// escaped here ([`escape_text`]) so no part of it drives the terminal.
+    fn message(&self, to_stderr: bool, line: &str, logged: bool) {
+        let line = escape_text(line);
+        if let Some(l) = self.log.as_ref().filter(|_| logged) {
+            l.text(&line);
         }
+        self.emit(to_stderr, line.as_bytes());
     }
 
     /// A per-file error: one line naming the path and the cause.
     pub fn error(&self, path: &Path, cause: impl std::fmt::Display) {
-        let line = format!("nfsync: {}: {cause}", path.display());
-        self.log(&line);
-        self.emit(true, self.escape(line.as_bytes()));
+        self.message(true, &format!("nfsync: {}: {cause}", Escaped(path)), true);
     }
 
     /// A line about the run as a whole (why it stopped, the closing summary): the
     /// caller decides when it is wanted.
     pub fn note(&self, msg: impl std::fmt::Display) {
-        self.emit(true, format!("nfsync: {msg}"));
+        self.message(true, &format!("nfsync: {msg}"), false);
     }
 
-    /// A line on stderr as it is (a JSON object), above the bar if there is one.
+    /// A line on stderr without nfsync's prefix (a JSON object, whose control
+    /// characters serde already wrote as `\u00XX`), above the bar if there is one.
     pub fn note_raw(&self, line: impl std::fmt::Display) {
-        self.emit(true, line.to_string());
+        self.message(true, &line.to_string(), false);
     }
 
     /// One of rsync's informational lines, in its words (`skipping directory NAME`):
     /// on stdout (stderr under `--json`), silenced by `-q`.
     pub fn info(&self, msg: impl std::fmt::Display) {
         if !self.quiet {
-            let line = msg.to_string();
-            self.log(&line);
-            self.emit(self.json, self.escape(line.as_bytes()));
+            self.message(self.json, &msg.to_string(), true);
         }
     }
 
     /// A warning (never suppressed by `-q`, like rsync's).
     pub fn warn(&self, msg: impl std::fmt::Display) {
-        let line = format!("nfsync: warning: {msg}");
-        self.log(&line);
-        self.emit(true, self.escape(line.as_bytes()));
+        self.message(true, &format!("nfsync: warning: {msg}"), true);
     }
 
     /// A file copied onto the name `dest` (DEST's) is shown as `src`, the source's.
@@ -315,12 +315,12 @@ impl Output {
         if totals {
             lines.push(String::new());
             lines.extend(s.totals());
-        } else {
-            self.log(&s.log_exit());
+        } else if let Some(l) = &self.log {
+            l.text(&s.log_exit());
         }
         for line in lines {
-            if !line.is_empty() {
-                self.log(&line);
+            if let Some(l) = self.log.as_ref().filter(|_| !line.is_empty()) {
+                l.text(&line);
             }
             if !self.quiet {
                 self.emit(self.json, &line);
@@ -331,61 +331,13 @@ impl Output {
     /// A `-v` diagnostic line (e.g. the job controller's decisions), to stderr.
     pub fn verbose(&self, level: u8, msg: impl std::fmt::Display) {
         if self.verbose >= level && !self.quiet {
-            self.emit(true, format!("nfsync: {msg}"));
+            self.message(true, &format!("nfsync: {msg}"), false);
         }
     }
-}
-
-/// A file name as rsync prints it in a UTF-8 locale, so tools that parse its `-i` lines
-/// read nfsync's the same way: a byte that is not part of valid UTF-8 and a control
-/// character other than tab become `\#ooo` (octal), and so does the backslash of a
-/// literal `\#` followed by three digits, so that the escape stays unambiguous.
-pub fn escape_name(name: &[u8]) -> String {
-    let mut out = String::with_capacity(name.len());
-    for chunk in name.utf8_chunks() {
-        let text = chunk.valid();
-        for (i, c) in text.char_indices() {
-            let escaped_backslash = c == '\\' && {
-                let rest = &text.as_bytes()[i + 1..];
-                rest.len() >= 4 && rest[0] == b'#' && rest[1..4].iter().all(u8::is_ascii_digit)
-            };
-            if (c < ' ' && c != '\t') || escaped_backslash {
-                let _ = write!(out, "\\#{:03o}", c as u32);
-            } else {
-                out.push(c);
-            }
-        }
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\#{b:03o}");
-        }
-    }
-    out
-}
-
-/// A file name as rsync's `-8` prints it: bytes with the high bit set as they are
-/// (whatever the locale makes of them), control characters other than tab and a
-/// backslash that would read as an escape still as `\#ooo`.
-pub fn escape_controls(name: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(name.len());
-    for (i, &b) in name.iter().enumerate() {
-        let rest = &name[i + 1..];
-        let escaped_backslash = b == b'\\'
-            && rest.len() >= 4
-            && rest[0] == b'#'
-            && rest[1..4].iter().all(u8::is_ascii_digit);
-        if (b < b' ' && b != b'\t') || escaped_backslash {
-            let _ = write!(out, "\\#{b:03o}");
-        } else {
-            out.push(b);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_controls, escape_name};
-
     #[test]
     fn checksums_are_rsyncs_xxh128() {
         let dir = std::env::temp_dir().join(format!("nfsync-sum-{}", std::process::id()));
@@ -394,26 +346,5 @@ mod tests {
         std::fs::remove_file(&dir).unwrap();
         // What rsync 3.2 printed for this content with --out-format=%C.
         assert_eq!(sum, Some(0xc6930651a6933db55501f34aab58c54f));
-    }
-
-    #[test]
-    fn eight_bit_output_keeps_high_bytes() {
-        assert_eq!(escape_controls(b"hi\xf9name"), b"hi\xf9name");
-        assert_eq!(escape_controls(b"nl\nname"), b"nl\\#012name");
-        assert_eq!(escape_controls(b"tab\tx"), b"tab\tx");
-        assert_eq!(escape_controls(b"esc\\#123"), b"esc\\#134#123");
-    }
-
-    #[test]
-    fn names_are_escaped_as_rsync_escapes_them() {
-        // What rsync 3.2 printed for these names under LANG=C.UTF-8.
-        assert_eq!(escape_name(b"nl\nname"), "nl\\#012name");
-        assert_eq!(escape_name(b"bad\xffname"), "bad\\#377name");
-        assert_eq!(escape_name(b"tab\tx"), "tab\tx");
-        assert_eq!(escape_name(b"del\x7fx"), "del\x7fx");
-        assert_eq!(escape_name("ümlaut".as_bytes()), "ümlaut");
-        assert_eq!(escape_name(b"back\\#slash"), "back\\#slash");
-        assert_eq!(escape_name(b"back\\x"), "back\\x");
-        assert_eq!(escape_name(b"esc\\#123"), "esc\\#134#123");
     }
 }

@@ -10,6 +10,8 @@
 //! - [`memfs`]: the NFSv3 path against the in-process memfs and small fake servers.
 //! - [`hostile`]: servers whose replies lie about lengths (a counting allocator).
 //! - [`hostile_input`]: merge files, file names and numbers chosen to break a run.
+//! - [`hostile_names`]: names with terminal escapes, newlines, bytes not UTF-8: every
+//!   line printed about them escaped as rsync escapes them.
 //! - [`rsync_cli`]: rsync's command lines, each run by rsync and nfsync and the results
 //!   compared; unknown and unsupported options.
 //! - [`rsync_filters`]: rsync's filter rules (`-f`, `-F`, `-C`, `--include-from`,
@@ -49,6 +51,7 @@ mod ganesha;
 mod generated;
 mod hostile;
 mod hostile_input;
+mod hostile_names;
 mod inproc;
 mod interrupt;
 mod itemize;

@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 
+use crate::report::Escaped;
 use clap::{ArgAction, Args};
 
 mod argv;
@@ -510,7 +511,7 @@ impl RsyncOpts {
             // A symlink another user owns is not followed (see `trust`).
             crate::options::trust::read(crate::options::trust::Trust::new(self.insecure_links), f)
         };
-        let data = data.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", f.display()))?;
+        let data = data.map_err(|e| anyhow::anyhow!("--files-from {}: {e}", Escaped(f)))?;
         Ok(Some(crate::options::relative::parse_list(
             &data, self.from0,
         )))

@@ -11,8 +11,8 @@ use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::options::temp;
 use crate::plan::{self, Listing};
-use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
+use crate::report::{Escaped, Stats};
 use crate::walk::{self, ListError, SrcEntry};
 
 mod roots;
@@ -112,7 +112,7 @@ impl<D: Destination> Engine<'_, D> {
                     "[sender] {} {} {} because of pattern {why}",
                     if excluded { "hiding" } else { "showing" },
                     if is_dir { "directory" } else { "file" },
-                    rel.display()
+                    Escaped(rel)
                 ));
             }
         }
@@ -143,7 +143,7 @@ impl<D: Destination> Engine<'_, D> {
                         ListError::Vanished(p) => {
                             Stats::bump(&self.stats.vanished);
                             self.out
-                                .warn(format_args!("file has vanished: {}", p.display()));
+                                .warn(format_args!("file has vanished: {}", Escaped(p)));
                         }
                         ListError::Entry(p, e) => self.source_error(&p, &e),
                         ListError::Dir(e) => self.source_error(path, &e),
@@ -225,7 +225,7 @@ impl<D: Destination> Engine<'_, D> {
                 if self.is_written_root(&entry.meta) {
                     self.out.warn(format_args!(
                         "skipping directory {}: it is the destination being written",
-                        entry.path.display()
+                        Escaped(&entry.path)
                     ));
                     continue;
                 }
@@ -430,7 +430,7 @@ impl<D: Destination> Engine<'_, D> {
         if !self.cfg.recursive && !kept {
             let rel = parent.rel.join(&entry.name);
             self.out
-                .info(format_args!("skipping directory {}", rel.display()));
+                .info(format_args!("skipping directory {}", Escaped(rel)));
             return true;
         }
         self.cfg.one_file_system > 1 && crosses_device(parent, entry)

@@ -15,8 +15,8 @@ use crate::dest::{self, Destination, RootState};
 use crate::engine::{DestKnown, Engine, EntryJob, Origin, root_is_dir};
 use crate::exit::Error;
 use crate::meta::{Kind, Meta};
-use crate::report::Stats;
 use crate::report::itemize::{Itemize, Update};
+use crate::report::{Escaped, Stats};
 use crate::walk::SrcEntry;
 
 /// A source operand after applying rsync's trailing-slash rule.
@@ -296,7 +296,7 @@ impl<D: Destination> Engine<'_, D> {
                     Path::new(op.entry.path.file_name().unwrap_or_default())
                 };
                 self.out
-                    .info(format_args!("skipping directory {}", name.display()));
+                    .info(format_args!("skipping directory {}", Escaped(name)));
                 continue;
             }
             if op.contents {

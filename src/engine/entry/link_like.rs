@@ -13,8 +13,8 @@ use crate::engine::race::{Attempt, is_race};
 use crate::engine::{Engine, EntryJob};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};
-use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, Update};
+use crate::report::{Escaped, Stats};
 use crate::walk;
 
 impl<D: Destination> Engine<'_, D> {
@@ -23,7 +23,7 @@ impl<D: Destination> Engine<'_, D> {
             Stats::bump(&self.stats.specials_skipped);
             self.out.info(format_args!(
                 "skipping non-regular file \"{}\"",
-                rel.display()
+                Escaped(rel)
             ));
             return;
         }
@@ -177,7 +177,7 @@ impl<D: Destination> Engine<'_, D> {
             // rsync's own line, on stdout and silenced by -q as rsync's is.
             self.out.info(format_args!(
                 "skipping non-regular file \"{}\"",
-                rel.display()
+                Escaped(rel)
             ));
             return;
         }

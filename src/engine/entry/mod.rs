@@ -13,8 +13,8 @@ use super::{Engine, EntryJob};
 use crate::dest::{AttrSet, CopyError, Destination, SourceFile};
 use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
-use crate::report::Stats;
 use crate::report::itemize::{Changes, Itemize, TimeChange, Update};
+use crate::report::{Escaped, Stats};
 use crate::walk;
 
 mod link_like;
@@ -96,13 +96,13 @@ impl<D: Destination> Engine<'_, D> {
                 // with --force or --delete.
                 self.out.info(format_args!(
                     "cannot delete non-empty directory: {}",
-                    rel.display()
+                    Escaped(rel)
                 ));
                 Stats::bump(&self.stats.errors);
                 self.out.note(format_args!(
                     "could not make way for new {}: {}",
                     kind_words(job.entry.meta.kind),
-                    rel.display()
+                    Escaped(rel)
                 ));
                 return false;
             }

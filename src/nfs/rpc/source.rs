@@ -155,7 +155,7 @@ impl<T: NfsOps> SourceDir<T> {
                 io::ErrorKind::Unsupported,
                 format!(
                     "symlink to {} leads outside the transfer, which an nfs:// source cannot follow",
-                    String::from_utf8_lossy(t)
+                    crate::report::Escaped(OsStr::from_bytes(t))
                 ),
             )
         };

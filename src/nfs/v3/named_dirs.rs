@@ -15,6 +15,7 @@ use crate::dest;
 use crate::nfs::rpc::ops::PathOps;
 use crate::options::keep::normalize;
 use crate::options::trust;
+use crate::report::Escaped;
 
 impl NfsDest {
     /// `path` as components below the export root: relative to DEST, or absolute as
@@ -23,7 +24,7 @@ impl NfsDest {
         let outside = || {
             dest::Error::from(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{}: not within the export {}", path.display(), self.export),
+                format!("{}: not within the export {}", Escaped(path), self.export),
             ))
         };
         let rel = if path.is_absolute() {

@@ -13,6 +13,7 @@ use super::reply::Res;
 use crate::dest;
 use crate::nfs::rpc::ops::PathOps;
 use crate::options::keep::normalize;
+use crate::report::Escaped;
 
 impl Nfs4Dest {
     /// `path` as components below the server's root: relative to DEST, or absolute
@@ -30,7 +31,7 @@ impl Nfs4Dest {
         let norm = normalize(&rel).ok_or_else(|| {
             dest::Error::from(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("{}: above the server's root", path.display()),
+                format!("{}: above the server's root", Escaped(path)),
             ))
         })?;
         Ok(norm

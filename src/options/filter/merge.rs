@@ -324,7 +324,7 @@ impl Loader<'_> {
         let named_at = self.source.as_ref().map(Source::place);
         let hidden = self.place().is_some();
         let shown = match hidden {
-            false => path.display().to_string(),
+            false => crate::report::Escaped(path).to_string(),
             true => self.shown(b""),
         };
         if self.depth >= MAX_DEPTH {

@@ -22,7 +22,7 @@ use crate::exit::ExitCode;
 use crate::meta::{Kind, Meta};
 use crate::options::relative::{self, Named};
 use crate::report::units::HumanLevel;
-use crate::report::{Output, escape_name};
+use crate::report::{Escaped, Output, escape_name};
 use crate::walk::{self, ListError, Listing, Source, SrcEntry};
 
 use ahead::{Ahead, Kids, Slot};
@@ -265,7 +265,7 @@ impl Lister<'_> {
                 ListError::Entry(p, e) => self.fail(&p, &e),
                 ListError::Vanished(p) => self
                     .out
-                    .warn(format_args!("file has vanished: {}", p.display())),
+                    .warn(format_args!("file has vanished: {}", Escaped(p))),
                 ListError::Dir(e) => self.fail(&dir.path, &e),
             }
         }
