@@ -38,9 +38,9 @@ mod remove;
 mod sys;
 mod xattr;
 
+use data::remove_if_ours;
 pub use dir::LocalDir;
 use remove::remove_tree_at;
-use data::remove_if_ours;
 use sys::{chmod_nofollow, close_checked, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
 
@@ -592,6 +592,6 @@ fn mkdir_mode(meta: &Meta) -> u32 {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod name_tests;
+#[cfg(test)]
+mod tests;

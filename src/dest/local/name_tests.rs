@@ -56,7 +56,11 @@ fn tree() -> (tempfile::TempDir, PathBuf) {
 fn assert_refused<T: std::fmt::Debug>(call: &str, bad: &OsStr, r: dest::Result<T>) {
     match r {
         Err(dest::Error::Entry(e)) => {
-            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{call}({bad:?}): {e}");
+            assert_eq!(
+                e.kind(),
+                io::ErrorKind::InvalidInput,
+                "{call}({bad:?}): {e}"
+            );
             let m = e.to_string();
             assert!(m.starts_with("refusing the "), "{call}({bad:?}): {m}");
         }
@@ -84,7 +88,11 @@ fn reads(d: &LocalDest, dir: &LocalDir, src: &Path, bad: &OsStr) {
     let file = File::open(src).unwrap();
     assert_refused("same_content", bad, d.same_content(dir, bad, file));
     assert_refused("xattrs", bad, d.xattrs(dir, Some(bad), set));
-    assert_refused("open_dir_link", bad, d.open_dir_link(dir, bad, Path::new("l")));
+    assert_refused(
+        "open_dir_link",
+        bad,
+        d.open_dir_link(dir, bad, Path::new("l")),
+    );
 }
 
 /// The calls that write, with `bad` in each name they take; the other name is one
@@ -112,7 +120,11 @@ fn writes(d: &LocalDest, dir: &LocalDir, src_path: &Path, bad: &OsStr) {
     copy_refused("write_file", bad, d.write_file(dir, bad, &src));
     copy_refused("write_into", bad, d.write_into(dir, bad, &src, 0));
     assert_refused("mkdir", bad, d.mkdir(dir, bad, &dir_meta));
-    assert_refused("symlink", bad, d.symlink(dir, bad, OsStr::new("f"), &listed));
+    assert_refused(
+        "symlink",
+        bad,
+        d.symlink(dir, bad, OsStr::new("f"), &listed),
+    );
     assert_refused("mknod", bad, d.mknod(dir, bad, &fifo));
     assert_refused("rename from", bad, d.rename(dir, bad, new));
     assert_refused("rename to", bad, d.rename(dir, ok, bad));
@@ -127,10 +139,22 @@ fn writes(d: &LocalDest, dir: &LocalDir, src_path: &Path, bad: &OsStr) {
     assert_refused("remove", bad, d.remove(dir, bad, Kind::File));
     assert_refused("remove dir", bad, d.remove(dir, bad, Kind::Dir));
     assert_refused("remove_tree", bad, d.remove_tree(dir, bad, &All));
-    let attrs = d.set_attrs(dir, bad, &Meta { mode: 0o600, ..listed }, AttrSet::ALL);
+    let attrs = d.set_attrs(
+        dir,
+        bad,
+        &Meta {
+            mode: 0o600,
+            ..listed
+        },
+        AttrSet::ALL,
+    );
     assert_refused("set_attrs", bad, attrs);
     let want = vec![(OsString::from("user.x"), b"y".to_vec())];
-    assert_refused("set_xattrs", bad, d.set_xattrs(dir, Some(bad), &vec![], &want));
+    assert_refused(
+        "set_xattrs",
+        bad,
+        d.set_xattrs(dir, Some(bad), &vec![], &want),
+    );
 }
 
 #[test]
@@ -205,7 +229,8 @@ fn long_and_strange_single_names_still_work() {
         let again = File::open(&src_path).unwrap();
         assert!(d.same_content(&dir, name, again).unwrap());
         d.set_attrs(&dir, name, &listed, AttrSet::MTIME).unwrap();
-        d.rename_into(&dir, name, &dir, OsStr::new("moved")).unwrap();
+        d.rename_into(&dir, name, &dir, OsStr::new("moved"))
+            .unwrap();
         d.rename(&dir, OsStr::new("moved"), name).unwrap();
         d.hard_link(&dir, OsStr::new("linked"), &dir, name).unwrap();
         d.remove(&dir, OsStr::new("linked"), Kind::File).unwrap();
