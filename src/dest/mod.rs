@@ -14,6 +14,7 @@
 
 mod error;
 pub mod local;
+pub mod name;
 pub mod sparse;
 
 pub use error::{Error, Result};

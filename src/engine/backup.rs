@@ -171,8 +171,10 @@ impl<D: Destination> Engine<'_, D> {
     /// as rsync makes them: with the attributes of DEST's directory at that path, as
     /// rsync's receiver has them by then (the source's mode and owners where the
     /// command line keeps them; nfsync gives a directory its own only once its
-    /// children are done).
+    /// children are done). `parent` is made of source names, checked before it is
+    /// joined to the user's `root`: an absolute one would replace it, a `..` climb out.
     fn backup_dir(&self, root: &Path, node: &DirNode<D>, parent: &Path) -> dest::Result<D::Dir> {
+        let parent = dest::name::relative(parent)?;
         if let Some(d) = self.dest.open_path(&root.join(parent), false)? {
             return Ok(d);
         }

@@ -77,11 +77,14 @@ impl<D: Destination> Engine<'_, D> {
             return (None, None);
         };
         let dirs = job.parent.basis.get_or_init(|| {
+            // The user's basis path may climb (`../prev`); what is joined to it is made
+            // of source names, and one that is not a plain name has no basis copy.
+            let rel = dest::name::relative(&job.parent.rel).ok();
             basis
                 .dirs
                 .iter()
                 .map(|d| {
-                    let path = d.join(&job.parent.rel);
+                    let path = d.join(rel?);
                     self.dest.open_path(&path, false).ok().flatten()
                 })
                 .collect()
@@ -326,6 +329,9 @@ impl<D: Destination> Engine<'_, D> {
     pub(super) fn new_dir_code(&self, rel: &Path, src: &Meta) -> Itemize {
         let new = Itemize::New(Update::Local, Kind::Dir);
         let Some(basis) = &self.cfg.basis else {
+            return new;
+        };
+        let Ok(rel) = dest::name::relative(rel) else {
             return new;
         };
         let mut first = None;

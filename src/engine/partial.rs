@@ -48,10 +48,15 @@ impl<D: Destination> Engine<'_, D> {
     /// final name (no `--partial-dir`, or one that cannot be used).
     pub(super) fn staging_dir(&self, parent: &DirNode<D>) -> Option<D::Dir> {
         let p = self.cfg.data.partial_dir.as_ref()?;
-        let path = if p.is_absolute() {
-            p.clone()
-        } else {
-            parent.rel.join(p)
+        let path = match self.partial_path(parent)? {
+            Ok(path) => path,
+            Err(e) => {
+                self.out.warn(format_args!(
+                    "--partial-dir {}: {e}; files wait beside their final names instead",
+                    p.display()
+                ));
+                return None;
+            }
         };
         if let Some(d) = self.staging.opened.lock().unwrap().get(&path) {
             return d.clone();
@@ -81,13 +86,14 @@ impl<D: Destination> Engine<'_, D> {
         opened.entry(path).or_insert(dir).clone()
     }
 
-    /// The partial dir of `parent` (its path, relative or absolute).
-    fn partial_path(&self, parent: &DirNode<D>) -> Option<PathBuf> {
+    /// The partial dir of `parent` (its path, relative or absolute). A relative one
+    /// sits below `parent`'s path, which is made of source names: one that is not
+    /// would put it anywhere (an absolute `rel` replaces the path it is joined to).
+    fn partial_path(&self, parent: &DirNode<D>) -> Option<crate::dest::Result<PathBuf>> {
         let p = self.cfg.data.partial_dir.as_ref()?;
-        Some(if p.is_absolute() {
-            p.clone()
-        } else {
-            parent.rel.join(p)
+        Some(match p.is_absolute() {
+            true => Ok(p.clone()),
+            false => crate::dest::name::relative(&parent.rel).map(|rel| rel.join(p)),
         })
     }
 
@@ -146,7 +152,7 @@ impl<D: Destination> Engine<'_, D> {
         if !self.keeps_partial() {
             return;
         }
-        let Some(path) = self.partial_path(parent) else {
+        let Some(Ok(path)) = self.partial_path(parent) else {
             return;
         };
         let known = self.staging.opened.lock().unwrap().get(&path).cloned();

@@ -1,5 +1,5 @@
-//! The mount path's writes by ranges: `-S` (only the data extents, less whole blocks
-//! of zeros, then the size),
+//! The mount path's file data: a new file's content and attributes, and writes by
+//! ranges: `-S` (only the data extents, less whole blocks of zeros, then the size),
 //! `--bwlimit` (pieces small enough to pace), and `--inplace` / `--append` (into the
 //! existing file, from an offset).
 
@@ -8,9 +8,9 @@ use std::fs::File;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::sys::{close_checked, mtime_only};
+use super::sys::{close_checked, copy_data, file_times, mtime_only};
 use super::{LocalDest, LocalDir};
 use crate::dest::{CopyError, SourceFile, read_full, sparse};
 
@@ -119,6 +119,57 @@ fn punch_hole(f: &File, off: u64, len: u64, old_end: u64) -> Result<(), CopyErro
             Ok(())
         }
         Err(e) => Err(CopyError::Dest(e.into())),
+    }
+}
+
+impl LocalDest {
+    /// A new file's content, then owner and mode where they differ from what the
+    /// create gave, then the mtime: a file with the source's size and mtime is
+    /// complete.
+    pub(super) fn fill(&self, f: &mut File, src: &SourceFile<'_>) -> Result<u64, CopyError> {
+        let meta = src.meta;
+        let bytes = if by_ranges(src) {
+            fill_by_ranges(src, f)?
+        } else {
+            copy_data(&src.file, f, meta.size, src.stop, src.moving.as_ref())?
+        };
+        src.verify_unchanged()?;
+        let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
+        if self.fake_super {
+            self.fill_faked(f, meta).map_err(CopyError::dest)?;
+            rustix::fs::futimens(&*f, &file_times(meta)).map_err(dest)?;
+            return Ok(bytes);
+        }
+        let mut mode_needed = meta.mode & 0o7000 != 0;
+        if let Some((uid, gid)) = self.chown_ids(meta) {
+            rustix::fs::fchown(
+                &*f,
+                uid.map(rustix::fs::Uid::from_raw),
+                gid.map(rustix::fs::Gid::from_raw),
+            )
+            .map_err(dest)?;
+            mode_needed = true;
+        }
+        if mode_needed {
+            rustix::fs::fchmod(&*f, Mode::from_raw_mode(meta.mode)).map_err(dest)?;
+        }
+        rustix::fs::futimens(&*f, &file_times(meta)).map_err(dest)?;
+        Ok(bytes)
+    }
+}
+
+/// Removes the partial file `name` after a failed write, but only while the name still
+/// holds the file we created (`ours`): another run may have renamed its finished copy
+/// over it meanwhile.
+pub(super) fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: &File) {
+    let (Ok(mine), Ok(now)) = (
+        rustix::fs::fstat(ours),
+        rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW),
+    ) else {
+        return;
+    };
+    if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino) {
+        let _ = rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty());
     }
 }
 

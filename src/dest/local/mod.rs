@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::name::component;
 use super::{
     AttrSet, CopyError, DestEntry, Destination, OwnerPolicy, Removal, RootState, SourceFile,
 };
@@ -37,9 +38,10 @@ mod remove;
 mod sys;
 mod xattr;
 
+use data::remove_if_ours;
 pub use dir::LocalDir;
 use remove::remove_tree_at;
-use sys::{chmod_nofollow, close_checked, copy_data, mtime_only, set_mtime_at};
+use sys::{chmod_nofollow, close_checked, mtime_only, set_mtime_at};
 pub use sys::{raise_fd_limit, same_bytes};
 
 /// A destination that is a directory on a mounted filesystem.
@@ -243,6 +245,7 @@ impl Destination for LocalDest {
     }
 
     fn stat(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<Meta>> {
+        component(name)?;
         match rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => {
                 let mut meta = Meta::from_stat(&st);
@@ -260,6 +263,7 @@ impl Destination for LocalDest {
         name: &OsStr,
         meta: &Meta,
     ) -> dest::Result<(LocalDir, AttrSet)> {
+        component(name)?;
         // With the umask cleared, mkdir gives the final mode when that leaves the
         // directory writable by us and has no special bit; else 0700 until
         // set_dir_attrs. Owner and group are ours (the parent's group under setgid).
@@ -281,6 +285,7 @@ impl Destination for LocalDest {
     }
 
     fn open_dir(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<(LocalDir, Meta)> {
+        component(name)?;
         let mut d = LocalDir::open(dir.fd(), name)?;
         let mut meta = Meta::from_stat(&rustix::fs::fstat(d.fd())?);
         d.setgid = meta.mode & 0o2000 != 0;
@@ -301,6 +306,7 @@ impl Destination for LocalDest {
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
+        component(name).map_err(CopyError::Dest)?;
         let meta = src.meta;
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -353,6 +359,7 @@ impl Destination for LocalDest {
         src: &SourceFile<'_>,
         from: u64,
     ) -> Result<u64, CopyError> {
+        component(name).map_err(CopyError::Dest)?;
         self.write_into_impl(dir, name, src, from)
     }
 
@@ -361,6 +368,8 @@ impl Destination for LocalDest {
     }
 
     fn rename(&self, dir: &LocalDir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
+        component(from)?;
+        component(to)?;
         Ok(rustix::fs::renameat(dir.fd(), from, dir.fd(), to)?)
     }
 
@@ -375,10 +384,13 @@ impl Destination for LocalDest {
         to_dir: &LocalDir,
         to: &OsStr,
     ) -> dest::Result<()> {
+        component(from)?;
+        component(to)?;
         Ok(self.rename_between_impl(from_dir, from, to_dir, to)?)
     }
 
     fn read_link(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<OsString> {
+        component(name)?;
         if self.fake_super {
             return Ok(OsString::from_vec(self.read_faked_link(dir, name)?));
         }
@@ -393,6 +405,8 @@ impl Destination for LocalDest {
         target: &OsStr,
         meta: &Meta,
     ) -> dest::Result<()> {
+        // The target is the link's content, stored as it is and never followed here.
+        component(name)?;
         if self.fake_super {
             return self.make_faked(dir, name, meta, target.as_encoded_bytes());
         }
@@ -412,6 +426,8 @@ impl Destination for LocalDest {
         target_dir: &LocalDir,
         target_name: &OsStr,
     ) -> dest::Result<()> {
+        component(name)?;
+        component(target_name)?;
         // No AT_SYMLINK_FOLLOW: a symlink swapped in for the target is linked itself,
         // never what it points to.
         Ok(rustix::fs::linkat(
@@ -424,6 +440,7 @@ impl Destination for LocalDest {
     }
 
     fn mknod(&self, dir: &LocalDir, name: &OsStr, meta: &Meta) -> dest::Result<()> {
+        component(name)?;
         if self.fake_super {
             return self.make_faked(dir, name, meta, b"");
         }
@@ -445,6 +462,7 @@ impl Destination for LocalDest {
     }
 
     fn remove(&self, dir: &LocalDir, name: &OsStr, kind: Kind) -> dest::Result<()> {
+        component(name)?;
         let flags = if kind == Kind::Dir {
             AtFlags::REMOVEDIR
         } else {
@@ -454,6 +472,7 @@ impl Destination for LocalDest {
     }
 
     fn remove_tree(&self, dir: &LocalDir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
+        component(name)?;
         Ok(remove_tree_at(
             dir.fd(),
             Path::new(name),
@@ -469,6 +488,7 @@ impl Destination for LocalDest {
         meta: &Meta,
         what: AttrSet,
     ) -> dest::Result<()> {
+        component(name)?;
         if self.fake_super {
             return self.set_faked_attrs(dir, Some(name), meta, what);
         }
@@ -506,6 +526,7 @@ impl Destination for LocalDest {
     }
 
     fn open_file(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<File>> {
+        component(name)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
         let st = rustix::fs::fstat(&fd)?;
@@ -517,6 +538,7 @@ impl Destination for LocalDest {
     }
 
     fn same_content(&self, dir: &LocalDir, name: &OsStr, mut src: File) -> dest::Result<bool> {
+        component(name)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
         Ok(same_bytes(&mut src, &mut File::from(dst))?)
@@ -528,6 +550,7 @@ impl Destination for LocalDest {
         name: Option<&OsStr>,
         set: crate::options::xattrs::XattrSet,
     ) -> dest::Result<crate::options::xattrs::Xattrs> {
+        name.map(component).transpose()?;
         self.read_xattrs(dir, name, set)
     }
 
@@ -538,6 +561,7 @@ impl Destination for LocalDest {
         have: &crate::options::xattrs::Xattrs,
         want: &crate::options::xattrs::Xattrs,
     ) -> dest::Result<()> {
+        name.map(component).transpose()?;
         self.write_xattrs(dir, name, have, want)
     }
 
@@ -551,57 +575,9 @@ impl Destination for LocalDest {
         name: &OsStr,
         rel: &Path,
     ) -> dest::Result<Option<(LocalDir, Meta)>> {
+        component(name)?;
+        super::name::relative(rel)?;
         self.follow_dir_link(dir, name, rel)
-    }
-}
-
-impl LocalDest {
-    /// Content, then owner and mode where they differ from what the create gave, then
-    /// the mtime: a file with the source's size and mtime is complete.
-    fn fill(&self, f: &mut File, src: &SourceFile<'_>) -> Result<u64, CopyError> {
-        let meta = src.meta;
-        let bytes = if data::by_ranges(src) {
-            data::fill_by_ranges(src, f)?
-        } else {
-            copy_data(&src.file, f, meta.size, src.stop, src.moving.as_ref())?
-        };
-        src.verify_unchanged()?;
-        let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
-        if self.fake_super {
-            self.fill_faked(f, meta).map_err(CopyError::dest)?;
-            rustix::fs::futimens(&*f, &sys::file_times(meta)).map_err(dest)?;
-            return Ok(bytes);
-        }
-        let mut mode_needed = meta.mode & 0o7000 != 0;
-        if let Some((uid, gid)) = self.chown_ids(meta) {
-            rustix::fs::fchown(
-                &*f,
-                uid.map(rustix::fs::Uid::from_raw),
-                gid.map(rustix::fs::Gid::from_raw),
-            )
-            .map_err(dest)?;
-            mode_needed = true;
-        }
-        if mode_needed {
-            rustix::fs::fchmod(&*f, Mode::from_raw_mode(meta.mode)).map_err(dest)?;
-        }
-        rustix::fs::futimens(&*f, &sys::file_times(meta)).map_err(dest)?;
-        Ok(bytes)
-    }
-}
-
-/// Removes the partial file `name` after a failed write, but only while the name still
-/// holds the file we created (`ours`): another run may have renamed its finished copy
-/// over it meanwhile.
-fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: &File) {
-    let (Ok(mine), Ok(now)) = (
-        rustix::fs::fstat(ours),
-        rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW),
-    ) else {
-        return;
-    };
-    if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino) {
-        let _ = rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty());
     }
 }
 
@@ -615,5 +591,7 @@ fn mkdir_mode(meta: &Meta) -> u32 {
     }
 }
 
+#[cfg(test)]
+mod name_tests;
 #[cfg(test)]
 mod tests;

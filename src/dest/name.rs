@@ -1,0 +1,184 @@
+//! The one check every entry name passes before a destination acts on it.
+//!
+//! A [`Destination`](super::Destination) names its targets as a directory plus an
+//! entry name, which is only safe while the name *is* one entry: a `..`, an empty name
+//! or one holding a `/` sends an `*at` call (or a path built from names, such as
+//! `--backup-dir`'s) out of the directory it was given, which is how a hostile
+//! sender or server writes outside DEST (rsync's CVE-2024-12087). The names are
+//! meant to be checked where they come in, off the wire or out of a listing; this
+//! check is the backstop, so that no future source of names can reopen that hole.
+//! It runs on every call, so it is a length test and one pass over a short name.
+
+use std::ffi::OsStr;
+use std::fmt::Write;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+
+use super::{Error, Result};
+
+/// The longest name Linux (and most NFS servers) takes in one component.
+pub const NAME_MAX: usize = 255;
+
+/// `name` when it is a single path component: not empty, not `.` or `..`, without
+/// `/` or NUL, at most [`NAME_MAX`] bytes. Anything else is the entry's error (kind
+/// `InvalidInput`) naming it, and nothing is done with it.
+#[inline]
+pub fn component(name: &OsStr) -> Result<&OsStr> {
+    let b = name.as_bytes();
+    // Branch-free over the bytes, so the scan vectorises; which rule failed is
+    // worked out only once one did.
+    let bad = b.iter().fold(false, |bad, &c| bad | (c == b'/') | (c == 0));
+    if bad || b.is_empty() || b.len() > NAME_MAX || b == b"." || b == b".." {
+        return Err(refused("name", b, why_not(b)));
+    }
+    Ok(name)
+}
+
+/// `rel` when it is made of names alone (each one a [`component`]): a path below
+/// DEST built from entry names, about to be joined to a directory the user named
+/// (`--backup-dir`, `--partial-dir`, `--link-dest` and its kin). The user's own
+/// path may climb with `..`; the part built from names must not, nor be absolute
+/// (joining an absolute path replaces the base). The empty path is DEST itself.
+pub fn relative(rel: &Path) -> Result<&Path> {
+    for c in rel.components() {
+        let why = match c {
+            Component::Normal(name) => match component(name) {
+                Ok(_) => continue,
+                Err(_) => why_not(name.as_bytes()),
+            },
+            Component::RootDir | Component::Prefix(_) => "not relative (absolute)",
+            Component::ParentDir => "not made of names alone (has ..)",
+            Component::CurDir => "not made of names alone (has .)",
+        };
+        return Err(refused("path", rel.as_os_str().as_bytes(), why));
+    }
+    Ok(rel)
+}
+
+/// Why `b` is not a single path component.
+#[cold]
+fn why_not(b: &[u8]) -> &'static str {
+    if b.is_empty() {
+        "not a single path component (empty)"
+    } else if b == b"." || b == b".." {
+        "not a single path component (is . or ..)"
+    } else if b.contains(&b'/') {
+        "not a single path component (contains /)"
+    } else if b.contains(&0) {
+        "not a file name (contains a NUL byte)"
+    } else {
+        "not a file name (longer than 255 bytes)"
+    }
+}
+
+#[cold]
+fn refused(what: &str, b: &[u8], why: &str) -> Error {
+    Error::Entry(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("refusing the {what} \"{}\": {why}", escape(b)),
+    ))
+}
+
+/// A name as rsync prints it: control characters other than tab, bytes that are not
+/// UTF-8 and a backslash that would read as such an escape become `\#ooo`. A hostile
+/// name is just the one to carry terminal escapes, and the message may reach a
+/// terminal. The same rule as `report::escape_name`, which `dest` cannot name
+/// (`report` depends on `exit`, which depends on `dest`).
+fn escape(name: &[u8]) -> String {
+    let mut out = String::with_capacity(name.len());
+    for chunk in name.utf8_chunks() {
+        let text = chunk.valid();
+        for (i, c) in text.char_indices() {
+            let rest = &text.as_bytes()[i + 1..];
+            let escape_like = c == '\\'
+                && rest.len() >= 4
+                && rest[0] == b'#'
+                && rest[1..4].iter().all(u8::is_ascii_digit);
+            if (c < ' ' && c != '\t') || escape_like {
+                let _ = write!(out, "\\#{:03o}", c as u32);
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\#{b:03o}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(r: Result<impl std::fmt::Debug>) -> String {
+        match r {
+            Err(Error::Entry(e)) => {
+                assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+                e.to_string()
+            }
+            other => panic!("not refused as the entry's: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_single_components_pass() {
+        let long = "x".repeat(NAME_MAX);
+        for ok in ["a", "...", ".a", "a b", "\x1b[31m", "\\", long.as_str()] {
+            assert_eq!(component(OsStr::new(ok)).unwrap(), ok);
+        }
+        assert!(component(OsStr::from_bytes(b"\xff\xfe")).is_ok());
+        let long = "x".repeat(NAME_MAX + 1);
+        for (bad, why) in [
+            ("", "(empty)"),
+            (".", "(is . or ..)"),
+            ("..", "(is . or ..)"),
+            ("../x", "(contains /)"),
+            ("a/b", "(contains /)"),
+            ("/etc/passwd", "(contains /)"),
+            ("a/", "(contains /)"),
+            ("a\0b", "(contains a NUL byte)"),
+            (long.as_str(), "(longer than 255 bytes)"),
+        ] {
+            let m = message(component(OsStr::new(bad)));
+            assert!(m.ends_with(why), "{bad:?}: {m}");
+        }
+    }
+
+    #[test]
+    fn a_refused_name_is_shown_escaped() {
+        let m = message(component(OsStr::from_bytes(b"\x1b[31m/\xff\0")));
+        assert_eq!(
+            m,
+            "refusing the name \"\\#033[31m/\\#377\\#000\": not a single path component \
+             (contains /)"
+        );
+        let m = message(component(OsStr::new("../x")));
+        assert_eq!(
+            m,
+            "refusing the name \"../x\": not a single path component (contains /)"
+        );
+        assert_eq!(escape(b"a\\#123\tb\\x"), "a\\#134#123\tb\\x");
+    }
+
+    #[test]
+    fn a_relative_path_is_names_alone() {
+        for ok in ["", "a", "a/b/c", "a//b/", "\x1b[31m/x"] {
+            assert_eq!(relative(Path::new(ok)).unwrap(), Path::new(ok));
+        }
+        let long = format!("a/{}", "x".repeat(NAME_MAX + 1));
+        for (bad, why) in [
+            ("/etc", "(absolute)"),
+            ("..", "(has ..)"),
+            ("a/../../b", "(has ..)"),
+            ("./a", "(has .)"),
+            ("a/b\0c", "(contains a NUL byte)"),
+            (long.as_str(), "(longer than 255 bytes)"),
+        ] {
+            let m = message(relative(Path::new(bad)));
+            assert!(m.starts_with("refusing the path \""), "{bad:?}: {m}");
+            assert!(m.ends_with(why), "{bad:?}: {m}");
+        }
+    }
+}
