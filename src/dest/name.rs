@@ -10,29 +10,24 @@
 //! It runs on every call, so it is a length test and one pass over a short name.
 
 use std::ffi::OsStr;
-use std::fmt::Write;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 use super::{Error, Result};
+#[cfg(test)]
+use crate::name::NAME_MAX;
+use crate::name::{check, escape};
 
-/// The longest name Linux (and most NFS servers) takes in one component.
-pub const NAME_MAX: usize = 255;
-
-/// `name` when it is a single path component: not empty, not `.` or `..`, without
-/// `/` or NUL, at most [`NAME_MAX`] bytes. Anything else is the entry's error (kind
-/// `InvalidInput`) naming it, and nothing is done with it.
+/// `name` when it is a single path component ([`crate::name::check`]): not empty,
+/// not `.` or `..`, without `/` or NUL, at most `NAME_MAX` bytes. Anything else is
+/// the entry's error (kind `InvalidInput`) naming it, and nothing is done with it.
 #[inline]
 pub fn component(name: &OsStr) -> Result<&OsStr> {
-    let b = name.as_bytes();
-    // Branch-free over the bytes, so the scan vectorises; which rule failed is
-    // worked out only once one did.
-    let bad = b.iter().fold(false, |bad, &c| bad | (c == b'/') | (c == 0));
-    if bad || b.is_empty() || b.len() > NAME_MAX || b == b"." || b == b".." {
-        return Err(refused("name", b, why_not(b)));
+    match check(name.as_bytes()) {
+        Ok(()) => Ok(name),
+        Err(why) => Err(refused("name", name.as_bytes(), &why.to_string())),
     }
-    Ok(name)
 }
 
 /// `rel` when it is made of names alone (each one a [`component`]): a path below
@@ -43,33 +38,17 @@ pub fn component(name: &OsStr) -> Result<&OsStr> {
 pub fn relative(rel: &Path) -> Result<&Path> {
     for c in rel.components() {
         let why = match c {
-            Component::Normal(name) => match component(name) {
-                Ok(_) => continue,
-                Err(_) => why_not(name.as_bytes()),
+            Component::Normal(name) => match check(name.as_bytes()) {
+                Ok(()) => continue,
+                Err(why) => why.to_string(),
             },
-            Component::RootDir | Component::Prefix(_) => "not relative (absolute)",
-            Component::ParentDir => "not made of names alone (has ..)",
-            Component::CurDir => "not made of names alone (has .)",
+            Component::RootDir | Component::Prefix(_) => "not relative (absolute)".into(),
+            Component::ParentDir => "not made of names alone (has ..)".into(),
+            Component::CurDir => "not made of names alone (has .)".into(),
         };
-        return Err(refused("path", rel.as_os_str().as_bytes(), why));
+        return Err(refused("path", rel.as_os_str().as_bytes(), &why));
     }
     Ok(rel)
-}
-
-/// Why `b` is not a single path component.
-#[cold]
-fn why_not(b: &[u8]) -> &'static str {
-    if b.is_empty() {
-        "not a single path component (empty)"
-    } else if b == b"." || b == b".." {
-        "not a single path component (is . or ..)"
-    } else if b.contains(&b'/') {
-        "not a single path component (contains /)"
-    } else if b.contains(&0) {
-        "not a file name (contains a NUL byte)"
-    } else {
-        "not a file name (longer than 255 bytes)"
-    }
 }
 
 #[cold]
@@ -78,34 +57,6 @@ fn refused(what: &str, b: &[u8], why: &str) -> Error {
         io::ErrorKind::InvalidInput,
         format!("refusing the {what} \"{}\": {why}", escape(b)),
     ))
-}
-
-/// A name as rsync prints it: control characters other than tab, bytes that are not
-/// UTF-8 and a backslash that would read as such an escape become `\#ooo`. A hostile
-/// name is just the one to carry terminal escapes, and the message may reach a
-/// terminal. The same rule as `report::escape_name`, which `dest` cannot name
-/// (`report` depends on `exit`, which depends on `dest`).
-fn escape(name: &[u8]) -> String {
-    let mut out = String::with_capacity(name.len());
-    for chunk in name.utf8_chunks() {
-        let text = chunk.valid();
-        for (i, c) in text.char_indices() {
-            let rest = &text.as_bytes()[i + 1..];
-            let escape_like = c == '\\'
-                && rest.len() >= 4
-                && rest[0] == b'#'
-                && rest[1..4].iter().all(u8::is_ascii_digit);
-            if (c < ' ' && c != '\t') || escape_like {
-                let _ = write!(out, "\\#{:03o}", c as u32);
-            } else {
-                out.push(c);
-            }
-        }
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\#{b:03o}");
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -131,15 +82,15 @@ mod tests {
         assert!(component(OsStr::from_bytes(b"\xff\xfe")).is_ok());
         let long = "x".repeat(NAME_MAX + 1);
         for (bad, why) in [
-            ("", "(empty)"),
-            (".", "(is . or ..)"),
-            ("..", "(is . or ..)"),
-            ("../x", "(contains /)"),
-            ("a/b", "(contains /)"),
-            ("/etc/passwd", "(contains /)"),
-            ("a/", "(contains /)"),
-            ("a\0b", "(contains a NUL byte)"),
-            (long.as_str(), "(longer than 255 bytes)"),
+            ("", "empty"),
+            (".", "names the directory itself or its parent"),
+            ("..", "names the directory itself or its parent"),
+            ("../x", "contains /: not a single path component"),
+            ("a/b", "contains /: not a single path component"),
+            ("/etc/passwd", "contains /: not a single path component"),
+            ("a/", "contains /: not a single path component"),
+            ("a\0b", "contains a NUL byte"),
+            (long.as_str(), "longer than NAME_MAX (255)"),
         ] {
             let m = message(component(OsStr::new(bad)));
             assert!(m.ends_with(why), "{bad:?}: {m}");
@@ -151,13 +102,13 @@ mod tests {
         let m = message(component(OsStr::from_bytes(b"\x1b[31m/\xff\0")));
         assert_eq!(
             m,
-            "refusing the name \"\\#033[31m/\\#377\\#000\": not a single path component \
-             (contains /)"
+            "refusing the name \"\\#033[31m/\\#377\\#000\": contains /: not a single path \
+             component"
         );
         let m = message(component(OsStr::new("../x")));
         assert_eq!(
             m,
-            "refusing the name \"../x\": not a single path component (contains /)"
+            "refusing the name \"../x\": contains /: not a single path component"
         );
         assert_eq!(escape(b"a\\#123\tb\\x"), "a\\#134#123\tb\\x");
     }
@@ -173,8 +124,8 @@ mod tests {
             ("..", "(has ..)"),
             ("a/../../b", "(has ..)"),
             ("./a", "(has .)"),
-            ("a/b\0c", "(contains a NUL byte)"),
-            (long.as_str(), "(longer than 255 bytes)"),
+            ("a/b\0c", "contains a NUL byte"),
+            (long.as_str(), "longer than NAME_MAX (255)"),
         ] {
             let m = message(relative(Path::new(bad)));
             assert!(m.starts_with("refusing the path \""), "{bad:?}: {m}");

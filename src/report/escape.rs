@@ -20,25 +20,7 @@ use std::os::unix::ffi::OsStrExt;
 /// character other than tab become `\#ooo` (octal), and so does the backslash of a
 /// literal `\#` followed by three digits, so that the escape stays unambiguous.
 pub fn escape_name(name: &[u8]) -> String {
-    let mut out = String::with_capacity(name.len());
-    for chunk in name.utf8_chunks() {
-        let text = chunk.valid();
-        for (i, c) in text.char_indices() {
-            let escaped_backslash = c == '\\' && {
-                let rest = &text.as_bytes()[i + 1..];
-                rest.len() >= 4 && rest[0] == b'#' && rest[1..4].iter().all(u8::is_ascii_digit)
-            };
-            if (c < ' ' && c != '\t') || escaped_backslash {
-                let _ = write!(out, "\\#{:03o}", c as u32);
-            } else {
-                out.push(c);
-            }
-        }
-        for b in chunk.invalid() {
-            let _ = write!(out, "\\#{b:03o}");
-        }
-    }
-    out
+    crate::name::escape(name)
 }
 
 /// A file name as rsync's `-8` prints it: bytes with the high bit set as they are

@@ -102,7 +102,7 @@ pub(super) fn list(parent: &dyn RemoteDir, e: &SrcEntry) -> Listing {
         let why = crate::name::check(name.as_bytes()).err();
         let text = format!(
             "refused the entry name \"{}\": {}",
-            crate::name::shown(name.as_bytes()),
+            crate::name::escape(name.as_bytes()),
             why.map(|w| w.to_string()).unwrap_or_default()
         );
         (

@@ -17,7 +17,7 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::io;
 
-use crate::name::{Why, check, shown};
+use crate::name::{Why, check, escape};
 
 /// Entries one directory may list before it is taken for a server that never ends.
 pub const MAX_DIR_ENTRIES: usize = 100_000_000;
@@ -34,8 +34,8 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// The entry's error: names the name with every byte that is not printable text
-    /// escaped (a name is whatever bytes the server chose, terminal escapes included).
+    /// The entry's error: names the name escaped as rsync escapes one (a name is
+    /// whatever bytes the server chose, terminal escapes included).
     pub fn to_io(&self) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidData, self.to_string())
     }
@@ -46,7 +46,7 @@ impl fmt::Display for Refused {
         write!(
             f,
             "refused the name \"{}\" the server listed: {}",
-            shown(&self.name),
+            escape(&self.name),
             self.why
         )
     }
@@ -187,7 +187,7 @@ mod tests {
         };
         let line = r.to_string();
         assert!(!line.bytes().any(|b| b < 0x20), "{line:?}");
-        assert!(line.contains("\\x1b]0;x\\x07/.."), "{line}");
+        assert!(line.contains("\\#033]0;x\\#007/.."), "{line}");
     }
 
     fn names(v: &[&[u8]]) -> Vec<Vec<u8>> {

@@ -182,7 +182,7 @@ fn lying_names_never_leave_dest(proto: Proto) {
         "\"../../YY\"",
         "\"x/../../S\"",
         "\"..\"",
-        "\"NU\\x00NAM\"",
+        "\"NU\\#000NAM\"",
         &format!("\"{long}\""),
         "\"dupB\"",
         &format!("\"{}\"", abs.display()),

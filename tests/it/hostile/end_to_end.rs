@@ -6,30 +6,14 @@
 //! allocator, no random replies), only fake servers on real sockets.
 
 use std::collections::HashSet;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::sync::{Arc, Mutex};
 
 use crate::support::inproc::Server;
-use crate::support::net::Servers;
+use crate::support::net::{Servers, read_record};
 use crate::support::{Scratch, Tree, assert_copied, describe, slash};
-
-/// One RFC 5531 record from `s` (fragments joined), or `None` at EOF.
-fn read_rec(s: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut rec = Vec::new();
-    loop {
-        let mut mark = [0u8; 4];
-        s.read_exact(&mut mark).ok()?;
-        let mark = u32::from_be_bytes(mark);
-        let start = rec.len();
-        rec.resize(start + (mark & 0x7fff_ffff) as usize, 0);
-        s.read_exact(&mut rec[start..]).ok()?;
-        if mark & 0x8000_0000 != 0 {
-            return Some(rec);
-        }
-    }
-}
 
 fn write_rec(s: &mut TcpStream, words: &[u32]) -> std::io::Result<()> {
     let mut out = (0x8000_0000u32 | (words.len() as u32 * 4))
@@ -53,7 +37,7 @@ fn verifier_claims_4gib(xid: u32) -> Vec<u32> {
 /// A server answering every call on `port` with `answer(xid, prog, proc)`.
 fn answering(servers: &mut Servers, answer: fn(u32, u32, u32) -> Vec<u32>) -> u16 {
     servers.listen(move |mut s| {
-        while let Some(call) = read_rec(&mut s) {
+        while let Some(call) = read_record(&mut s) {
             let words = answer(word(&call, 0), word(&call, 3), word(&call, 5));
             if write_rec(&mut s, &words).is_err() {
                 break;
@@ -79,7 +63,7 @@ fn poisoning_proxy(servers: &mut Servers, target: u16, poison: fn(&[u8]) -> bool
         let marked = poisoned.clone();
         let (mut c_out, mut s_in) = (client, server);
         let up = std::thread::spawn(move || {
-            while let Some(call) = read_rec(&mut c_in) {
+            while let Some(call) = read_record(&mut c_in) {
                 if poison(&call) {
                     marked.lock().unwrap().insert(word(&call, 0));
                 }
@@ -91,7 +75,7 @@ fn poisoning_proxy(servers: &mut Servers, target: u16, poison: fn(&[u8]) -> bool
             }
             let _ = s_out.shutdown(std::net::Shutdown::Both);
         });
-        while let Some(rep) = read_rec(&mut s_in) {
+        while let Some(rep) = read_record(&mut s_in) {
             let xid = word(&rep, 0);
             let sent = if poisoned.lock().unwrap().remove(&xid) {
                 write_rec(&mut c_out, &verifier_claims_4gib(xid))

@@ -10,13 +10,13 @@
 //! It can also cut one connection mid-run.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Mutex};
 
 use nfsync::nfs::rpc::efs_bind::{BindReply, BindResponse, ScaleUpConfig, encode_reply};
 
-use super::net::Servers;
+use super::net::{Servers, read_record};
 
 /// One scripted answer to a bind call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,22 +151,6 @@ impl PartitionShim {
             "binds with {} identifiers",
             log.identifiers.len()
         );
-    }
-}
-
-/// One record (all fragments), `None` at the end of the stream.
-fn read_record(s: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut rec = Vec::new();
-    loop {
-        let mut mark = [0u8; 4];
-        s.read_exact(&mut mark).ok()?;
-        let mark = u32::from_be_bytes(mark);
-        let start = rec.len();
-        rec.resize(start + (mark & 0x7fff_ffff) as usize, 0);
-        s.read_exact(&mut rec[start..]).ok()?;
-        if mark & 0x8000_0000 != 0 {
-            return Some(rec);
-        }
     }
 }
 
