@@ -21,8 +21,8 @@ pub mod remote;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -189,6 +189,69 @@ pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
     }
     rustix::fs::fcntl_setfl(&fd, flags)?;
     Ok(Some(File::from(fd)))
+}
+
+/// Most bytes [`read_child`] reads: a file in a source directory read whole (a
+/// per-directory filter file) is text a person wrote, not data to copy.
+pub const CHILD_MAX: u64 = 1 << 20;
+
+/// Reads the file `name` (one component) in the listed source directory `dir`,
+/// whole, through whichever backend holds it: a local directory relative to its
+/// descriptor (opened again relative to its parent, never through a symlink put in
+/// its place), following a symlink in it only as `trust` allows; an operand with no
+/// parent held by its path; a remote one through its server (where a symlink is not
+/// followed). `Ok(None)`: there is no such file. Larger than [`CHILD_MAX`]: an error.
+///
+/// What reads a file in a source directory by name goes through here, so that it
+/// reads the source wherever the source is (the engine never opens a source path).
+pub fn read_child(
+    dir: &SrcEntry,
+    name: &std::ffi::OsStr,
+    trust: crate::options::trust::Trust,
+) -> io::Result<Option<Vec<u8>>> {
+    use crate::options::trust;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+    let read = match dir.parent.as_deref() {
+        Some(Held::Remote(p)) => remote::read_child(&**p, &dir.name, name),
+        Some(Held::Fd(_)) => open_dir(dir).and_then(|d| {
+            let f = trust::open_at(
+                trust,
+                d.as_fd(),
+                Path::new(name),
+                flags,
+                Mode::empty(),
+                false,
+            )?;
+            read_bounded(File::from(f))
+        }),
+        None => short_path(&dir.path.join(name), |p| {
+            let f = trust::open_at(trust, CWD, p, flags, Mode::empty(), false)?;
+            read_bounded(File::from(f))
+        }),
+    };
+    match read {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads `f` whole, refusing more than [`CHILD_MAX`] bytes.
+fn read_bounded(f: impl io::Read) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    f.take(CHILD_MAX + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > CHILD_MAX {
+        return Err(too_large());
+    }
+    Ok(v)
+}
+
+/// What [`read_child`] says of a file larger than [`CHILD_MAX`].
+fn too_large() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than {} bytes, not read", CHILD_MAX),
+    )
 }
 
 /// A listed symlink's target, read relative to the directory it was listed in.
