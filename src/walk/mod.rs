@@ -415,6 +415,37 @@ mod tests {
     use std::fs;
 
     #[test]
+    fn a_child_is_read_by_descriptor_by_path_and_within_its_bound() {
+        use crate::options::trust::Trust;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("src");
+        fs::create_dir_all(root.join("d")).unwrap();
+        fs::write(root.join("d/.f"), "- x\n").unwrap();
+        fs::write(root.join("d/big"), vec![b'#'; CHILD_MAX as usize + 1]).unwrap();
+        fs::write(root.join("d/max"), vec![b'#'; CHILD_MAX as usize]).unwrap();
+        std::os::unix::fs::symlink(".f", root.join("d/link")).unwrap();
+        let (listed, _) = list_dir(&root).unwrap();
+        let d = &listed[0];
+        assert!(matches!(d.parent.as_deref(), Some(Held::Fd(_))));
+        let read = |name: &str| read_child(d, name.as_ref(), Trust::OWNED);
+        assert_eq!(read(".f").unwrap().unwrap(), b"- x\n");
+        assert_eq!(read("link").unwrap().unwrap(), b"- x\n");
+        assert!(read("absent").unwrap().is_none());
+        assert_eq!(read("max").unwrap().unwrap().len() as u64, CHILD_MAX);
+        let err = read("big").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        // Moved away after the listing: the listed directory's name is not followed to
+        // another one put in its place.
+        fs::rename(root.join("d"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink("moved", root.join("d")).unwrap();
+        assert!(read(".f").is_err());
+        // An operand (no parent held) is read by its path.
+        let op = LocalPaths.operand(&root.join("moved"), true).unwrap();
+        let got = read_child(&op, ".f".as_ref(), Trust::OWNED).unwrap();
+        assert_eq!(got.unwrap(), b"- x\n");
+    }
+
+    #[test]
     fn paths_longer_than_path_max_are_opened_in_pieces() {
         let tmp = tempfile::tempdir().unwrap();
         let name = "n".repeat(250);
