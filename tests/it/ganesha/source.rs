@@ -467,3 +467,43 @@ fn per_directory_filters_over_v3_are_rsyncs() {
 fn per_directory_filters_over_v41_are_rsyncs() {
     per_directory_filters_are_read_on_the_server(Proto::V41);
 }
+
+/// A per-directory filter file that is a symlink on the server is not followed (its text
+/// is a path in the server's namespace) and is reported, never read as absent: the run
+/// ends 23 naming it, the rest copied.
+fn a_filter_file_that_is_a_symlink_on_the_server_is_reported(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("linked"));
+    tree.file("rules", "- *.log\n")
+        .symlink("sub/.rsync-filter", "../rules")
+        .file("sub/a.log", "x\n")
+        .file("sub/a.txt", "x\n");
+    let copy = copy_into(&export, tree.root());
+    let dst = s.join("dst");
+    let out = nfsync()
+        .arg("-aF")
+        .arg(export.url(&format!("{copy}/"), ""))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sub/.rsync-filter") && err.contains("symlink on the NFS server"),
+        "{err}"
+    );
+    assert!(dst.join("sub/a.txt").exists());
+}
+
+#[test]
+fn a_filter_file_that_is_a_symlink_on_the_server_is_reported_over_v3() {
+    a_filter_file_that_is_a_symlink_on_the_server_is_reported(Proto::V3);
+}
+
+#[test]
+fn a_filter_file_that_is_a_symlink_on_the_server_is_reported_over_v41() {
+    a_filter_file_that_is_a_symlink_on_the_server_is_reported(Proto::V41);
+}
