@@ -169,10 +169,6 @@ fn refuse_options(cfg: &Config) -> Result<(), Error> {
             cfg.paths.relative && cfg.paths.files_from.is_none(),
             "-R/--relative",
         ),
-        (
-            cfg.filter.reads_dirs(),
-            "per-directory filter files (dir-merge, -F, -C)",
-        ),
         (cfg.shard.is_some() || cfg.mpi, "--shard/--mpi"),
     ];
     match by_path.iter().find(|(on, _)| *on) {

@@ -21,8 +21,8 @@ pub mod remote;
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -191,6 +191,69 @@ pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
     Ok(Some(File::from(fd)))
 }
 
+/// Most bytes [`read_child`] reads: a file in a source directory read whole (a
+/// per-directory filter file) is text a person wrote, not data to copy.
+pub const CHILD_MAX: u64 = 1 << 20;
+
+/// Reads the file `name` (one component) in the listed source directory `dir`,
+/// whole, through whichever backend holds it: a local directory relative to its
+/// descriptor (opened again relative to its parent, never through a symlink put in
+/// its place), following a symlink in it only as `trust` allows; an operand with no
+/// parent held by its path; a remote one through its server (where a symlink is not
+/// followed). `Ok(None)`: there is no such file. Larger than [`CHILD_MAX`]: an error.
+///
+/// What reads a file in a source directory by name goes through here, so that it
+/// reads the source wherever the source is (the engine never opens a source path).
+pub fn read_child(
+    dir: &SrcEntry,
+    name: &std::ffi::OsStr,
+    trust: crate::options::trust::Trust,
+) -> io::Result<Option<Vec<u8>>> {
+    use crate::options::trust;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+    let read = match dir.parent.as_deref() {
+        Some(Held::Remote(p)) => remote::read_child(&**p, &dir.name, name),
+        Some(Held::Fd(_)) => open_dir(dir).and_then(|d| {
+            let f = trust::open_at(
+                trust,
+                d.as_fd(),
+                Path::new(name),
+                flags,
+                Mode::empty(),
+                false,
+            )?;
+            read_bounded(File::from(f))
+        }),
+        None => short_path(&dir.path.join(name), |p| {
+            let f = trust::open_at(trust, CWD, p, flags, Mode::empty(), false)?;
+            read_bounded(File::from(f))
+        }),
+    };
+    match read {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads `f` whole, refusing more than [`CHILD_MAX`] bytes.
+fn read_bounded(f: impl io::Read) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    f.take(CHILD_MAX + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > CHILD_MAX {
+        return Err(too_large());
+    }
+    Ok(v)
+}
+
+/// What [`read_child`] says of a file larger than [`CHILD_MAX`].
+fn too_large() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("larger than {} bytes, not read", CHILD_MAX),
+    )
+}
+
 /// A listed symlink's target, read relative to the directory it was listed in.
 pub fn read_link(e: &SrcEntry) -> io::Result<OsString> {
     let target = match e.parent.as_deref() {
@@ -350,6 +413,37 @@ fn open_long_dir(dir: &Path) -> io::Result<OwnedFd> {
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn a_child_is_read_by_descriptor_by_path_and_within_its_bound() {
+        use crate::options::trust::Trust;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("src");
+        fs::create_dir_all(root.join("d")).unwrap();
+        fs::write(root.join("d/.f"), "- x\n").unwrap();
+        fs::write(root.join("d/big"), vec![b'#'; CHILD_MAX as usize + 1]).unwrap();
+        fs::write(root.join("d/max"), vec![b'#'; CHILD_MAX as usize]).unwrap();
+        std::os::unix::fs::symlink(".f", root.join("d/link")).unwrap();
+        let (listed, _) = list_dir(&root).unwrap();
+        let d = &listed[0];
+        assert!(matches!(d.parent.as_deref(), Some(Held::Fd(_))));
+        let read = |name: &str| read_child(d, name.as_ref(), Trust::OWNED);
+        assert_eq!(read(".f").unwrap().unwrap(), b"- x\n");
+        assert_eq!(read("link").unwrap().unwrap(), b"- x\n");
+        assert!(read("absent").unwrap().is_none());
+        assert_eq!(read("max").unwrap().unwrap().len() as u64, CHILD_MAX);
+        let err = read("big").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge, "{err}");
+        // Moved away after the listing: the listed directory's name is not followed to
+        // another one put in its place.
+        fs::rename(root.join("d"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink("moved", root.join("d")).unwrap();
+        assert!(read(".f").is_err());
+        // An operand (no parent held) is read by its path.
+        let op = LocalPaths.operand(&root.join("moved"), true).unwrap();
+        let got = read_child(&op, ".f".as_ref(), Trust::OWNED).unwrap();
+        assert_eq!(got.unwrap(), b"- x\n");
+    }
 
     #[test]
     fn paths_longer_than_path_max_are_opened_in_pieces() {

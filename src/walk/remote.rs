@@ -121,6 +121,44 @@ pub(super) fn list(parent: &dyn RemoteDir, e: &SrcEntry) -> Listing {
     Ok((entries, problems))
 }
 
+/// The file `name` in the directory `dir_name` of `parent` (see [`super::read_child`]),
+/// read whole: a symlink there is not followed (its text is a path on the server).
+pub(super) fn read_child(
+    parent: &dyn RemoteDir,
+    dir_name: &OsStr,
+    name: &OsStr,
+) -> io::Result<Vec<u8>> {
+    use crate::meta::Kind;
+    if crate::name::check(name.as_bytes()).is_err() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a name in the directory: a file of a source read over the network is read \
+             from the directory that holds it",
+        ));
+    }
+    let dir = parent.open_dir(dir_name)?;
+    let meta = dir.lstat(name)?;
+    match meta.kind {
+        Kind::File if meta.size > super::CHILD_MAX => return Err(super::too_large()),
+        Kind::File => {}
+        Kind::Dir => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
+        Kind::Symlink => {
+            return Err(io::Error::other(
+                "a symlink on the NFS server is not followed over nfs://",
+            ));
+        }
+        _ => return Err(not_regular()),
+    }
+    match dir.open_file(name, &meta)? {
+        Some(f) => super::read_bounded(f),
+        None => Err(not_regular()),
+    }
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")
+}
+
 /// What a remote entry answers to a call that needs a local descriptor or path.
 pub(super) fn no_descriptor() -> io::Error {
     io::Error::new(

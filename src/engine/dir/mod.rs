@@ -398,7 +398,7 @@ impl<D: Destination> Engine<'_, D> {
         let filters = if mount_point {
             parent.filters.clone()
         } else {
-            let (scope, errors) = self.cfg.filter.enter(&parent.filters, &entry.path, &rel);
+            let (scope, errors) = self.cfg.filter.enter(&parent.filters, &entry, &rel);
             self.filter_errors(&entry.path, errors);
             scope
         };

@@ -371,7 +371,7 @@ impl<D: Destination> Engine<'_, D> {
         } else {
             transfer
         };
-        let first_dir = (op.meta.kind == Kind::Dir).then_some(op.entry.path.as_path());
+        let first_dir = (op.meta.kind == Kind::Dir).then_some(&op.entry);
         let (scope, errors) = self.cfg.filter.root_scope(transfer, first_dir, op.contents);
         self.filter_errors(&op.entry.path, errors);
         scope

@@ -76,6 +76,9 @@ pub(super) struct Loader<'a> {
     pub anchor: Anchor,
     /// Where relative merge-file names are found (`None`: the working directory).
     pub dir: Option<&'a Path>,
+    /// The listed source directory `dir` is, when it is one: its files are read
+    /// through the source seam (see [`crate::walk::read_child`]).
+    pub listed: Option<&'a crate::walk::SrcEntry>,
     /// Where `dir-merge` rules go (`None`: they are refused here).
     pub merges: Option<NewMerges<'a>>,
     /// Set when a `!` cleared the list: inherited rules are forgotten too.
@@ -201,8 +204,17 @@ impl Loader<'_> {
                     let mut mods = p.mods;
                     mods.exclude_self = false;
                     if p.kind == Kind::Merge {
-                        let path = self.resolve(name);
-                        self.parse_file(list, &path, &mods, true)?;
+                        match self.listed.filter(|d| !crate::walk::is_local(d)) {
+                            // A source read through a client has no local path: the
+                            // file is one in the directory being read.
+                            Some(d) => {
+                                self.parse_child(list, d, OsStr::from_bytes(name), &mods, true)?
+                            }
+                            None => {
+                                let path = self.resolve(name);
+                                self.parse_file(list, &path, &mods, true)?;
+                            }
+                        }
                     } else {
                         self.add_dir_merge(list, name, mods)?;
                     }
@@ -339,6 +351,47 @@ impl Loader<'_> {
             let trust = self.trust;
             crate::walk::short_path(path, |p| crate::options::trust::read(trust, p))
         };
+        self.parse_read(list, text, shown, hidden, named_at, template, required)
+    }
+
+    /// Reads the file `name` in the listed source directory `dir` as [`Self::parse_file`]
+    /// reads a path, through the source seam ([`crate::walk::read_child`]); errors
+    /// name it by the directory's path.
+    pub fn parse_child(
+        &mut self,
+        list: &mut Vec<Rule>,
+        dir: &crate::walk::SrcEntry,
+        name: &OsStr,
+        template: &Mods,
+        required: bool,
+    ) -> Result<(), Error> {
+        let named_at = self.source.as_ref().map(Source::place);
+        let hidden = self.place().is_some();
+        let shown = match hidden {
+            false => crate::report::Escaped(dir.path.join(name)).to_string(),
+            true => self.shown(b""),
+        };
+        if self.depth >= MAX_DEPTH {
+            return Err(Error::Depth { at: shown });
+        }
+        let text = crate::walk::read_child(dir, name, self.trust)
+            .and_then(|t| t.ok_or_else(|| io::ErrorKind::NotFound.into()));
+        self.parse_read(list, text, shown, hidden, named_at, template, required)
+    }
+
+    /// Parses the text read for [`Self::parse_file`] or [`Self::parse_child`] (or why it
+    /// could not be read).
+    #[allow(clippy::too_many_arguments)]
+    fn parse_read(
+        &mut self,
+        list: &mut Vec<Rule>,
+        text: io::Result<Vec<u8>>,
+        shown: String,
+        hidden: bool,
+        named_at: Option<String>,
+        template: &Mods,
+        required: bool,
+    ) -> Result<(), Error> {
         let text = match text {
             Ok(t) => t,
             // A per-directory merge file that is a link another user owns is read as

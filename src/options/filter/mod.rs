@@ -242,6 +242,7 @@ impl Filter {
             },
             anchor: Anchor::Root,
             dir: None,
+            listed: None,
             merges: Some(merge::NewMerges {
                 added: &mut self.merges,
                 base: 0,

@@ -9,16 +9,27 @@ use std::sync::Arc;
 use super::merge::{Anchor, Loader, NewMerges};
 use super::rules::Syntax;
 use super::{Chain, DirMerge, Error, Filter, Scope};
+use crate::walk::SrcEntry;
+
+/// Where a merge file is read.
+#[derive(Clone, Copy)]
+enum Dir<'a> {
+    /// A listed source directory: through the source seam.
+    Listed(&'a SrcEntry),
+    /// A local directory above the transfer: by path.
+    Above(&'a Path),
+}
 
 impl Filter {
     /// The scope of the transfer's top: `transfer` is the directory names are
     /// relative to (`SRC` for `SRC/`, its parent for `SRC`), `first_dir` the first
-    /// source directory listed, whose parents are scanned for `dir-merge /NAME` files;
-    /// with `contents` (`SRC/`) its own merge files are read too.
+    /// source directory listed, whose parents are scanned for `dir-merge /NAME` files
+    /// (a local one's: a source read through a client has no parents to scan); with
+    /// `contents` (`SRC/`) its own merge files are read too.
     pub fn root_scope(
         &self,
         transfer: &Path,
-        first_dir: Option<&Path>,
+        first_dir: Option<&SrcEntry>,
         contents: bool,
     ) -> (Arc<Scope>, Vec<Error>) {
         let mut base = clean_absolute(transfer).into_os_string().into_vec();
@@ -32,8 +43,8 @@ impl Filter {
             lists: vec![None; self.merges.len()],
         };
         let mut errors = Vec::new();
-        if let Some(first) = first_dir {
-            let first = clean_absolute(first);
+        if let Some(first) = first_dir.filter(|d| crate::walk::is_local(d)) {
+            let first = clean_absolute(&first.path);
             for (i, m) in self.merges.iter().enumerate() {
                 let Some(from) = &m.scan_from else { continue };
                 if m.template.no_inherit || !first.starts_with(from) {
@@ -48,8 +59,9 @@ impl Filter {
                         anchor.push(b'/');
                     }
                     let next = scope.lists[i].take();
+                    let above = Dir::Above(&dir);
                     scope.lists[i] =
-                        self.read_merge(m, &dir, Anchor::Above(anchor), next, &mut errors, None);
+                        self.read_merge(m, above, Anchor::Above(anchor), next, &mut errors, None);
                     dir.push(c);
                 }
             }
@@ -71,7 +83,12 @@ impl Filter {
     /// adds a merge file for this directory and those below it, read here too (and,
     /// when its name leads to a directory above this one, in that directory and each
     /// one down to here first, as rsync does).
-    pub fn enter(&self, parent: &Arc<Scope>, dir: &Path, rel: &Path) -> (Arc<Scope>, Vec<Error>) {
+    pub fn enter(
+        &self,
+        parent: &Arc<Scope>,
+        dir: &SrcEntry,
+        rel: &Path,
+    ) -> (Arc<Scope>, Vec<Error>) {
         if parent.merges.is_empty() {
             return (parent.clone(), Vec::new());
         }
@@ -100,7 +117,8 @@ impl Filter {
                 known,
             };
             let anchor = Anchor::Dir(prefix.clone());
-            lists.push(self.read_merge(&m, dir, anchor, inherited, &mut errors, Some(new)));
+            let at = Dir::Listed(dir);
+            lists.push(self.read_merge(&m, at, anchor, inherited, &mut errors, Some(new)));
             i += 1;
         }
         let merges = match added.is_empty() {
@@ -116,15 +134,19 @@ impl Filter {
     }
 
     /// A merge file a `dir-merge` rule named in `dir`, whose name leads to a directory
-    /// above it: its rules from that directory and each one down to `dir`'s parent.
+    /// above it: its rules from that directory and each one down to `dir`'s parent
+    /// (for a local source: one read through a client has no path to scan by).
     fn scan_down(
         &self,
         m: &super::DirMerge,
-        dir: &Path,
+        dir: &SrcEntry,
         errors: &mut Vec<Error>,
     ) -> Option<Arc<Chain>> {
+        if !crate::walk::is_local(dir) {
+            return None;
+        }
         let from = clean_absolute(m.scan_from.as_ref()?);
-        let here = clean_absolute(dir);
+        let here = clean_absolute(&dir.path);
         if from == here || !here.starts_with(&from) {
             return None;
         }
@@ -136,7 +158,14 @@ impl Filter {
             if !anchor.is_empty() {
                 anchor.push(b'/');
             }
-            chain = self.read_merge(m, &at, Anchor::Above(anchor), chain, errors, None);
+            chain = self.read_merge(
+                m,
+                Dir::Above(&at),
+                Anchor::Above(anchor),
+                chain,
+                errors,
+                None,
+            );
             at.push(c);
         }
         chain
@@ -146,7 +175,7 @@ impl Filter {
     fn read_merge(
         &self,
         m: &DirMerge,
-        dir: &Path,
+        dir: Dir<'_>,
         anchor: Anchor,
         inherited: Option<Arc<Chain>>,
         errors: &mut Vec<Error>,
@@ -158,7 +187,14 @@ impl Filter {
                 delete_excluded: self.delete_excluded,
             },
             anchor,
-            dir: Some(dir),
+            dir: Some(match dir {
+                Dir::Listed(d) => &d.path,
+                Dir::Above(p) => p,
+            }),
+            listed: match dir {
+                Dir::Listed(d) => Some(d),
+                Dir::Above(_) => None,
+            },
             merges,
             cleared: false,
             depth: 0,
@@ -170,7 +206,11 @@ impl Filter {
             notes: Vec::new(),
         };
         let mut local = Vec::new();
-        if let Err(e) = loader.parse_file(&mut local, &dir.join(&m.name), &m.template, false) {
+        let read = match dir {
+            Dir::Listed(d) => loader.parse_child(&mut local, d, &m.name, &m.template, false),
+            Dir::Above(p) => loader.parse_file(&mut local, &p.join(&m.name), &m.template, false),
+        };
+        if let Err(e) = read {
             errors.push(e);
         }
         for note in std::mem::take(&mut loader.notes) {

@@ -8,6 +8,16 @@ fn filter(rules: &[&str]) -> Filter {
     f
 }
 
+/// A directory as the walk gives one the command line names (read by path).
+fn dir(path: &Path) -> crate::walk::SrcEntry {
+    crate::walk::SrcEntry {
+        name: Default::default(),
+        path: path.to_path_buf(),
+        meta: crate::meta::Meta::from_std(&std::fs::metadata("/").unwrap()),
+        parent: None,
+    }
+}
+
 fn ex(f: &Filter, rel: &str, side: Side) -> bool {
     f.excluded(&Scope::default(), Path::new(rel), false, side)
 }
@@ -107,10 +117,10 @@ fn dir_merge_files_are_inherited_unless_n() {
     std::fs::write(root.join("a/.f"), "+ keep.o\n- /local\n").unwrap();
     std::fs::write(root.join(".n"), "- *.n\n").unwrap();
     let f = filter(&[": .f", ":n .n"]);
-    let (top, errs) = f.root_scope(root, Some(root), true);
+    let (top, errs) = f.root_scope(root, Some(&dir(root)), true);
     assert!(errs.is_empty());
-    let (a, _) = f.enter(&top, &root.join("a"), Path::new("a"));
-    let (b, _) = f.enter(&a, &root.join("a/b"), Path::new("a/b"));
+    let (a, _) = f.enter(&top, &dir(&root.join("a")), Path::new("a"));
+    let (b, _) = f.enter(&a, &dir(&root.join("a/b")), Path::new("a/b"));
     let x = |s: &Scope, rel: &str| f.excluded(s, Path::new(rel), false, Side::Sender);
     assert!(x(&top, "x.o") && x(&b, "a/b/x.o"));
     assert!(x(&top, "keep.o") && !x(&a, "a/keep.o") && !x(&b, "a/b/keep.o"));
@@ -126,8 +136,8 @@ fn dir_merge_clear_drops_inherited_rules() {
     std::fs::write(root.join(".f"), "- *.o\n").unwrap();
     std::fs::write(root.join("a/.f"), "!\n- *.p\n").unwrap();
     let f = filter(&["dir-merge .f"]);
-    let (top, _) = f.root_scope(root, Some(root), true);
-    let (a, _) = f.enter(&top, &root.join("a"), Path::new("a"));
+    let (top, _) = f.root_scope(root, Some(&dir(root)), true);
+    let (a, _) = f.enter(&top, &dir(&root.join("a")), Path::new("a"));
     assert!(!f.excluded(&a, Path::new("a/x.o"), false, Side::Sender));
     assert!(f.excluded(&a, Path::new("a/x.p"), false, Side::Sender));
 }
@@ -140,8 +150,8 @@ fn cvs_exclude_reads_cvsignore_words_not_inherited() {
     std::fs::write(root.join(".cvsignore"), "one.x  two.x\nthree.x").unwrap();
     let mut f = Filter::default();
     f.add_cvs_exclude().unwrap();
-    let (top, _) = f.root_scope(root, Some(root), true);
-    let (a, _) = f.enter(&top, &root.join("a"), Path::new("a"));
+    let (top, _) = f.root_scope(root, Some(&dir(root)), true);
+    let (a, _) = f.enter(&top, &dir(&root.join("a")), Path::new("a"));
     for n in ["one.x", "two.x", "three.x", "core", "x.o", ".git"] {
         let is_dir = n == ".git";
         assert!(f.excluded(&top, Path::new(n), is_dir, Side::Sender), "{n}");
@@ -161,7 +171,7 @@ fn a_merge_file_named_in_a_merge_file_is_neither_shown_nor_located() {
     std::fs::write(root.join("a/.g"), "- sec[r]et-x\n").unwrap();
     std::fs::write(root.join("a/.f"), ": .g\n").unwrap();
     let f = filter(&[": .f"]);
-    let (top, errs) = f.root_scope(&root, Some(&root), true);
+    let (top, errs) = f.root_scope(&root, Some(&dir(&root)), true);
     let said: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
     assert!(
         said.len() == 1
@@ -171,8 +181,8 @@ fn a_merge_file_named_in_a_merge_file_is_neither_shown_nor_located() {
     );
     // `.g`, named in a/.f, works in a and below, not beside it; what decided is
     // said by place.
-    let (a, _) = f.enter(&top, &root.join("a"), Path::new("a"));
-    let (b, _) = f.enter(&a, &root.join("a/b"), Path::new("a/b"));
+    let (a, _) = f.enter(&top, &dir(&root.join("a")), Path::new("a"));
+    let (b, _) = f.enter(&a, &dir(&root.join("a/b")), Path::new("a/b"));
     let side = Side::Sender;
     let by = |s: &Scope, rel: &str| {
         f.decided_by(s, Path::new(rel), false, side)
@@ -239,7 +249,7 @@ fn a_merge_file_name_too_long_once_its_directory_is_in_front_is_left_out() {
     let rule = format!(": sub/HIDDEN-{}\n", "Q".repeat(pad));
     std::fs::write(root.join(".f"), &rule).unwrap();
     let f = filter(&[": .f"]);
-    let (_, errs) = f.root_scope(root, Some(root), true);
+    let (_, errs) = f.root_scope(root, Some(&dir(root)), true);
     let said: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
     let place = format!("{}/.f line 1", root.display());
     assert_eq!(

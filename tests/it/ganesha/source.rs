@@ -365,3 +365,145 @@ fn list_only_over_v3_is_rsyncs_listing() {
 fn list_only_over_v41_is_rsyncs_listing() {
     list_only_is_rsyncs_listing(Proto::V41);
 }
+
+/// A tree with per-directory filter files at three depths, a `.cvsignore` in two
+/// directories, and names each of them (and rsync's CVS list) decides.
+fn filtered_tree(root: &Path) -> Tree {
+    let tree = Tree::new(root);
+    tree.file(".rsync-filter", "- *.log\n")
+        .file("top.log", "x\n")
+        .file("top.txt", "x\n")
+        .file("secret-top", "x\n")
+        .file("keep.tmp", "x\n")
+        .file("x.o", "x\n")
+        .file(".cvsignore", "ignored-top *.cvs\n")
+        .file("ignored-top", "x\n")
+        .file("a.cvs", "x\n")
+        .file(".rules", ". rules-inc\n- *.r\n")
+        .file("rules-inc", "- inc-*\n")
+        .file("inc-x", "x\n")
+        .file("y.r", "x\n")
+        .file("sub/.rsync-filter", "- secret*\n")
+        .file("sub/secret-a", "x\n")
+        .file("sub/open.log", "x\n")
+        .file("sub/open.txt", "x\n")
+        .file("sub/ignored-top", "x\n")
+        .file("sub/b.cvs", "x\n")
+        .file("sub/.cvsignore", "ignored-sub\n")
+        .file("sub/ignored-sub", "x\n")
+        .file("sub/.rules", "!\n- *.s\n")
+        .file("sub/y.r", "x\n")
+        .file("sub/z.s", "x\n")
+        .file("sub/deeper/.rsync-filter", "+ keep.tmp\n- *.tmp\n")
+        .file("sub/deeper/keep.tmp", "x\n")
+        .file("sub/deeper/drop.tmp", "x\n")
+        .file("sub/deeper/secret-b", "x\n")
+        .file("sub/deeper/deep.log", "x\n")
+        .file("sub/deeper/ignored-sub", "x\n")
+        .file("sub/deeper/c.cvs", "x\n")
+        .file("sub/deeper/z.s", "x\n")
+        .file("sub/deeper/y.r", "x\n")
+        .file("other/secret-c", "x\n")
+        .file("other/d.tmp", "x\n");
+    tree
+}
+
+/// Per-directory filter files (`-F`, `-FF`, `-C`'s `.cvsignore`, a `dir-merge` rule whose
+/// files merge another) are read from an `nfs://` source through the server: the copy
+/// is the one rsync makes of the tree the export holds.
+fn per_directory_filters_are_read_on_the_server(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = filtered_tree(&s.join("filtered"));
+    let copy = copy_into(&export, tree.root());
+    let local = export.path.join(&copy);
+    let url = export.url(&format!("{copy}/"), "");
+    let cases: [(&[&str], &str, &str); 4] = [
+        (&["-aF"], "sub/secret-a", "sub/open.txt"),
+        (&["-aFF"], "sub/.rsync-filter", "sub/deeper/keep.tmp"),
+        (&["-aC"], "sub/ignored-sub", "sub/ignored-top"),
+        (&["-a", "--filter=: .rules"], "sub/z.s", "sub/y.r"),
+    ];
+    for (i, (flags, left_out, kept)) in cases.into_iter().enumerate() {
+        let by_rsync = s.join(format!("rsync{i}"));
+        let by_nfsync = s.join(format!("nfsync{i}"));
+        let r = Command::new("rsync")
+            .args(flags)
+            .arg(format!("{}/", local.display()))
+            .arg(&by_rsync)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "rsync {flags:?}: {}", describe(&r));
+        // The oracle does filter: what the case is about is left out, not everything.
+        assert!(!by_rsync.join(left_out).exists(), "{flags:?}: {left_out}");
+        assert!(by_rsync.join(kept).exists(), "{flags:?}: {kept}");
+        let n = nfsync()
+            .args(flags)
+            .arg(&url)
+            .arg(&by_nfsync)
+            .output()
+            .unwrap();
+        assert!(
+            n.status.success(),
+            "nfsync {flags:?} {url}: {}",
+            describe(&n)
+        );
+        let diff = crate::support::rsync_diff(&by_rsync, &by_nfsync);
+        assert!(
+            diff.is_empty(),
+            "nfsync {flags:?} {url} differs from rsync:\n{diff}"
+        );
+    }
+}
+
+#[test]
+fn per_directory_filters_over_v3_are_rsyncs() {
+    per_directory_filters_are_read_on_the_server(Proto::V3);
+}
+
+#[test]
+fn per_directory_filters_over_v41_are_rsyncs() {
+    per_directory_filters_are_read_on_the_server(Proto::V41);
+}
+
+/// A per-directory filter file that is a symlink on the server is not followed (its text
+/// is a path in the server's namespace) and is reported, never read as absent: the run
+/// ends 23 naming it, the rest copied.
+fn a_filter_file_that_is_a_symlink_on_the_server_is_reported(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("linked"));
+    tree.file("rules", "- *.log\n")
+        .symlink("sub/.rsync-filter", "../rules")
+        .file("sub/a.log", "x\n")
+        .file("sub/a.txt", "x\n");
+    let copy = copy_into(&export, tree.root());
+    let dst = s.join("dst");
+    let out = nfsync()
+        .arg("-aF")
+        .arg(export.url(&format!("{copy}/"), ""))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sub/.rsync-filter") && err.contains("symlink on the NFS server"),
+        "{err}"
+    );
+    assert!(dst.join("sub/a.txt").exists());
+}
+
+#[test]
+fn a_filter_file_that_is_a_symlink_on_the_server_is_reported_over_v3() {
+    a_filter_file_that_is_a_symlink_on_the_server_is_reported(Proto::V3);
+}
+
+#[test]
+fn a_filter_file_that_is_a_symlink_on_the_server_is_reported_over_v41() {
+    a_filter_file_that_is_a_symlink_on_the_server_is_reported(Proto::V41);
+}
