@@ -269,20 +269,32 @@ fn read_to_local<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result
 
 /// A new file in the temporary directory that no name leads to (`O_TMPFILE`, or a
 /// name removed at once where the filesystem has no such files).
+///
+/// Its errors are the temporary directory's, named as such and never of kind
+/// `NotFound`: a missing `$TMPDIR` must not make the source file look vanished.
 pub(super) fn unnamed_local_file() -> io::Result<File> {
     use rustix::fs::{Mode, OFlags};
     let dir = std::env::temp_dir();
     let mode = Mode::from_raw_mode(0o600);
     let rw = OFlags::RDWR | OFlags::CLOEXEC;
-    match rustix::fs::open(&dir, rw | OFlags::TMPFILE, mode) {
-        Ok(fd) => return Ok(File::from(fd)),
-        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let path = dir.join(crate::options::temp::name(OsStr::new("nfsync-read")));
-    let fd = rustix::fs::open(&path, rw | OFlags::CREATE | OFlags::EXCL, mode)?;
-    rustix::fs::unlink(&path)?;
-    Ok(File::from(fd))
+    let made = match rustix::fs::open(&dir, rw | OFlags::TMPFILE, mode) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR) => {
+            let path = dir.join(crate::options::temp::name(OsStr::new("nfsync-read")));
+            rustix::fs::open(&path, rw | OFlags::CREATE | OFlags::EXCL, mode)
+                .and_then(|fd| rustix::fs::unlink(&path).map(|()| File::from(fd)))
+        }
+        Err(e) => Err(e),
+    };
+    made.map_err(|e| staging_error(&dir, e.into()))
+}
+
+/// An error of the local temporary directory a file read from a server is staged in.
+fn staging_error(dir: &std::path::Path, e: io::Error) -> io::Error {
+    io::Error::other(format!(
+        "staging a copy in the temporary directory {} (set TMPDIR): {e}",
+        dir.display()
+    ))
 }
 
 /// `--checksum`: whether `name` is a regular file of `src`'s size and bytes, its READs

@@ -353,10 +353,10 @@ impl<T: FileOps> SourceDir<T> {
         // A small file is held in memory (no inode of the local disk to make and free
         // for each), a large one in the temporary directory.
         let local = match listed.size <= ops.read_size() {
-            true => File::from(rustix::fs::memfd_create(
-                "nfsync-source",
-                rustix::fs::MemfdFlags::CLOEXEC,
-            )?),
+            true => File::from(
+                rustix::fs::memfd_create("nfsync-source", rustix::fs::MemfdFlags::CLOEXEC)
+                    .map_err(|e| io::Error::other(format!("staging a copy in memory: {e}")))?,
+            ),
             false => unnamed_local_file()?,
         };
         // A small file is one call with its attributes after it; a larger one many
@@ -365,10 +365,12 @@ impl<T: FileOps> SourceDir<T> {
             let (data, after) = ops
                 .read_with_attrs(fh, 0, listed.size as u32)
                 .map_err(to_io)?;
+            // In memory (a memfd): a failure here is the machine's, not the source's.
+            let staged = |e| io::Error::other(format!("staging a copy in memory: {e}"));
             if data.iter().any(|&b| b != 0) {
-                local.write_all_at(&data, 0)?;
+                local.write_all_at(&data, 0).map_err(staged)?;
             }
-            local.set_len(data.len() as u64)?;
+            local.set_len(data.len() as u64).map_err(staged)?;
             (data.len() as u64, after)
         } else {
             let read = pipeline::read_into(

@@ -161,6 +161,11 @@ macro_rules! protocol_tests {
         fn source_dirs_vanishing_mid_run_end_24() {
             super::source_faults::source_dirs_vanishing_mid_run_end_24($proto);
         }
+
+        #[test]
+        fn missing_tmpdir_is_named_not_vanished() {
+            super::source_faults::missing_tmpdir_is_named_not_vanished($proto);
+        }
     };
 }
 use protocol_tests;

@@ -544,3 +544,42 @@ fn many_small_dirs(root: &Path, dirs: usize) {
         }
     }
 }
+
+/// A missing `$TMPDIR`, where a file read from the server is staged: the files staged
+/// there fail naming the temporary directory (exit 23), never "vanished" (exit 24,
+/// which backup scripts pass over); the small ones, held in memory, are copied.
+pub(super) fn missing_tmpdir_is_named_not_vanished(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let rel = format!("tmpdir-{}", std::process::id());
+    let src = export.path.join(&rel);
+    Tree::new(&src)
+        .file("small", "small")
+        .random_file("big", 3 << 20, 7);
+    let dir = Scratch::new();
+    let dst = dir.join("dst");
+    let out = wait_at_most(
+        Command::new(bin())
+            .env("TMPDIR", dir.join("no-such-dir"))
+            .args(["-r", &contents_of(&export, &rel, "")])
+            .arg(&dst)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(120),
+        "nfsync hangs",
+    );
+    assert_eq!(out.status.code(), Some(23), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("vanished"), "{}", describe(&out));
+    assert!(
+        err.lines().any(|l| l.contains("/big")
+            && l.contains("temporary directory")
+            && l.contains("no-such-dir")),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(fs::read(dst.join("small")).unwrap(), b"small");
+}
