@@ -169,7 +169,6 @@ fn refuse_options(cfg: &Config) -> Result<(), Error> {
             cfg.paths.relative && cfg.paths.files_from.is_none(),
             "-R/--relative",
         ),
-        (cfg.shard.is_some() || cfg.mpi, "--shard/--mpi"),
     ];
     match by_path.iter().find(|(on, _)| *on) {
         Some((_, what)) => Err(refused(format!(

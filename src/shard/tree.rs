@@ -17,17 +17,20 @@
 //! the file counts, the share holding a large file taking more of them (the rig's
 //! node_modules corpus has a 6 MB bundle in a 36 MB tree).
 //!
-//! It costs one sequential walk of the source before the copy (local `readdir` and
-//! `lstat`s: fast beside the copy's network round trips) and memory for every entry
-//! while dealing. Past [`MAX_ENTRIES`] the deal is given up and each directory is dealt
+//! It costs one walk of the source before the copy, [`LISTERS`] directories listed at
+//! once through whatever holds them (local `readdir` and `lstat`s, or an `nfs://`
+//! source's READDIRPLUS round trips, the same listing on every machine), and memory
+//! for every entry while dealing. Past [`MAX_ENTRIES`] the deal is given up and each directory is dealt
 //! on its own ([`super::Shard::mine`], every shard walking every directory); so are
 //! entries and directories that appear after the deal.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Shard;
 use crate::meta::Kind;
@@ -180,8 +183,19 @@ impl TreeDeal {
     }
 }
 
+/// How many directories are listed at once while dealing: a source read over the
+/// network (`nfs://`) answers each listing after round trips, so one at a time would
+/// hold the copy for the sum of them.
+pub const LISTERS: usize = 16;
+
+/// How many directories are listed before their entries are counted: bounds what is
+/// held past [`MAX_ENTRIES`].
+const BATCH: usize = 4 * LISTERS;
+
 /// The source tree under `top`, parents before their children (index 0 is DEST);
-/// `None` past [`MAX_ENTRIES`] entries.
+/// `None` past [`MAX_ENTRIES`] entries. Directories are listed [`LISTERS`] at a time;
+/// what is dealt does not depend on the order they come in (pieces are ordered by
+/// their paths).
 fn list(top: &[SrcEntry], hard_links: bool) -> Option<Vec<Dir>> {
     let dir = |rel: PathBuf, parent: usize| Dir {
         rel,
@@ -196,36 +210,71 @@ fn list(top: &[SrcEntry], hard_links: bool) -> Option<Vec<Dir>> {
     // DEST is walked by every share.
     dirs[0].walk = true;
     let mut total = 0usize;
-    let mut stack: Vec<(usize, Vec<SrcEntry>)> = vec![(0, top.to_vec())];
-    while let Some((d, entries)) = stack.pop() {
-        for e in entries {
-            if e.meta.kind == Kind::Dir {
-                if let Ok((children, _)) = walk::list_entry(&e) {
-                    let c = dirs.len();
-                    dirs.push(dir(dirs[d].rel.join(&e.name), d));
-                    dirs[d].children.push(c);
-                    stack.push((c, children));
+    // Directories still to list: their parent's index in `dirs`, and their entry.
+    let mut queue: VecDeque<(usize, SrcEntry)> = VecDeque::new();
+    let mut listed: Vec<(usize, Vec<SrcEntry>)> = vec![(0, top.to_vec())];
+    loop {
+        for (d, entries) in listed.drain(..) {
+            for e in entries {
+                if e.meta.kind == Kind::Dir {
+                    queue.push_back((d, e));
+                    continue;
                 }
-                continue;
+                if hard_links && e.meta.kind == Kind::File && e.meta.nlink > 1 {
+                    continue;
+                }
+                let size = if e.meta.kind == Kind::File {
+                    e.meta.size
+                } else {
+                    0
+                };
+                dirs[d].entries.push((e.name, size, false));
+                dirs[d].count += 1;
+                dirs[d].bytes += u128::from(size);
+                total += 1;
+                if total > MAX_ENTRIES {
+                    return None;
+                }
             }
-            if hard_links && e.meta.kind == Kind::File && e.meta.nlink > 1 {
-                continue;
-            }
-            let size = if e.meta.kind == Kind::File {
-                e.meta.size
-            } else {
-                0
-            };
-            dirs[d].entries.push((e.name, size, false));
-            dirs[d].count += 1;
-            dirs[d].bytes += u128::from(size);
-            total += 1;
-            if total > MAX_ENTRIES {
-                return None;
+        }
+        if queue.is_empty() {
+            return Some(dirs);
+        }
+        let batch: Vec<(usize, SrcEntry)> = queue.drain(..queue.len().min(BATCH)).collect();
+        for ((parent, e), children) in batch.iter().zip(list_all(&batch)) {
+            // Unreadable directories are left out (the copy reports them).
+            if let Some(children) = children {
+                let c = dirs.len();
+                dirs.push(dir(dirs[*parent].rel.join(&e.name), *parent));
+                dirs[*parent].children.push(c);
+                listed.push((c, children));
             }
         }
     }
-    Some(dirs)
+}
+
+/// The entries of each directory of `batch`, in its order (`None`: unreadable), listed
+/// by up to [`LISTERS`] threads.
+fn list_all(batch: &[(usize, SrcEntry)]) -> Vec<Option<Vec<SrcEntry>>> {
+    let one = |e: &SrcEntry| walk::list_entry(e).ok().map(|(children, _)| children);
+    let threads = batch.len().min(LISTERS);
+    if threads <= 1 {
+        return batch.iter().map(|(_, e)| one(e)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let got: Vec<Mutex<Option<Vec<SrcEntry>>>> = batch.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((_, e)) = batch.get(i) else { break };
+                    *got[i].lock().unwrap() = one(e);
+                }
+            });
+        }
+    });
+    got.into_iter().map(|m| m.into_inner().unwrap()).collect()
 }
 
 /// The order of pieces of equal cost: directory path bytes, then a run's first name.

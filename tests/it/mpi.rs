@@ -3,25 +3,34 @@
 //! rank takes units of work as it walks, rank 0 finalizes and reports the totals of
 //! all with each rank's part; with `--delete` no rank removes what another copies;
 //! a rank held back (`--bwlimit`, started with different arguments by mpirun's
-//! `A : B` form) copies less and the others copy the rest.
+//! `A : B` form) copies less and the others copy the rest; the ranks read an `nfs://`
+//! source (NFSv3 and NFSv4.1) with no mount.
 
 #![cfg(feature = "mpi")]
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
 use crate::shards::{
-    compare, older_dest_with_extras, on_mount, over_nfs, temporaries_left, totals, walkdir,
+    compare, node_modules_on_the_server, older_dest_with_extras, on_mount, over_nfs,
+    temporaries_left, totals, walkdir,
 };
-use crate::support::{Scratch, Tree, bin, describe, json_stats, slash, stat};
+use crate::support::ganesha::Proto;
+use crate::support::{Scratch, Tree, bin, describe, json_stats, rsync_diff, slash, stat};
 
 const RANKS: usize = 4;
 
 /// `mpirun` with one `-n N nfsync --mpi --json ARGS SRC/ DEST` per group of ranks;
 /// rank 0's JSON (the only one printed), checked: exit 0, the ranks, each rank's part.
 fn mpirun(groups: &[(usize, &[&str])], src: &Path, dest: &str) -> Value {
+    mpirun_from(groups, &slash(src), dest)
+}
+
+/// [`mpirun`] with SRC as given (a path or a URL).
+fn mpirun_from(groups: &[(usize, &[&str])], src: &OsStr, dest: &str) -> Value {
     let mut cmd = Command::new("mpirun");
     if crate::support::is_root() {
         cmd.arg("--allow-run-as-root");
@@ -35,7 +44,7 @@ fn mpirun(groups: &[(usize, &[&str])], src: &Path, dest: &str) -> Value {
             .arg(bin())
             .args(["--mpi", "--json"])
             .args(*args)
-            .arg(slash(src))
+            .arg(src)
             .arg(dest);
     }
     let out: Output = cmd
@@ -110,6 +119,34 @@ fn mpirun_four_ranks_on_the_mount_path() {
 #[test]
 fn mpirun_four_ranks_over_nfs() {
     over_nfs(four_ranks);
+}
+
+/// Four ranks reading an `nfs://` source (no mount anywhere) into a local DEST: each
+/// entry copied once, by the ranks, and the copy exact.
+fn four_ranks_from_an_nfs_source(proto: Proto) {
+    let Some((src, url)) = node_modules_on_the_server(proto, "mpi-from") else {
+        return;
+    };
+    let s = Scratch::new();
+    let dst = s.join("dst");
+    let (files, links, bytes) = totals(&src);
+    let v = mpirun_from(&[(RANKS, &[])], &url, dst.to_str().unwrap());
+    assert_eq!(stat(&v, "files_copied"), files, "{v}");
+    assert_eq!(stat(&v, "links_created"), links, "{v}");
+    assert_eq!(stat(&v, "bytes_copied"), bytes, "{v}");
+    assert_eq!(parts(&v).iter().sum::<u64>(), files + links, "{v}");
+    let diff = rsync_diff(&src, &dst);
+    assert!(diff.is_empty(), "after mpirun:\n{diff}");
+}
+
+#[test]
+fn mpirun_four_ranks_from_an_nfs_source_over_v3() {
+    four_ranks_from_an_nfs_source(Proto::V3);
+}
+
+#[test]
+fn mpirun_four_ranks_from_an_nfs_source_over_v41() {
+    four_ranks_from_an_nfs_source(Proto::V41);
 }
 
 #[test]

@@ -1,18 +1,21 @@
 //! One tree, many processes. Four `--shard K/4` runs started at once into one
 //! DEST, on the mount path and over NFSv3 to nfs-ganesha, then the finalize run (the
 //! same command without `--shard`): every share's totals, the union, what the finalize
-//! run still had to do (nothing but directory attributes), `--delete` between shards,
-//! and `--shard slurm` / `k8s/N` reading their schedulers' variables.
+//! run still had to do (nothing but directory attributes),
+//! `--delete` between shards, `--shard slurm` / `k8s/N` reading their schedulers'
+//! variables, and shards reading an `nfs://` source (NFSv3 and NFSv4.1) with no mount.
 
+use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::support::ganesha::{self, Ganesha, Options};
+use crate::support::ganesha::{self, Ganesha, Options, Proto};
 use crate::support::{
-    Scratch, Tree, XorShift, bin, count_files, describe, json_stats, rsync_diff_with, slash, stat,
+    Scratch, Tree, XorShift, bin, count_files, describe, json_stats, rsync_diff, rsync_diff_with,
+    slash, stat,
 };
 
 const SHARDS: u64 = 4;
@@ -105,12 +108,18 @@ pub(crate) fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
 /// Starts `nfsync --json --shard K/4 ARGS SRC/ DEST` for every K at once and waits for
 /// all: their outputs, in K order.
 fn run_shards(args: &[&str], src: &Path, dest: &str) -> Vec<Output> {
-    let children: Vec<_> = (0..SHARDS)
+    run_n_shards(SHARDS, args, &slash(src), dest)
+}
+
+/// Starts `nfsync --json --shard K/N ARGS SRC DEST` for every K of `n` at once, SRC as
+/// given (a path or a URL), and waits for all: their outputs, in K order.
+fn run_n_shards(n: u64, args: &[&str], src: &OsStr, dest: &str) -> Vec<Output> {
+    let children: Vec<_> = (0..n)
         .map(|k| {
             Command::new(bin())
-                .args(["--json", "--shard", &format!("{k}/{SHARDS}")])
+                .args(["--json", "--shard", &format!("{k}/{n}")])
                 .args(args)
-                .arg(slash(src))
+                .arg(src)
                 .arg(dest)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -124,14 +133,15 @@ fn run_shards(args: &[&str], src: &Path, dest: &str) -> Vec<Output> {
         .collect()
 }
 
-/// Each share's JSON, checked: exit 0, its `shard` field.
+/// Each share's JSON, checked: exit 0, its `shard` field (K of as many as `outs`).
 fn shard_stats(outs: &[Output]) -> Vec<Value> {
+    let n = outs.len();
     outs.iter()
         .enumerate()
         .map(|(k, out)| {
             assert!(out.status.success(), "shard {k}: {}", describe(out));
             let v = json_stats(out);
-            assert_eq!(v["shard"], format!("{k}/{SHARDS}"), "{v}");
+            assert_eq!(v["shard"], format!("{k}/{n}"), "{v}");
             v
         })
         .collect()
@@ -150,10 +160,15 @@ fn assert_balanced(what: &str, values: &[u64]) {
 
 /// The finalize run: the same command without `--shard`; it must copy nothing.
 fn finalize(args: &[&str], src: &Path, dest: &str) -> Value {
+    finalize_from(args, &slash(src), dest)
+}
+
+/// [`finalize`] with SRC as given (a path or a URL).
+fn finalize_from(args: &[&str], src: &OsStr, dest: &str) -> Value {
     let out = Command::new(bin())
         .arg("--json")
         .args(args)
-        .arg(slash(src))
+        .arg(src)
         .arg(dest)
         .output()
         .expect("run nfsync");
@@ -232,6 +247,123 @@ fn four_shards_at_once_on_the_mount_path() {
 #[test]
 fn four_shards_at_once_over_nfs() {
     over_nfs(four_shards_then_finalize);
+}
+
+/// A tree `build` writes into a new directory of the export the tests of `proto`
+/// share: (its path here, its `nfs://` URL with a trailing slash, for `SRC/`). `None`
+/// when ganesha cannot run here.
+pub(crate) fn on_the_server(
+    proto: Proto,
+    what: &str,
+    build: impl FnOnce(&Path),
+) -> Option<(PathBuf, OsString)> {
+    let export = ganesha::shared(proto)?;
+    let holder = format!("{what}-{}", std::process::id());
+    let src = export.path.join(&holder).join("src");
+    build(&src);
+    let url = export.url(&format!("{holder}/src/"), "");
+    Some((src, url.into()))
+}
+
+/// The node_modules corpus on the server of `proto` (see [`on_the_server`]).
+pub(crate) fn node_modules_on_the_server(proto: Proto, what: &str) -> Option<(PathBuf, OsString)> {
+    on_the_server(proto, what, |src| {
+        node_modules(src);
+    })
+}
+
+/// Two `--shard K/2` runs at once reading an `nfs://` source (no mount anywhere) into
+/// one local DEST, then the finalize run from the same URL: each shard copied part of
+/// the tree, together all of it once, and the copy is exact.
+fn two_shards_from_an_nfs_source(proto: Proto) {
+    let Some((src, url)) = node_modules_on_the_server(proto, "shards-from") else {
+        return;
+    };
+    let s = Scratch::new();
+    let dst = s.join("dst");
+    let dest = dst.to_str().unwrap();
+    let (files, links, bytes) = totals(&src);
+    let stats = shard_stats(&run_n_shards(2, &[], &url, dest));
+    let of = |key: &str| -> Vec<u64> { stats.iter().map(|v| stat(v, key)).collect() };
+    assert_eq!(of("files_copied").iter().sum::<u64>(), files, "{stats:?}");
+    assert_eq!(of("links_created").iter().sum::<u64>(), links, "{stats:?}");
+    assert_eq!(of("bytes_copied").iter().sum::<u64>(), bytes, "{stats:?}");
+    for (k, n) in of("files_copied").into_iter().enumerate() {
+        assert!(
+            0 < n && n < files,
+            "shard {k} copied {n} of {files} files: {stats:?}"
+        );
+    }
+    assert_eq!(count_files(&dst), count_files(&src));
+    // Directory attributes are the finalize run's: the read-only one is not yet.
+    assert!(!rsync_diff(&src, &dst).is_empty());
+
+    let v = finalize_from(&[], &url, dest);
+    assert!(v.get("shard").is_none(), "{v}");
+    let diff = rsync_diff(&src, &dst);
+    assert!(diff.is_empty(), "after the finalize run:\n{diff}");
+}
+
+#[test]
+fn two_shards_from_an_nfs_source_over_v3() {
+    two_shards_from_an_nfs_source(Proto::V3);
+}
+
+#[test]
+fn two_shards_from_an_nfs_source_over_v41() {
+    two_shards_from_an_nfs_source(Proto::V41);
+}
+
+/// With `-H` from an `nfs://` source, the files with several links (by the server's
+/// link count) are no shard's: the finalize run, reading the same URL, copies one
+/// name and links the other to it.
+fn shards_from_an_nfs_source_leave_hard_links_to_the_finalize_run(proto: Proto) {
+    let Some((src, url)) = on_the_server(proto, "shards-links", |src| {
+        let t = Tree::new(src);
+        for d in 0..4 {
+            for f in 0..10 {
+                t.random_file(format!("d{d}/f{f}"), 100 + d * 1000 + f * 7, d * 10 + f);
+            }
+        }
+        t.file("d0/linked", "one file, two names\n")
+            .hardlink("d3/also", "d0/linked");
+        t.age();
+    }) else {
+        return;
+    };
+    let s = Scratch::new();
+    let dst = s.join("dst");
+    let dest = dst.to_str().unwrap();
+    let stats = shard_stats(&run_n_shards(2, &["-H"], &url, dest));
+    let copied: Vec<u64> = stats.iter().map(|v| stat(v, "files_copied")).collect();
+    assert_eq!(copied.iter().sum::<u64>(), 40, "{stats:?}");
+    assert!(copied.iter().all(|&n| 0 < n && n < 40), "{stats:?}");
+    assert!(!dst.join("d0/linked").exists() && !dst.join("d3/also").exists());
+
+    let out = Command::new(bin())
+        .args(["--json", "-H"])
+        .arg(&url)
+        .arg(dest)
+        .output()
+        .expect("run nfsync");
+    assert!(out.status.success(), "finalize: {}", describe(&out));
+    let v = json_stats(&out);
+    assert_eq!(stat(&v, "files_copied"), 1, "{v}");
+    let diff = rsync_diff(&src, &dst);
+    assert!(diff.is_empty(), "after the finalize run:\n{diff}");
+    let ino =
+        |p: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(dst.join(p)).unwrap());
+    assert_eq!(ino("d0/linked"), ino("d3/also"));
+}
+
+#[test]
+fn shards_from_an_nfs_source_leave_hard_links_to_the_finalize_run_over_v3() {
+    shards_from_an_nfs_source_leave_hard_links_to_the_finalize_run(Proto::V3);
+}
+
+#[test]
+fn shards_from_an_nfs_source_leave_hard_links_to_the_finalize_run_over_v41() {
+    shards_from_an_nfs_source_leave_hard_links_to_the_finalize_run(Proto::V41);
 }
 
 /// Makes DEST an older copy of everything in `src` (so every file is updated through a
