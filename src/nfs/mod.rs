@@ -144,6 +144,13 @@ pub fn connect_sources(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Err
         )));
     }
     refuse_options(cfg)?;
+    if let Some(what) = unread_attributes(cfg) {
+        out.warn(format_args!(
+            "{what} are not read from an nfs:// source (NFSv3 has none on the wire; \
+             nfsync's NFSv4.1 client does not read them yet): copying without them, \
+             the destination's left as they are"
+        ));
+    }
     let mut clients = HashMap::new();
     for src in &cfg.sources {
         let url = src.to_str().unwrap_or_default();
@@ -160,11 +167,23 @@ fn refused(why: String) -> Error {
     Error::Usage(Why::new(why))
 }
 
+/// `-X`/`-A` as the one warning of the run names them: what an `nfs://` source does
+/// not give (`None` when neither is asked for, or for `--list-only`, which shows none).
+fn unread_attributes(cfg: &Config) -> Option<&'static str> {
+    if cfg.paths.list_only {
+        return None;
+    }
+    match (cfg.xattrs.xattrs, cfg.xattrs.acls) {
+        (true, true) => Some("-X/-A: extended attributes and ACLs"),
+        (true, false) => Some("-X: extended attributes"),
+        (false, true) => Some("-A: ACLs"),
+        (false, false) => None,
+    }
+}
+
 /// What reads the source by local path, and so cannot read one on a server yet.
 fn refuse_options(cfg: &Config) -> Result<(), Error> {
     let by_path = [
-        (cfg.xattrs.xattrs, "-X/--xattrs"),
-        (cfg.xattrs.acls, "-A/--acls"),
         (
             cfg.paths.relative && cfg.paths.files_from.is_none(),
             "-R/--relative",
@@ -207,6 +226,13 @@ impl Source for NfsSources {
             Connected::V3(d) => operand(d, path, &below, contents),
             Connected::V41(d) => operand(d, path, &below, contents),
         }
+    }
+
+    /// Neither version's client reads them: NFSv3 has none on the wire (the NFSACL
+    /// side protocol aside), and the NFSv4.1 client does not ask for the `acl`
+    /// attribute. [`connect_sources`] says so once.
+    fn reads_xattrs(&self) -> bool {
+        false
     }
 }
 

@@ -211,6 +211,76 @@ fn a_symlink_named_with_a_slash_is_refused_over_v41() {
     a_symlink_named_with_a_slash_is_refused(Proto::V41);
 }
 
+/// `-X`/`-A` from an `nfs://` source, which gives neither: one warning line, the files
+/// copied as without them, exit 0, and DEST's own attributes left alone (with a local
+/// source lacking them, rsync would strip them; not knowing the source's, nfsync must
+/// not).
+fn xattrs_and_acls_are_warned_about_not_refused(proto: Proto) {
+    use crate::rsync_links::{acl_granting, setxattr, xattrs_of};
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("same", "kept\n")
+        .file("new", "copied\n")
+        .file("d/g", "deep\n");
+    let copy = copy_into(&export, tree.root());
+    let served = export.path.join(&copy);
+    for (i, flags) in ["-aX", "-aA", "-aXA"].into_iter().enumerate() {
+        let dst = s.join(format!("dst{i}"));
+        // DEST holds `same` and `d` up to date, with attributes the source lacks.
+        let pre = Command::new("rsync")
+            .args(["-a", "--exclude=new", "--exclude=g"])
+            .arg(format!("{}/", served.display()))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert!(pre.status.success(), "{}", describe(&pre));
+        // (An ACL whose mask is the file's group bits, r--: its mode stays as served.)
+        setxattr(&dst.join("same"), "user.k", b"v").unwrap();
+        setxattr(&dst.join("d"), "user.k", b"v").unwrap();
+        setxattr(
+            &dst.join("same"),
+            "system.posix_acl_access",
+            &acl_granting(65534),
+        )
+        .unwrap();
+        let before = [xattrs_of(&dst.join("same")), xattrs_of(&dst.join("d"))];
+        assert_eq!(before[0].len(), 2, "{flags}: {:?}", before[0]);
+
+        let out = nfsync()
+            .arg(flags)
+            .arg(export.url(&format!("{copy}/"), ""))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flags}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{flags}: one warning line: {err}");
+        assert!(
+            lines[0].starts_with("nfsync: warning: -")
+                && lines[0].contains("not read from an nfs:// source"),
+            "{flags}: {err}"
+        );
+        let d = crate::support::rsync_diff(&served, &dst);
+        assert!(d.is_empty(), "{flags}: DEST differs:\n{d}");
+        let after = [xattrs_of(&dst.join("same")), xattrs_of(&dst.join("d"))];
+        assert_eq!(after, before, "{flags}: DEST's own attributes changed");
+    }
+}
+
+#[test]
+fn xattrs_and_acls_over_v3_are_warned_about_not_refused() {
+    xattrs_and_acls_are_warned_about_not_refused(Proto::V3);
+}
+
+#[test]
+fn xattrs_and_acls_over_v41_are_warned_about_not_refused() {
+    xattrs_and_acls_are_warned_about_not_refused(Proto::V41);
+}
+
 /// One `#[test]` per shared scenario of the groups an NFS source and the destination
 /// made by `$dest` can hold, with the source on the shared server of `$proto`.
 macro_rules! source_tests {
