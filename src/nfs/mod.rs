@@ -114,8 +114,9 @@ pub enum Dest {
 
 /// The run's `nfs://` sources, each connected once before the run starts.
 pub struct NfsSources {
-    /// By the operand as given.
-    clients: HashMap<PathBuf, Connected>,
+    /// By the operand as given: where on the server the client stands (the URL
+    /// without its query; with `-R`, the part before `/./`), and the client.
+    clients: HashMap<PathBuf, (PathBuf, Connected)>,
 }
 
 enum Connected {
@@ -151,20 +152,59 @@ pub fn connect_sources(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Err
              the destination's left as they are"
         ));
     }
+    // -R: the client stands where the path to recreate starts; what is named below it
+    // (the directories on the way, then the path) is looked up from there.
+    let relative = cfg.paths.relative && cfg.paths.files_from.is_none();
+    let urls = cfg
+        .sources
+        .iter()
+        .map(|src| {
+            let given = src.to_str().unwrap_or_default();
+            match relative {
+                true => anchor(given).ok_or_else(|| unanchored(src)),
+                false => Ok(given.to_owned()),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut clients = HashMap::new();
-    for src in &cfg.sources {
-        let url = src.to_str().unwrap_or_default();
-        let connected = match connect(url, cfg, out.clone())? {
+    for (src, url) in cfg.sources.iter().zip(urls) {
+        let connected = match connect(&url, cfg, out.clone())? {
             Dest::V3(d) => Connected::V3(Arc::new(d)),
             Dest::V41(d) => Connected::V41(Arc::new(d)),
         };
-        clients.insert(src.clone(), connected);
+        let root = without_query(Path::new(&url));
+        clients.insert(src.clone(), (root, connected));
     }
     Ok(NfsSources { clients })
 }
 
 fn refused(why: String) -> Error {
     Error::Usage(Why::new(why))
+}
+
+/// `nfs://host/base/./rel?query` as `nfs://host/base/?query`: the URL of the directory a
+/// `-R` operand's path is recreated from; `None` without a `/./`.
+fn anchor(url: &str) -> Option<String> {
+    let (path, query) = match url.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (url, None),
+    };
+    let at = path.find("/./")?;
+    let base = &path[..at + 1];
+    Some(match query {
+        Some(q) => format!("{base}?{q}"),
+        None => base.to_owned(),
+    })
+}
+
+/// A `-R` URL without `/./`: rsync would recreate its whole path, which names the
+/// export and the directories above it in the server's namespace, not a tree to copy.
+fn unanchored(src: &Path) -> Error {
+    refused(format!(
+        "-R/--relative with an nfs:// source needs a /./ in the URL's path (the part after \
+         it is recreated under DEST): {}",
+        Escaped(src)
+    ))
 }
 
 /// `-X`/`-A` as the one warning of the run names them: what an `nfs://` source does
@@ -183,13 +223,7 @@ fn unread_attributes(cfg: &Config) -> Option<&'static str> {
 
 /// What reads the source by local path, and so cannot read one on a server yet.
 fn refuse_options(cfg: &Config) -> Result<(), Error> {
-    let by_path = [
-        (
-            cfg.paths.relative && cfg.paths.files_from.is_none(),
-            "-R/--relative",
-        ),
-        (cfg.shard.is_some() || cfg.mpi, "--shard/--mpi"),
-    ];
+    let by_path = [(cfg.shard.is_some() || cfg.mpi, "--shard/--mpi")];
     match by_path.iter().find(|(on, _)| *on) {
         Some((_, what)) => Err(refused(format!(
             "{what} is not available with an nfs:// source yet: copy from a mounted path for it"
@@ -205,16 +239,15 @@ impl Source for NfsSources {
 
     fn operand(&self, given: &Path, contents: bool) -> io::Result<SrcEntry> {
         let path = without_query(given);
-        // An operand, or a path below one (a `--files-from` name).
-        let (client, below) = match self.clients.get(given) {
-            Some(c) => (c, PathBuf::new()),
+        // An operand, or a path below one (a `--files-from` name, a `-R` path and the
+        // directories on the way to it): below the client that stands nearest.
+        let (root, client) = match self.clients.get(given) {
+            Some(c) => c,
             None => self
                 .clients
-                .iter()
-                .find_map(|(k, c)| {
-                    let rest = path.strip_prefix(without_query(k)).ok()?;
-                    Some((c, rest.to_path_buf()))
-                })
+                .values()
+                .filter(|(root, _)| path.starts_with(root))
+                .max_by_key(|(root, _)| root.components().count())
                 .ok_or_else(|| {
                     io::Error::new(
                         io::ErrorKind::InvalidInput,
@@ -222,6 +255,10 @@ impl Source for NfsSources {
                     )
                 })?,
         };
+        let below = path
+            .strip_prefix(root)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
         match client {
             Connected::V3(d) => operand(d, path, &below, contents),
             Connected::V41(d) => operand(d, path, &below, contents),
