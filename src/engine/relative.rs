@@ -2,7 +2,6 @@
 //! the `-R`/`--files-from` tree of named paths (see [`crate::options::relative`]) and `-m`'s
 //! pruning of directories that would hold no file.
 
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,7 +32,9 @@ impl<D: Destination> Engine<'_, D> {
                 }
             }
         } else if self.cfg.paths.relative {
-            for src in &self.cfg.sources {
+            for given in &self.cfg.sources {
+                // (A URL's query is no part of the path to recreate.)
+                let src = &self.source.path_of(given);
                 if crate::options::relative::is_anchor_only(src) {
                     continue;
                 }
@@ -41,7 +42,10 @@ impl<D: Destination> Engine<'_, D> {
                 // above it: they are only sent for something below them (rsync).
                 if !self.cfg.recursive
                     && !self.cfg.paths.dirs
-                    && fs::metadata(src).is_ok_and(|m| m.is_dir())
+                    && self
+                        .source
+                        .operand(given, true)
+                        .is_ok_and(|e| e.meta.kind == Kind::Dir)
                 {
                     let rel = crate::options::relative::split_anchor(src).1;
                     let shown = rel.as_os_str().as_encoded_bytes();

@@ -102,7 +102,8 @@ impl<D: Destination> Engine<'_, D> {
         apply: bool,
     ) -> XattrChange {
         let set = self.cfg.xattrs;
-        if !set.any() || self.xattrs.refused.load(Ordering::Relaxed) {
+        if !set.any() || !self.source.reads_xattrs() || self.xattrs.refused.load(Ordering::Relaxed)
+        {
             return XattrChange::default();
         }
         // Each side's ACLs where that side keeps them (see --fake-super).

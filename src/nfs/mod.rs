@@ -114,8 +114,9 @@ pub enum Dest {
 
 /// The run's `nfs://` sources, each connected once before the run starts.
 pub struct NfsSources {
-    /// By the operand as given.
-    clients: HashMap<PathBuf, Connected>,
+    /// By the operand as given: where on the server the client stands (the URL
+    /// without its query; with `-R`, the part before `/./`), and the client.
+    clients: HashMap<PathBuf, (PathBuf, Connected)>,
 }
 
 enum Connected {
@@ -143,15 +144,35 @@ pub fn connect_sources(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Err
             Escaped(local)
         )));
     }
-    refuse_options(cfg)?;
+    if let Some(what) = unread_attributes(cfg) {
+        out.warn(format_args!(
+            "{what} are not read from an nfs:// source (NFSv3 has none on the wire; \
+             nfsync's NFSv4.1 client does not read them yet): copying without them, \
+             the destination's left as they are"
+        ));
+    }
+    // -R: the client stands where the path to recreate starts; what is named below it
+    // (the directories on the way, then the path) is looked up from there.
+    let relative = cfg.paths.relative && cfg.paths.files_from.is_none();
+    let urls = cfg
+        .sources
+        .iter()
+        .map(|src| {
+            let given = src.to_str().unwrap_or_default();
+            match relative {
+                true => anchor(given).ok_or_else(|| unanchored(src)),
+                false => Ok(given.to_owned()),
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut clients = HashMap::new();
-    for src in &cfg.sources {
-        let url = src.to_str().unwrap_or_default();
-        let connected = match connect(url, cfg, out.clone())? {
+    for (src, url) in cfg.sources.iter().zip(urls) {
+        let connected = match connect(&url, cfg, out.clone())? {
             Dest::V3(d) => Connected::V3(Arc::new(d)),
             Dest::V41(d) => Connected::V41(Arc::new(d)),
         };
-        clients.insert(src.clone(), connected);
+        let root = without_query(Path::new(&url));
+        clients.insert(src.clone(), (root, connected));
     }
     Ok(NfsSources { clients })
 }
@@ -160,21 +181,42 @@ fn refused(why: String) -> Error {
     Error::Usage(Why::new(why))
 }
 
-/// What reads the source by local path, and so cannot read one on a server yet.
-fn refuse_options(cfg: &Config) -> Result<(), Error> {
-    let by_path = [
-        (cfg.xattrs.xattrs, "-X/--xattrs"),
-        (cfg.xattrs.acls, "-A/--acls"),
-        (
-            cfg.paths.relative && cfg.paths.files_from.is_none(),
-            "-R/--relative",
-        ),
-    ];
-    match by_path.iter().find(|(on, _)| *on) {
-        Some((_, what)) => Err(refused(format!(
-            "{what} is not available with an nfs:// source yet: copy from a mounted path for it"
-        ))),
-        None => Ok(()),
+/// `nfs://host/base/./rel?query` as `nfs://host/base/?query`: the URL of the directory a
+/// `-R` operand's path is recreated from; `None` without a `/./`.
+fn anchor(url: &str) -> Option<String> {
+    let (path, query) = match url.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (url, None),
+    };
+    let at = path.find("/./")?;
+    let base = &path[..at + 1];
+    Some(match query {
+        Some(q) => format!("{base}?{q}"),
+        None => base.to_owned(),
+    })
+}
+
+/// A `-R` URL without `/./`: rsync would recreate its whole path, which names the
+/// export and the directories above it in the server's namespace, not a tree to copy.
+fn unanchored(src: &Path) -> Error {
+    refused(format!(
+        "-R/--relative with an nfs:// source needs a /./ in the URL's path (the part after \
+         it is recreated under DEST): {}",
+        Escaped(src)
+    ))
+}
+
+/// `-X`/`-A` as the one warning of the run names them: what an `nfs://` source does
+/// not give (`None` when neither is asked for, or for `--list-only`, which shows none).
+fn unread_attributes(cfg: &Config) -> Option<&'static str> {
+    if cfg.paths.list_only {
+        return None;
+    }
+    match (cfg.xattrs.xattrs, cfg.xattrs.acls) {
+        (true, true) => Some("-X/-A: extended attributes and ACLs"),
+        (true, false) => Some("-X: extended attributes"),
+        (false, true) => Some("-A: ACLs"),
+        (false, false) => None,
     }
 }
 
@@ -185,16 +227,15 @@ impl Source for NfsSources {
 
     fn operand(&self, given: &Path, contents: bool) -> io::Result<SrcEntry> {
         let path = without_query(given);
-        // An operand, or a path below one (a `--files-from` name).
-        let (client, below) = match self.clients.get(given) {
-            Some(c) => (c, PathBuf::new()),
+        // An operand, or a path below one (a `--files-from` name, a `-R` path and the
+        // directories on the way to it): below the client that stands nearest.
+        let (root, client) = match self.clients.get(given) {
+            Some(c) => c,
             None => self
                 .clients
-                .iter()
-                .find_map(|(k, c)| {
-                    let rest = path.strip_prefix(without_query(k)).ok()?;
-                    Some((c, rest.to_path_buf()))
-                })
+                .values()
+                .filter(|(root, _)| path.starts_with(root))
+                .max_by_key(|(root, _)| root.components().count())
                 .ok_or_else(|| {
                     io::Error::new(
                         io::ErrorKind::InvalidInput,
@@ -202,10 +243,21 @@ impl Source for NfsSources {
                     )
                 })?,
         };
+        let below = path
+            .strip_prefix(root)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
         match client {
             Connected::V3(d) => operand(d, path, &below, contents),
             Connected::V41(d) => operand(d, path, &below, contents),
         }
+    }
+
+    /// Neither version's client reads them: NFSv3 has none on the wire (the NFSACL
+    /// side protocol aside), and the NFSv4.1 client does not ask for the `acl`
+    /// attribute. [`connect_sources`] says so once.
+    fn reads_xattrs(&self) -> bool {
+        false
     }
 }
 

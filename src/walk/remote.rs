@@ -180,6 +180,12 @@ pub trait Source: Send + Sync {
     /// where the source can. The walk lists it for `SRC/`, or copies it under the
     /// name it gives the entry.
     fn operand(&self, given: &Path, contents: bool) -> io::Result<SrcEntry>;
+    /// Whether the source's extended attributes and ACLs are read (`-X`/`-A`). When
+    /// they are not, the destination's are neither compared nor changed: what is not
+    /// known is not removed.
+    fn reads_xattrs(&self) -> bool {
+        true
+    }
 }
 
 /// Local paths: what the command line names is looked at through the kernel.

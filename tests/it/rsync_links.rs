@@ -267,7 +267,7 @@ fn chown_same_as_rsync() {
 
 /// A POSIX ACL granting `uid` read, as the kernel stores it
 /// (`system.posix_acl_access`: version 2, then tag/perm/id entries).
-fn acl_granting(uid: u32) -> Vec<u8> {
+pub(crate) fn acl_granting(uid: u32) -> Vec<u8> {
     let mut v = 2u32.to_le_bytes().to_vec();
     for (tag, perm, id) in [
         (0x01u16, 6u16, u32::MAX),

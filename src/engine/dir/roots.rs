@@ -60,7 +60,8 @@ impl<D: Destination> Engine<'_, D> {
         let (named, listed) = self.named_paths();
         let given = self.cfg.sources.iter().filter(|src| {
             self.cfg.paths.files_from.is_none()
-                && (!self.cfg.paths.relative || crate::options::relative::is_anchor_only(src))
+                && (!self.cfg.paths.relative
+                    || crate::options::relative::is_anchor_only(&self.source.path_of(src)))
         });
         for given in given.chain(&listed) {
             let src = &self.source.path_of(given);
@@ -346,7 +347,7 @@ impl<D: Destination> Engine<'_, D> {
             return None;
         }
         self.cfg.sources.iter().find_map(|src| {
-            let (base, rel) = crate::options::relative::split_anchor(src);
+            let (base, rel) = crate::options::relative::split_anchor(&self.source.path_of(src));
             let b = rel.as_os_str().as_encoded_bytes();
             let dotted = b.len() > 2 && b.starts_with(b"./");
             dotted

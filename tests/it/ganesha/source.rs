@@ -211,6 +211,153 @@ fn a_symlink_named_with_a_slash_is_refused_over_v41() {
     a_symlink_named_with_a_slash_is_refused(Proto::V41);
 }
 
+/// `-X`/`-A` from an `nfs://` source, which gives neither: one warning line, the files
+/// copied as without them, exit 0, and DEST's own attributes left alone (with a local
+/// source lacking them, rsync would strip them; not knowing the source's, nfsync must
+/// not).
+fn xattrs_and_acls_are_warned_about_not_refused(proto: Proto) {
+    use crate::rsync_links::{acl_granting, setxattr, xattrs_of};
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("same", "kept\n")
+        .file("new", "copied\n")
+        .file("d/g", "deep\n");
+    let copy = copy_into(&export, tree.root());
+    let served = export.path.join(&copy);
+    for (i, flags) in ["-aX", "-aA", "-aXA"].into_iter().enumerate() {
+        let dst = s.join(format!("dst{i}"));
+        // DEST holds `same` and `d` up to date, with attributes the source lacks.
+        let pre = Command::new("rsync")
+            .args(["-a", "--exclude=new", "--exclude=g"])
+            .arg(format!("{}/", served.display()))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert!(pre.status.success(), "{}", describe(&pre));
+        // (An ACL whose mask is the file's group bits, r--: its mode stays as served.)
+        setxattr(&dst.join("same"), "user.k", b"v").unwrap();
+        setxattr(&dst.join("d"), "user.k", b"v").unwrap();
+        setxattr(
+            &dst.join("same"),
+            "system.posix_acl_access",
+            &acl_granting(65534),
+        )
+        .unwrap();
+        let before = [xattrs_of(&dst.join("same")), xattrs_of(&dst.join("d"))];
+        assert_eq!(before[0].len(), 2, "{flags}: {:?}", before[0]);
+
+        let out = nfsync()
+            .arg(flags)
+            .arg(export.url(&format!("{copy}/"), ""))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flags}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{flags}: one warning line: {err}");
+        assert!(
+            lines[0].starts_with("nfsync: warning: -")
+                && lines[0].contains("not read from an nfs:// source"),
+            "{flags}: {err}"
+        );
+        let d = crate::support::rsync_diff(&served, &dst);
+        assert!(d.is_empty(), "{flags}: DEST differs:\n{d}");
+        let after = [xattrs_of(&dst.join("same")), xattrs_of(&dst.join("d"))];
+        assert_eq!(after, before, "{flags}: DEST's own attributes changed");
+    }
+}
+
+#[test]
+fn xattrs_and_acls_over_v3_are_warned_about_not_refused() {
+    xattrs_and_acls_are_warned_about_not_refused(Proto::V3);
+}
+
+#[test]
+fn xattrs_and_acls_over_v41_are_warned_about_not_refused() {
+    xattrs_and_acls_are_warned_about_not_refused(Proto::V41);
+}
+
+/// `-R` from an `nfs://` source: `nfs://…/src/./a/b` recreates `a/b` under DEST as
+/// `rsync -aR LOCAL/src/./a/b` does from the tree the export holds (the directories on
+/// the way with their attributes, `./a` giving DEST the attributes of that `.`, a
+/// trailing slash, a file); a URL with no `/./` is refused with the reason.
+fn relative_paths_are_rsyncs(proto: Proto) {
+    let Some(export) = ganesha::shared(proto) else {
+        return;
+    };
+    let s = Scratch::new();
+    let tree = Tree::new(s.join("src"));
+    tree.file("a/b/f", "f\n")
+        .file("a/b/c/g", "g\n")
+        .symlink("a/b/l", "f")
+        .file("a/other", "not sent\n")
+        .file("a/top", "t\n")
+        .file("elsewhere/h", "not sent\n");
+    std::fs::set_permissions(
+        tree.root().join("a"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o750),
+    )
+    .unwrap();
+    let copy = copy_into(&export, tree.root());
+    let served = export.path.join(&copy);
+    for (i, rel) in ["a/b", "a/b/", "a/b/c/g", "./a/b", "a/b/c"]
+        .into_iter()
+        .enumerate()
+    {
+        let ours = s.join(format!("ours{i}"));
+        let theirs = s.join(format!("theirs{i}"));
+        let r = Command::new("rsync")
+            .arg("-aR")
+            .arg(format!("{}/./{rel}", served.display()))
+            .arg(&theirs)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "rsync -aR {rel}: {}", describe(&r));
+        let out = nfsync()
+            .arg("-aR")
+            .arg(export.url(&format!("{copy}/./{rel}"), ""))
+            .arg(&ours)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "-aR {rel}: {}", describe(&out));
+        if !rel.starts_with("./") {
+            // DEST itself is sent nothing (no `.`): each keeps the time it was made at.
+            let t = filetime::FileTime::from_last_modification_time(
+                &std::fs::metadata(&theirs).unwrap(),
+            );
+            filetime::set_file_mtime(&ours, t).unwrap();
+        }
+        let d = crate::support::rsync_diff(&theirs, &ours);
+        assert!(d.is_empty(), "-aR {rel}: DEST differs from rsync's:\n{d}");
+    }
+
+    let dst = s.join("refused");
+    let out = nfsync()
+        .arg("-aR")
+        .arg(export.url(&format!("{copy}/a/b"), ""))
+        .arg(&dst)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a /./"), "{err}");
+    assert!(!dst.exists(), "DEST made for a refused run");
+}
+
+#[test]
+fn relative_paths_over_v3_are_rsyncs() {
+    relative_paths_are_rsyncs(Proto::V3);
+}
+
+#[test]
+fn relative_paths_over_v41_are_rsyncs() {
+    relative_paths_are_rsyncs(Proto::V41);
+}
+
 /// One `#[test]` per shared scenario of the groups an NFS source and the destination
 /// made by `$dest` can hold, with the source on the shared server of `$proto`.
 macro_rules! source_tests {
