@@ -160,7 +160,9 @@ pub fn connect_sources(cfg: &Config, out: Arc<Output>) -> Result<NfsSources, Err
         .map(|src| {
             let given = src.to_str().unwrap_or_default();
             match relative {
-                true => anchor(given).ok_or_else(|| unanchored(src)),
+                true => anchor(given)
+                    .filter(|_| !encoded_below_anchor(given))
+                    .ok_or_else(|| unanchored(src)),
                 false => Ok(given.to_owned()),
             }
         })
@@ -196,12 +198,22 @@ fn anchor(url: &str) -> Option<String> {
     })
 }
 
-/// A `-R` URL without `/./`: rsync would recreate its whole path, which names the
-/// export and the directories above it in the server's namespace, not a tree to copy.
+/// Whether the part of a `-R` URL after its `/./` holds a percent escape: that part is
+/// recreated under DEST as written, so a name spelled `a%20b` there would be looked up
+/// and named encoded. Refused with the reason rather than copied under the wrong name.
+fn encoded_below_anchor(url: &str) -> bool {
+    let path = url.split_once('?').map_or(url, |(p, _)| p);
+    path.split_once("/./")
+        .is_some_and(|(_, rel)| rel.contains('%'))
+}
+
+/// A `-R` URL without `/./` (or with a percent escape after it): rsync would recreate
+/// its whole path, which names the export and the directories above it in the server's
+/// namespace, not a tree to copy.
 fn unanchored(src: &Path) -> Error {
     refused(format!(
-        "-R/--relative with an nfs:// source needs a /./ in the URL's path (the part after \
-         it is recreated under DEST): {}",
+        "-R/--relative with an nfs:// source needs a /./ in the URL's path, with no percent \
+         escape after it (the part after it is recreated under DEST as written): {}",
         Escaped(src)
     ))
 }

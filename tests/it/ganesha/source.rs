@@ -335,17 +335,21 @@ fn relative_paths_are_rsyncs(proto: Proto) {
         assert!(d.is_empty(), "-aR {rel}: DEST differs from rsync's:\n{d}");
     }
 
-    let dst = s.join("refused");
-    let out = nfsync()
-        .arg("-aR")
-        .arg(export.url(&format!("{copy}/a/b"), ""))
-        .arg(&dst)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("needs a /./"), "{err}");
-    assert!(!dst.exists(), "DEST made for a refused run");
+    // Without a /./, or with a percent escape after it (recreated as written, so the
+    // name would be looked up and made encoded): refused with the reason.
+    for refused in [format!("{copy}/a/b"), format!("{copy}/./a%2Fb")] {
+        let dst = s.join("refused");
+        let out = nfsync()
+            .arg("-aR")
+            .arg(export.url(&refused, ""))
+            .arg(&dst)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{refused}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("needs a /./"), "{err}");
+        assert!(!dst.exists(), "DEST made for a refused run");
+    }
 }
 
 #[test]
