@@ -14,6 +14,7 @@ use std::path::Path;
 
 use super::ops::{FileOps, NfsOps, ObjectOps, PathOps};
 use super::{pipeline, tree};
+use crate::dest::name::component;
 use crate::dest::{
     self, AttrSet, CopyError, DestEntry, Destination, Removal, RootState, SourceFile, Wire,
 };
@@ -91,17 +92,17 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
     }
 
     fn stat(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<Option<Meta>> {
-        Ok(self.find(dir, name.as_bytes())?.map(|(_, m)| m))
+        Ok(self.find(dir, one(name)?)?.map(|(_, m)| m))
     }
 
     fn mkdir(&self, dir: &T::Dir, name: &OsStr, m: &Meta) -> dest::Result<(T::Dir, AttrSet)> {
-        let name = name.as_bytes();
+        let name = one(name)?;
         let fh = self.make_dir(dir, name, m)?;
         Ok((T::child(dir, fh, name), AttrSet::ALL))
     }
 
     fn open_dir(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<(T::Dir, Meta)> {
-        let name = name.as_bytes();
+        let name = one(name)?;
         let (fh, m) = match self.dir_cache().take(T::handle(dir), name) {
             Some(hit) => hit,
             None => match self.find(dir, name)? {
@@ -119,7 +120,7 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         name: &OsStr,
         src: &SourceFile<'_>,
     ) -> Result<u64, CopyError> {
-        FileOps::write_file(self, dir, name.as_bytes(), src)
+        FileOps::write_file(self, dir, one(name).map_err(CopyError::Dest)?, src)
     }
 
     fn write_into(
@@ -129,15 +130,15 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         src: &SourceFile<'_>,
         from: u64,
     ) -> Result<u64, CopyError> {
-        FileOps::write_into(self, dir, name.as_bytes(), src, from)
+        FileOps::write_into(self, dir, one(name).map_err(CopyError::Dest)?, src, from)
     }
 
     fn read_link(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<OsString> {
-        NfsOps::read_link(self, dir, name.as_bytes()).map(OsString::from_vec)
+        NfsOps::read_link(self, dir, one(name)?).map(OsString::from_vec)
     }
 
     fn symlink(&self, dir: &T::Dir, name: &OsStr, target: &OsStr, m: &Meta) -> dest::Result<()> {
-        ObjectOps::symlink(self, dir, name.as_bytes(), target.as_bytes(), m)
+        ObjectOps::symlink(self, dir, one(name)?, target.as_bytes(), m)
     }
 
     fn hard_link(
@@ -147,13 +148,7 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         target_dir: &T::Dir,
         target_name: &OsStr,
     ) -> dest::Result<()> {
-        ObjectOps::hard_link(
-            self,
-            dir,
-            name.as_bytes(),
-            target_dir,
-            target_name.as_bytes(),
-        )
+        ObjectOps::hard_link(self, dir, one(name)?, target_dir, one(target_name)?)
     }
 
     fn hard_link_current(
@@ -163,37 +158,31 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         target_dir: &T::Dir,
         target_name: &OsStr,
     ) -> dest::Result<()> {
-        ObjectOps::forget_written(self, target_dir, target_name.as_bytes());
-        ObjectOps::hard_link(
-            self,
-            dir,
-            name.as_bytes(),
-            target_dir,
-            target_name.as_bytes(),
-        )
+        ObjectOps::forget_written(self, target_dir, one(target_name)?);
+        ObjectOps::hard_link(self, dir, one(name)?, target_dir, one(target_name)?)
     }
 
     fn mknod(&self, dir: &T::Dir, name: &OsStr, m: &Meta) -> dest::Result<()> {
-        ObjectOps::mknod(self, dir, name.as_bytes(), m)
+        ObjectOps::mknod(self, dir, one(name)?, m)
     }
 
     fn rename(&self, dir: &T::Dir, from: &OsStr, to: &OsStr) -> dest::Result<()> {
-        PathOps::rename(self, dir, from.as_bytes(), dir, to.as_bytes())
+        PathOps::rename(self, dir, one(from)?, dir, one(to)?)
     }
 
     fn remove(&self, dir: &T::Dir, name: &OsStr, kind: Kind) -> dest::Result<()> {
-        ObjectOps::remove(self, dir, name.as_bytes(), kind == Kind::Dir)
+        ObjectOps::remove(self, dir, one(name)?, kind == Kind::Dir)
     }
 
     fn remove_tree(&self, dir: &T::Dir, name: &OsStr, each: &dyn Removal) -> dest::Result<bool> {
-        tree::remove_tree(self, dir, Path::new(name), each)
+        tree::remove_tree(self, dir, Path::new(component(name)?), each)
     }
 
     fn set_attrs(&self, dir: &T::Dir, name: &OsStr, m: &Meta, what: AttrSet) -> dest::Result<()> {
         if what.is_empty() {
             return Ok(());
         }
-        NfsOps::set_attrs(self, dir, name.as_bytes(), m, what)
+        NfsOps::set_attrs(self, dir, one(name)?, m, what)
     }
 
     fn set_dir_attrs(&self, dir: &T::Dir, m: &Meta, what: AttrSet) -> dest::Result<()> {
@@ -204,11 +193,11 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
     }
 
     fn same_content(&self, dir: &T::Dir, name: &OsStr, src: File) -> dest::Result<bool> {
-        same_content(self, dir, name.as_bytes(), src)
+        same_content(self, dir, one(name)?, src)
     }
 
     fn open_file(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<Option<File>> {
-        read_to_local(self, dir, name.as_bytes())
+        read_to_local(self, dir, one(name)?)
     }
 
     fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<T::Dir>> {
@@ -222,8 +211,14 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         to_dir: &T::Dir,
         to: &OsStr,
     ) -> dest::Result<()> {
-        PathOps::rename(self, from_dir, from.as_bytes(), to_dir, to.as_bytes())
+        PathOps::rename(self, from_dir, one(from)?, to_dir, one(to)?)
     }
+}
+
+/// `name` as one path component ([`component`]), as the calls send it: a name that is
+/// not one is never sent to the server, whose handling of `/` or `..` in it is its own.
+fn one(name: &OsStr) -> dest::Result<&[u8]> {
+    Ok(component(name)?.as_bytes())
 }
 
 /// A regular file of the server read whole into an unnamed local file (in the
