@@ -331,17 +331,7 @@ impl Loader<'_> {
         template: &Mods,
         required: bool,
     ) -> Result<(), Error> {
-        // A name read from a file is that file's text: neither it nor whether it
-        // exists is shown; where it was named is, when that is known.
-        let named_at = self.source.as_ref().map(Source::place);
-        let hidden = self.place().is_some();
-        let shown = match hidden {
-            false => crate::report::Escaped(path).to_string(),
-            true => self.shown(b""),
-        };
-        if self.depth >= MAX_DEPTH {
-            return Err(Error::Depth { at: shown });
-        }
+        let shown = self.opening(crate::report::Escaped(path))?;
         let text = if path.as_os_str() == "-" && self.merges.is_some() {
             let mut v = Vec::new();
             io::stdin().lock().read_to_end(&mut v).map(|_| v)
@@ -351,7 +341,21 @@ impl Loader<'_> {
             let trust = self.trust;
             crate::walk::short_path(path, |p| crate::options::trust::read(trust, p))
         };
-        self.parse_read(list, text, shown, hidden, named_at, template, required)
+        self.parse_read(list, text, shown, template, required)
+    }
+
+    /// How the file about to be read is shown in errors, or the error of one merge too
+    /// deep. A name read from a file is that file's text: neither it nor whether it
+    /// exists is shown; where it was named is, when that is known.
+    fn opening(&self, path: impl std::fmt::Display) -> Result<String, Error> {
+        let shown = match self.place().is_some() {
+            false => path.to_string(),
+            true => self.shown(b""),
+        };
+        match self.depth >= MAX_DEPTH {
+            true => Err(Error::Depth { at: shown }),
+            false => Ok(shown),
+        }
     }
 
     /// Reads the file `name` in the listed source directory `dir` as [`Self::parse_file`]
@@ -365,33 +369,24 @@ impl Loader<'_> {
         template: &Mods,
         required: bool,
     ) -> Result<(), Error> {
-        let named_at = self.source.as_ref().map(Source::place);
-        let hidden = self.place().is_some();
-        let shown = match hidden {
-            false => crate::report::Escaped(dir.path.join(name)).to_string(),
-            true => self.shown(b""),
-        };
-        if self.depth >= MAX_DEPTH {
-            return Err(Error::Depth { at: shown });
-        }
+        let shown = self.opening(crate::report::Escaped(dir.path.join(name)))?;
         let text = crate::walk::read_child(dir, name, self.trust)
             .and_then(|t| t.ok_or_else(|| io::ErrorKind::NotFound.into()));
-        self.parse_read(list, text, shown, hidden, named_at, template, required)
+        self.parse_read(list, text, shown, template, required)
     }
 
     /// Parses the text read for [`Self::parse_file`] or [`Self::parse_child`] (or why it
     /// could not be read).
-    #[allow(clippy::too_many_arguments)]
     fn parse_read(
         &mut self,
         list: &mut Vec<Rule>,
         text: io::Result<Vec<u8>>,
         shown: String,
-        hidden: bool,
-        named_at: Option<String>,
         template: &Mods,
         required: bool,
     ) -> Result<(), Error> {
+        let named_at = self.source.as_ref().map(Source::place);
+        let hidden = self.place().is_some();
         let text = match text {
             Ok(t) => t,
             // A per-directory merge file that is a link another user owns is read as
