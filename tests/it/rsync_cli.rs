@@ -292,7 +292,9 @@ fn one_file_system_at_a_mount_point() {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("skipping one_file_system_at_a_mount_point: cannot mount a tmpfs here");
+        crate::support::prerequisite_missing(
+            "one_file_system_at_a_mount_point: cannot mount a tmpfs here",
+        );
         return;
     }
     fs::write(mnt.join("inside"), "inside\n").unwrap();

@@ -10,14 +10,17 @@ use crate::support::sides::{Sides, Via};
 use crate::support::{Tree, describe};
 
 /// Whether the filesystem under `p` holds user extended attributes (else the test says
-/// so and passes).
+/// so and passes, or fails as root: see `prerequisite_missing`).
 fn holds_xattrs(p: &Path) -> bool {
     let probe = p.join(".probe");
     std::fs::write(&probe, b"").unwrap();
     let ok = setxattr(&probe, "user.probe", b"1");
     std::fs::remove_file(&probe).unwrap();
     if let Err(e) = &ok {
-        eprintln!("skipping: {} holds no user xattrs ({e})", p.display());
+        crate::support::prerequisite_missing(&format!(
+            "{} holds no user xattrs ({e})",
+            p.display()
+        ));
     }
     ok.is_ok()
 }
@@ -347,7 +350,10 @@ fn default_acl_stands_for_the_umask_without_p() {
             if let Some(other) = acl {
                 let v = default_acl(&[(0x01, 7), (0x04, 7), (0x20, other)]);
                 if let Err(e) = setxattr(&s.join(side), "system.posix_acl_default", &v) {
-                    eprintln!("skipping: {} holds no ACLs ({e})", s.path().display());
+                    crate::support::prerequisite_missing(&format!(
+                        "{} holds no ACLs ({e})",
+                        s.path().display()
+                    ));
                     return;
                 }
             }
@@ -404,7 +410,10 @@ fn fake_super_keeps_acls_in_rsyncs_xattrs() {
         (0x20, 4, none),
     ]);
     if let Err(e) = setxattr(&src.path("f"), "system.posix_acl_access", &access) {
-        eprintln!("skipping: {} holds no ACLs ({e})", s.path().display());
+        crate::support::prerequisite_missing(&format!(
+            "{} holds no ACLs ({e})",
+            s.path().display()
+        ));
         return;
     }
     let dflt = default_acl(&[(0x01, 7), (0x04, 5), (0x20, 5)]);
@@ -448,7 +457,7 @@ fn fake_super_backup_across_filesystems_keeps_the_attribute() {
     let shm = Path::new("/dev/shm");
     let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
     if dev(shm).is_none() || dev(shm) == dev(s.path()) || !holds_xattrs(s.path()) {
-        eprintln!("skipping: no other filesystem with user xattrs at /dev/shm");
+        crate::support::prerequisite_missing("no other filesystem with user xattrs at /dev/shm");
         return;
     }
     let backups = crate::support::Scratch::new_in(shm);

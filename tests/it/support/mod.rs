@@ -96,6 +96,17 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// A prerequisite of a test is missing (`why` says which). As root, how CI runs the
+/// tests, that is a failure with the reason: a test that passes without running hides
+/// a broken setup. Otherwise it says so on stderr and the caller returns early.
+pub fn prerequisite_missing(why: &str) {
+    assert!(
+        !is_root(),
+        "{why} (as root every prerequisite must be there)"
+    );
+    eprintln!("skipping: {why}");
+}
+
 /// Whether a test that needs root may run. As root: yes. Otherwise it says so once per
 /// process for each `what` (`skipping ganesha tests: not root`), straight to stderr so
 /// that libtest's output capture does not hide it, and the caller returns early. As
