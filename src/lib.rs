@@ -9,10 +9,11 @@
 //!                            report ─▶ stderr, stdout, --json
 //! ```
 //!
-//! The walk reads SRC through [`walk::Source`]: a local path by descriptor, or an
-//! `nfs://` tree through the same NFS client the destination side uses.
+//! SRC is read through [`source`], the seam the destination's [`dest`] mirrors: a local
+//! path by descriptor, or an `nfs://` tree through the same NFS client the destination
+//! side uses; a file's bytes reach the destination as a [`source::Data`].
 //!
-//! Data flows one way: [`walk`] lists the source, [`plan`] matches each directory with
+//! Data flows one way: [`source`] lists the source, [`plan`] matches each directory with
 //! the destination's listing and decides what to do, [`engine`] carries that out on many
 //! workers through a [`dest::Destination`], and [`report`] adds up what happened. The
 //! engine never names a backend; [`dest::Error`] tells it whether a failure is one
@@ -34,5 +35,5 @@ pub mod options;
 pub mod plan;
 pub mod report;
 pub mod shard;
+pub mod source;
 pub mod tune;
-pub mod walk;

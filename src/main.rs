@@ -14,7 +14,7 @@ use nfsync::report::logfile::LogFile;
 use nfsync::report::progress::{self, Progress};
 use nfsync::report::stats::RsyncStats;
 use nfsync::report::{Escaped, Output, Stats, Summary, escape_text};
-use nfsync::walk::{LocalPaths, Source};
+use nfsync::source::{LocalPaths, Source};
 use nfsync::{engine, nfs};
 
 fn main() -> std::process::ExitCode {

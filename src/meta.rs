@@ -179,10 +179,9 @@ pub struct Meta {
     pub atime: Option<Time>,
 }
 
-#[cfg(test)]
 impl Meta {
     /// An entry of `kind` and `size`, mode 0644, owned by root, dated 1970, one link:
-    /// what unit tests that deal or cut listings need.
+    /// what unit tests that deal or cut listings need, and a probe's empty file.
     pub fn of(kind: Kind, size: u64) -> Meta {
         Meta {
             kind,

@@ -20,7 +20,7 @@ use crate::meta::{Kind, Meta};
 use crate::options::backup::Backup;
 use crate::options::filter::{Filter, Scope, Side};
 use crate::options::temp;
-use crate::walk::SrcEntry;
+use crate::source::SrcEntry;
 
 /// How to decide that a destination file is already up to date.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,7 +72,7 @@ pub(super) fn write<D: Destination>(
             .map_err(|e| (ExitCode::FileIo, e.to_string()))?,
     );
     let src = SourceFile {
-        file: reopen(file)?,
+        data: crate::source::Data::from_file(reopen(file)?),
         meta,
         listed: &listed,
         path: Path::new("(check)"),
@@ -149,7 +149,7 @@ fn look_at<D: Destination>(
     }
     steps.push(dated(got.mtime));
     if !dest
-        .same_content(dir, name, reopen(&file)?)
+        .same_content(dir, name, crate::source::Data::from_file(reopen(&file)?))
         .map_err(|e| failed("reading the probe file back", &e))?
     {
         return Err((

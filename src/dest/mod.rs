@@ -20,7 +20,6 @@ pub mod sparse;
 pub use error::{Error, Result};
 
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -28,6 +27,7 @@ use std::sync::atomic::AtomicBool;
 use crate::meta::{Kind, Meta, Time};
 use crate::options::bwlimit::RateLimit;
 use crate::options::xattrs::{XattrSet, Xattrs};
+use crate::source::Data;
 
 /// One entry of a destination directory listing.
 #[derive(Clone, Debug)]
@@ -118,12 +118,13 @@ impl CopyError {
 
 /// A source regular file opened for copying.
 ///
-/// Backends read from [`SourceFile::file`] and must call [`SourceFile::verify_unchanged`]
+/// Backends read from [`SourceFile::data`] and must call [`SourceFile::verify_unchanged`]
 /// after the last byte is written and before setting the mtime, so that a file that
 /// changed under us never looks complete.
 pub struct SourceFile<'a> {
-    /// The open source file.
-    pub file: File,
+    /// The source file's bytes: a local file the kernel can copy, or bytes read as
+    /// they are consumed.
+    pub data: Data,
     /// What the destination must end up with: the source's `lstat`, less what the
     /// command line does not preserve (mode bits without `-p`, mtime without `-t`).
     pub meta: &'a Meta,
@@ -187,7 +188,9 @@ impl SourceFile<'_> {
     /// whole file.
     pub fn new_file_ranges(&self) -> std::result::Result<Vec<(u64, u64)>, CopyError> {
         if self.sparse {
-            sparse::data_extents(&self.file, 0, self.meta.size).map_err(CopyError::Source)
+            self.data
+                .data_extents(0, self.meta.size)
+                .map_err(CopyError::Source)
         } else {
             Ok(sparse::whole(0, self.meta.size))
         }
@@ -214,22 +217,20 @@ impl SourceFile<'_> {
 
     /// Re-checks size and mtime against the listing.
     pub fn verify_unchanged(&self) -> std::result::Result<(), CopyError> {
-        let now = self.file.metadata().map_err(CopyError::Source)?;
-        let now = Meta::from_std(&now);
-        if now.size != self.listed.size || now.mtime != self.listed.mtime {
-            return Err(CopyError::SourceChanged);
+        match self.data.unchanged(self.listed) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(CopyError::SourceChanged),
+            Err(e) => Err(CopyError::Source(e)),
         }
-        Ok(())
     }
 }
 
 /// Reads exactly `buf.len()` bytes of a source file at `off` for a backend that sends
 /// data itself (the NFS paths); a short read means the file shrank under us.
-pub fn read_full(file: &File, buf: &mut [u8], off: u64) -> std::result::Result<(), CopyError> {
-    use std::os::unix::fs::FileExt;
+pub fn read_full(data: &Data, buf: &mut [u8], off: u64) -> std::result::Result<(), CopyError> {
     let mut done = 0;
     while done < buf.len() {
-        match file.read_at(&mut buf[done..], off + done as u64) {
+        match data.read_at(&mut buf[done..], off + done as u64) {
             Ok(0) => return Err(CopyError::SourceChanged),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -420,15 +421,16 @@ pub trait Destination: Send + Sync {
     fn set_dir_attrs(&self, dir: &Self::Dir, meta: &Meta, what: AttrSet) -> Result<()>;
 
     /// `--checksum`: whether the destination file's bytes equal those of `src`, a
-    /// source file just opened (see [`crate::walk::open_file`]).
-    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: File) -> Result<bool>;
+    /// source file just opened (see [`crate::source::open_file`]).
+    fn same_content(&self, dir: &Self::Dir, name: &OsStr, src: Data) -> Result<bool>;
 
     /// A regular file of this destination opened for reading, to be copied within it
     /// (a `--copy-dest` basis copy, the old copy `--inplace --backup` keeps): opened
     /// without following a symlink and without blocking on a FIFO. `Ok(None)` when
-    /// `name` is not a regular file, or where the backend cannot hand out a local file
-    /// (then the caller takes the bytes from elsewhere or declines).
-    fn open_file(&self, dir: &Self::Dir, name: &OsStr) -> Result<Option<File>> {
+    /// `name` is not a regular file, or where the backend cannot read its files back
+    /// (then the caller takes the bytes from elsewhere or declines). Read as a source
+    /// file is: checked against its listing after the last byte.
+    fn open_file(&self, dir: &Self::Dir, name: &OsStr) -> Result<Option<Data>> {
         let _ = (dir, name);
         Ok(None)
     }

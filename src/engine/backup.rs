@@ -94,14 +94,14 @@ impl<D: Destination> Engine<'_, D> {
                 .map_err(CopyError::Dest)?,
         };
         let rel = parent.join(name);
-        let Some(file) = self.dest.open_file(dir, name).map_err(CopyError::Dest)? else {
+        let Some(data) = self.dest.open_file(dir, name).map_err(CopyError::Dest)? else {
             return Err(CopyError::Dest(dest::unsupported(
                 "the old copy cannot be read to keep it as a backup",
             )));
         };
         let path = self.dest_path(&rel);
         let copy = SourceFile {
-            file,
+            data,
             meta: old,
             listed: old,
             path: &path,

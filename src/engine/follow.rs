@@ -13,7 +13,7 @@ use crate::dest::Destination;
 use crate::meta::{Kind, Meta};
 use crate::options::follow::Verdict;
 use crate::report::{Escaped, Stats};
-use crate::walk::SrcEntry;
+use crate::source::SrcEntry;
 
 impl<D: Destination> Engine<'_, D> {
     /// Shapes one directory's source entries; `rel` is the directory's path below

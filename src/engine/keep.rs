@@ -15,7 +15,7 @@ use crate::meta::{Kind, Meta};
 use crate::options::keep::{self, BasisUse, Match};
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::report::{Escaped, Stats};
-use crate::walk;
+use crate::source;
 
 /// What a basis directory offers for one entry (`Dir` a directory of the destination).
 pub(super) enum FromBasis<Dir> {
@@ -416,7 +416,7 @@ impl<D: Destination> Engine<'_, D> {
         }
         let path = &job.entry.path;
         let listed = &job.entry.meta;
-        match walk::lstat(&job.entry) {
+        match source::lstat(&job.entry) {
             Ok(now) => {
                 if now.kind != listed.kind
                     || now.size != listed.size
@@ -433,7 +433,7 @@ impl<D: Destination> Engine<'_, D> {
             }
             Err(e) => return self.source_error(path, &e),
         }
-        if let Err(e) = walk::remove(&job.entry) {
+        if let Err(e) = source::remove(&job.entry) {
             Stats::bump(&self.stats.errors);
             self.out
                 .error(path, format_args!("cannot remove the source file: {e}"));

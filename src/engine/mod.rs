@@ -46,8 +46,8 @@ use crate::meta::{Kind, Meta};
 use crate::options::relative::Named;
 use crate::plan::{self, DestKnown};
 use crate::report::{Escaped, Output, Stats, Summary};
+use crate::source::SrcEntry;
 use crate::tune::Controller;
-use crate::walk::SrcEntry;
 
 /// A directory being filled: it finalizes when its last child is done.
 pub struct DirNode<D: Destination> {
@@ -124,7 +124,7 @@ pub struct Engine<'a, D: Destination> {
     rules: plan::Rules<'a>,
     dest: &'a D,
     /// Where the sources are read from (local paths, or a remote source).
-    source: &'a dyn crate::walk::Source,
+    source: &'a dyn crate::source::Source,
     out: &'a Output,
     /// DEST as given, for messages.
     dest_display: PathBuf,
@@ -167,7 +167,7 @@ struct Load {
 /// Runs one sync. `interrupted` is the flag the signal handlers raise.
 pub fn run<D: Destination>(
     cfg: &Config,
-    source: &dyn crate::walk::Source,
+    source: &dyn crate::source::Source,
     dest: &D,
     out: &Output,
     stats: Arc<Stats>,

@@ -12,7 +12,7 @@ use crate::dest::{self, Destination};
 use crate::meta::Kind;
 use crate::options::relative::Named;
 use crate::report::{Escaped, Stats};
-use crate::walk::{self, SrcEntry};
+use crate::source::{self, SrcEntry};
 
 impl<D: Destination> Engine<'_, D> {
     /// The tree of `-R` operands and `--files-from` names (`None` when there are
@@ -247,7 +247,7 @@ impl<D: Destination> Engine<'_, D> {
         let rel = node.rel.join(&e.name);
         match node.implied.as_ref().and_then(|t| t.children.get(&e.name)) {
             None if !self.cfg.recursive => true,
-            None => !self.holds_files(&rel, walk::list_entry(e), e.meta.dev, true),
+            None => !self.holds_files(&rel, source::list_entry(e), e.meta.dev, true),
             Some(t) => !self.named_hold_files(t, &rel, e.meta.dev),
         }
     }
@@ -276,10 +276,10 @@ impl<D: Destination> Engine<'_, D> {
     }
 
     /// The listing of the directory `t` names.
-    fn list_named(&self, t: &Named) -> walk::Listing {
+    fn list_named(&self, t: &Named) -> source::Listing {
         match self.source.operand(&t.src, true) {
-            Ok(dir) => walk::list_entry(&dir),
-            Err(e) => Err(walk::ListError::Dir(e)),
+            Ok(dir) => source::list_entry(&dir),
+            Err(e) => Err(source::ListError::Dir(e)),
         }
     }
 
@@ -287,7 +287,7 @@ impl<D: Destination> Engine<'_, D> {
     /// directory that cannot be read counts as holding one, so its error is reported
     /// where it is copied.
     /// `deep`: look below its subdirectories too (-r).
-    fn holds_files(&self, rel: &Path, listing: walk::Listing, dev: u64, deep: bool) -> bool {
+    fn holds_files(&self, rel: &Path, listing: source::Listing, dev: u64, deep: bool) -> bool {
         let Ok((entries, _)) = listing else {
             return true;
         };
@@ -308,6 +308,6 @@ impl<D: Destination> Engine<'_, D> {
             }
         }
         dirs.iter()
-            .any(|(crel, c)| self.holds_files(crel, walk::list_entry(c), dev, true))
+            .any(|(crel, c)| self.holds_files(crel, source::list_entry(c), dev, true))
     }
 }

@@ -14,7 +14,7 @@ use crate::meta::{Kind, Meta};
 use crate::plan::DirPlan;
 use crate::shard::claim;
 use crate::shard::tree::TreeDeal;
-use crate::walk::SrcEntry;
+use crate::source::SrcEntry;
 
 /// `--shard`: the deal over the whole tree, made once the roots are listed (`None`
 /// inside when the tree is too big to deal whole).
@@ -161,7 +161,7 @@ mod tests {
         let out = Output::new(true, 0, 0, false);
         super::super::run(
             &cfg,
-            &crate::walk::LocalPaths,
+            &crate::source::LocalPaths,
             &dest,
             &out,
             Arc::new(Stats::default()),

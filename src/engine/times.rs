@@ -16,11 +16,8 @@
 //! A run that writes nothing (`--dry-run`) or sets no times (no `-t`) does not probe.
 
 use std::ffi::OsStr;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Mutex;
-
-use rustix::fs::MemfdFlags;
 
 use crate::dest::{AttrSet, Destination, RootState, SourceFile};
 use crate::meta::{Kind, Meta, Time};
@@ -131,16 +128,15 @@ impl<D: Destination> Engine<'_, D> {
             _ => (self.dest.root_parent().ok()?.0, None),
         };
         let name = crate::options::temp::name(OsStr::new("time-probe"));
-        let empty =
-            File::from(rustix::fs::memfd_create("nfsync-time-probe", MemfdFlags::CLOEXEC).ok()?);
-        let listed = Meta::from_std(&empty.metadata().ok()?);
+        let listed = Meta::of(Kind::File, 0);
+        let empty = crate::source::Data::from_bytes(Vec::new(), listed);
         let meta = Meta {
             mode: 0o600,
             mtime: t,
             ..listed
         };
         let src = SourceFile {
-            file: empty,
+            data: empty,
             meta: &meta,
             listed: &listed,
             path: Path::new("(time probe)"),

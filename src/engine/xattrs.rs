@@ -16,7 +16,7 @@ use crate::dest::Destination;
 use crate::options::fake_super;
 use crate::options::xattrs::{self, Target, XattrSet, Xattrs};
 use crate::report::{Escaped, Stats};
-use crate::walk;
+use crate::source;
 
 /// Whether the destination can hold extended attributes and ACLs: once it says it
 /// cannot, no more are tried.
@@ -98,7 +98,7 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         dir: &D::Dir,
         name: Option<&OsStr>,
-        (src, entry, rel): (&Path, Option<&walk::SrcEntry>, &Path),
+        (src, entry, rel): (&Path, Option<&source::SrcEntry>, &Path),
         apply: bool,
     ) -> XattrChange {
         let set = self.cfg.xattrs;
@@ -127,8 +127,8 @@ impl<D: Destination> Engine<'_, D> {
             }
         };
         let got = match entry {
-            Some(e) => walk::in_listed_dir(e, read),
-            None => walk::short_path(src, read),
+            Some(e) => source::in_listed_dir(e, read),
+            None => source::short_path(src, read),
         };
         let want = match got {
             Ok(w) => w,

@@ -33,9 +33,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rpc::ops::{FileOps, ObjectOps, PathOps};
+use rpc::ops::{FileOps, ObjectOps, PathOps, to_io};
 use rpc::policy::{Notice, Notices};
-use rpc::source::{Operand, SourceDir, to_io};
+use rpc::source::{Operand, SourceDir};
 pub use rpc::url::is_nfs_url;
 use rpc::{setup, url};
 
@@ -45,7 +45,7 @@ use crate::exit::{Error, Why};
 use crate::meta::Kind;
 use crate::report::Escaped;
 use crate::report::Output;
-use crate::walk::{Held, RemoteDir, Source, SrcEntry};
+use crate::source::{Held, RemoteDir, Source, SrcEntry};
 
 /// Parses an `nfs://` URL, connects with the version it asks for (NFSv4.1 unless it
 /// says `?version=3` or gives a `mountport`, then NFSv3 when the server does not speak

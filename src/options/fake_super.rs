@@ -239,7 +239,7 @@ pub fn pack_acl(kernel: &[u8], mode: Option<u32>) -> Option<Vec<u8>> {
 }
 
 /// The target a regular file standing for a symlink holds: at most `PATH_MAX` bytes.
-pub fn read_target(f: std::fs::File) -> io::Result<Vec<u8>> {
+pub fn read_target(f: impl io::Read) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let mut target = Vec::new();
     f.take(4097).read_to_end(&mut target)?;

@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::meta::Kind;
-use crate::walk::{self, SrcEntry};
+use crate::source::{self, SrcEntry};
 
 /// The link options of one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl Follow {
         let mut unsafe_target = None;
         if !self.all && (self.unsafe_links || self.skip_unsafe) {
             // Read where it was listed (through the held directory, also on a server).
-            match walk::read_link(entry).map(PathBuf::from) {
+            match source::read_link(entry).map(PathBuf::from) {
                 Ok(t) if is_unsafe(t.as_os_str().as_bytes(), rel) => unsafe_target = Some(t),
                 Ok(_) => {}
                 Err(e) => return Verdict::Failed(e),
@@ -65,7 +65,7 @@ impl Follow {
         }
         let follow = self.all || (self.unsafe_links && unsafe_target.is_some());
         if follow || self.dirlinks {
-            match walk::referent(entry) {
+            match source::referent(entry) {
                 // -k alone: a link that cannot be followed stays a link.
                 Err(_) if !follow => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Verdict::NoReferent,

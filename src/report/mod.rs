@@ -76,8 +76,8 @@ pub struct Source<'a> {
     pub path: &'a Path,
 }
 
-impl<'a> From<&'a crate::walk::SrcEntry> for Source<'a> {
-    fn from(e: &'a crate::walk::SrcEntry) -> Self {
+impl<'a> From<&'a crate::source::SrcEntry> for Source<'a> {
+    fn from(e: &'a crate::source::SrcEntry) -> Self {
         Source {
             meta: &e.meta,
             path: &e.path,

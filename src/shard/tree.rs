@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::Shard;
 use crate::meta::Kind;
-use crate::walk::{self, SrcEntry};
+use crate::source::{self, SrcEntry};
 
 /// The most entries dealt as one list (memory: about 100 bytes each while dealing).
 pub const MAX_ENTRIES: usize = 4_000_000;
@@ -256,7 +256,7 @@ fn list(top: &[SrcEntry], hard_links: bool) -> Option<Vec<Dir>> {
 /// The entries of each directory of `batch`, in its order (`None`: unreadable), listed
 /// by up to [`LISTERS`] threads.
 fn list_all(batch: &[(usize, SrcEntry)]) -> Vec<Option<Vec<SrcEntry>>> {
-    let one = |e: &SrcEntry| walk::list_entry(e).ok().map(|(children, _)| children);
+    let one = |e: &SrcEntry| source::list_entry(e).ok().map(|(children, _)| children);
     let threads = batch.len().min(LISTERS);
     if threads <= 1 {
         return batch.iter().map(|(_, e)| one(e)).collect();
@@ -354,7 +354,7 @@ mod tests {
             .unwrap();
         }
         std::fs::create_dir_all(root.join("empty/inner")).unwrap();
-        let (top, _) = walk::list_dir(root).unwrap();
+        let (top, _) = source::list_dir(root).unwrap();
         let dirs: Vec<PathBuf> = walkdir(root);
         let files: Vec<(PathBuf, u64)> = dirs
             .iter()

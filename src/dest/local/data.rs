@@ -44,7 +44,7 @@ pub(super) fn write_ranges(
         while at < off + len {
             let n = piece.min(off + len - at);
             buf.resize(n as usize, 0);
-            read_full(&src.file, &mut buf, at)?;
+            read_full(&src.data, &mut buf, at)?;
             src.throttle(n)?;
             if src.sparse {
                 for (seg_at, seg, zero) in segments(&buf, at) {
@@ -128,10 +128,13 @@ impl LocalDest {
     /// complete.
     pub(super) fn fill(&self, f: &mut File, src: &SourceFile<'_>) -> Result<u64, CopyError> {
         let meta = src.meta;
-        let bytes = if by_ranges(src) {
-            fill_by_ranges(src, f)?
-        } else {
-            copy_data(&src.file, f, meta.size, src.stop, src.moving.as_ref())?
+        let bytes = match src.data.as_file() {
+            Some(file) if !by_ranges(src) => {
+                copy_data(file, f, meta.size, src.stop, src.moving.as_ref())?
+            }
+            // Bytes held or read as they come: written by pieces, paced and counted
+            // as each is let through.
+            _ => fill_by_ranges(src, f)?,
         };
         src.verify_unchanged()?;
         let dest = |e: rustix::io::Errno| CopyError::Dest(e.into());
@@ -209,8 +212,10 @@ impl LocalDest {
         let f = File::from(fd);
         let bytes = if src.sparse {
             // rsync -S --inplace: the source's holes become holes here too.
-            let data =
-                sparse::data_extents(&src.file, from, meta.size).map_err(CopyError::Source)?;
+            let data = src
+                .data
+                .data_extents(from, meta.size)
+                .map_err(CopyError::Source)?;
             // Past the old end there is nothing to punch, but the block it falls in
             // goes too: the punch runs to the gap's end (the size stays).
             let old_end = (st.st_size as u64).min(meta.size);

@@ -29,6 +29,7 @@ use super::{
 use crate::dest;
 use crate::meta::{Kind, Meta};
 use crate::options::trust::Trust;
+use crate::source::Data;
 
 mod data;
 mod dir;
@@ -525,7 +526,7 @@ impl Destination for LocalDest {
         Ok(())
     }
 
-    fn open_file(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<File>> {
+    fn open_file(&self, dir: &LocalDir, name: &OsStr) -> dest::Result<Option<Data>> {
         component(name)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
@@ -534,14 +535,14 @@ impl Destination for LocalDest {
             return Ok(None);
         }
         rustix::fs::fcntl_setfl(&fd, OFlags::RDONLY)?;
-        Ok(Some(File::from(fd)))
+        Ok(Some(Data::from_file(File::from(fd))))
     }
 
-    fn same_content(&self, dir: &LocalDir, name: &OsStr, mut src: File) -> dest::Result<bool> {
+    fn same_content(&self, dir: &LocalDir, name: &OsStr, src: Data) -> dest::Result<bool> {
         component(name)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let dst = rustix::fs::openat(dir.fd(), name, flags, Mode::empty())?;
-        Ok(same_bytes(&mut src, &mut File::from(dst))?)
+        Ok(same_bytes(&mut src.reader(), &mut File::from(dst))?)
     }
 
     fn xattrs(

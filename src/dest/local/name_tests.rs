@@ -85,7 +85,7 @@ fn reads(d: &LocalDest, dir: &LocalDir, src: &Path, bad: &OsStr) {
     assert_refused("open_dir", bad, d.open_dir(dir, bad));
     assert_refused("read_link", bad, d.read_link(dir, bad));
     assert_refused("open_file", bad, d.open_file(dir, bad));
-    let file = File::open(src).unwrap();
+    let file = crate::source::Data::from_file(File::open(src).unwrap());
     assert_refused("same_content", bad, d.same_content(dir, bad, file));
     assert_refused("xattrs", bad, d.xattrs(dir, Some(bad), set));
     assert_refused(
@@ -100,7 +100,7 @@ fn reads(d: &LocalDest, dir: &LocalDir, src: &Path, bad: &OsStr) {
 fn writes(d: &LocalDest, dir: &LocalDir, src_path: &Path, bad: &OsStr) {
     let listed = Meta::from_std(&fs::metadata(src_path).unwrap());
     let src = SourceFile {
-        file: File::open(src_path).unwrap(),
+        data: crate::source::Data::from_file(File::open(src_path).unwrap()),
         meta: &listed,
         listed: &listed,
         path: src_path,
@@ -214,7 +214,7 @@ fn long_and_strange_single_names_still_work() {
     for name in [long.as_str(), "\x1b[31m", "..x", ".hidden", "a\\#000"] {
         let name = OsStr::new(name);
         let src = SourceFile {
-            file: File::open(&src_path).unwrap(),
+            data: crate::source::Data::from_file(File::open(&src_path).unwrap()),
             meta: &listed,
             listed: &listed,
             path: &src_path,
@@ -226,7 +226,7 @@ fn long_and_strange_single_names_still_work() {
         };
         assert_eq!(d.write_file(&dir, name, &src).unwrap(), 6);
         assert_eq!(d.stat(&dir, name).unwrap().unwrap().size, 6);
-        let again = File::open(&src_path).unwrap();
+        let again = crate::source::Data::from_file(File::open(&src_path).unwrap());
         assert!(d.same_content(&dir, name, again).unwrap());
         d.set_attrs(&dir, name, &listed, AttrSet::MTIME).unwrap();
         d.rename_into(&dir, name, &dir, OsStr::new("moved"))

@@ -15,7 +15,7 @@ fn write_listed(src_path: &Path, listed: &Meta, name: &str) -> (Result<u64, Copy
     let out = src_path.parent().unwrap().join("out");
     fs::create_dir(&out).unwrap();
     let src = SourceFile {
-        file: File::open(src_path).unwrap(),
+        data: crate::source::Data::from_file(File::open(src_path).unwrap()),
         meta: listed,
         listed,
         path: src_path,
@@ -98,7 +98,7 @@ fn a_large_copy_stopped_leaves_no_partial_file() {
     let stop = std::sync::atomic::AtomicBool::new(true);
     for limit in [None, crate::options::bwlimit::RateLimit::new(1 << 20)] {
         let src = SourceFile {
-            file: File::open(&src_path).unwrap(),
+            data: crate::source::Data::from_file(File::open(&src_path).unwrap()),
             meta: &listed,
             listed: &listed,
             path: &src_path,

@@ -13,7 +13,7 @@ use crate::options::temp;
 use crate::plan::{self, Listing};
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::report::{Escaped, Stats};
-use crate::walk::{self, ListError, SrcEntry};
+use crate::source::{self, ListError, SrcEntry};
 
 mod roots;
 
@@ -125,12 +125,12 @@ impl<D: Destination> Engine<'_, D> {
     /// deletes anyway).
     pub(super) fn list_source(&self, dir: &SrcEntry) -> Option<(Vec<SrcEntry>, bool)> {
         let path = &dir.path;
-        match walk::list_entry(dir) {
+        match source::list_entry(dir) {
             Ok((mut entries, problems)) => {
                 let whole = self.cfg.ignore_errors
                     || problems.iter().all(|p| matches!(p, ListError::Vanished(_)));
                 if self.cfg.fake_super.source {
-                    entries.retain_mut(|e| match walk::read_faked(e) {
+                    entries.retain_mut(|e| match source::read_faked(e) {
                         Ok(()) => true,
                         Err(err) => {
                             self.source_error(&e.path, &err);

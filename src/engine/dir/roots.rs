@@ -17,7 +17,7 @@ use crate::exit::Error;
 use crate::meta::{Kind, Meta};
 use crate::report::itemize::{Itemize, Update};
 use crate::report::{Escaped, Stats};
-use crate::walk::SrcEntry;
+use crate::source::SrcEntry;
 
 /// A source operand after applying rsync's trailing-slash rule.
 struct Operand {
@@ -72,7 +72,7 @@ impl<D: Destination> Engine<'_, D> {
                 .operand(given, contents)
                 .and_then(|mut e| {
                     if self.cfg.fake_super.source {
-                        crate::walk::read_faked(&mut e)?;
+                        crate::source::read_faked(&mut e)?;
                     }
                     Ok(e)
                 })

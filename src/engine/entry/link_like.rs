@@ -15,7 +15,7 @@ use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision};
 use crate::report::itemize::{Changes, Itemize, Update};
 use crate::report::{Escaped, Stats};
-use crate::walk;
+use crate::source;
 
 impl<D: Destination> Engine<'_, D> {
     pub(super) fn symlink(&self, job: &EntryJob<D>, rel: &Path) {
@@ -27,7 +27,7 @@ impl<D: Destination> Engine<'_, D> {
             ));
             return;
         }
-        let target = match walk::read_link(&job.entry) {
+        let target = match source::read_link(&job.entry) {
             Ok(t) => t,
             Err(e) => return self.source_error(&job.entry.path, &e),
         };

@@ -15,7 +15,7 @@ use crate::meta::{Kind, Meta};
 use crate::plan::{self, Decision, DestKnown};
 use crate::report::itemize::{Changes, Itemize, TimeChange, Update};
 use crate::report::{Escaped, Stats};
-use crate::walk;
+use crate::source;
 
 mod link_like;
 
@@ -369,9 +369,9 @@ impl<D: Destination> Engine<'_, D> {
         &self,
         dir: &D::Dir,
         name: &std::ffi::OsStr,
-        src: &walk::SrcEntry,
+        src: &source::SrcEntry,
     ) -> crate::dest::Result<bool> {
-        match walk::open_file(src)? {
+        match source::open_file(src, false)? {
             Some(file) => self.dest.same_content(dir, name, file),
             None => Ok(false),
         }
@@ -435,7 +435,7 @@ impl<D: Destination> Engine<'_, D> {
         // The source first: a source we cannot read must not cost the old copy.
         let file = match basis
             .map(|(f, _)| Ok(Some(f)))
-            .unwrap_or_else(|| walk::open_file(&job.entry))
+            .unwrap_or_else(|| source::open_file(&job.entry, self.writing.limit().is_some()))
         {
             Ok(Some(f)) => f,
             // Replaced since the listing by something that is not a file (a FIFO
@@ -457,10 +457,10 @@ impl<D: Destination> Engine<'_, D> {
         // A file that changed between the listing and this open is sent as it is now,
         // as rsync sends what it reads: its size and time are taken from the open file
         // (so a re-run finds the copy up to date), and it must hold still from here on.
-        let opened = match (based || !walk::is_local(&job.entry), file.metadata()) {
+        let opened = match (based || !source::is_local(&job.entry), file.now()) {
             (false, Ok(m)) => Some(Meta {
-                size: m.len(),
-                mtime: Meta::from_std(&m).mtime,
+                size: m.size,
+                mtime: m.mtime,
                 ..job.entry.meta
             }),
             _ => None,
@@ -480,14 +480,10 @@ impl<D: Destination> Engine<'_, D> {
         // -U: the source's atime, from the file being read (opened with O_NOATIME,
         // so reading it does not move it).
         if self.cfg.atimes && !based {
-            use std::os::unix::fs::MetadataExt;
-            given.atime = file.metadata().ok().map(|m| crate::meta::Time {
-                sec: m.atime(),
-                nsec: m.atime_nsec() as u32,
-            });
+            given.atime = file.atime();
         }
         let source = SourceFile {
-            file,
+            data: file,
             meta: &given,
             listed,
             path: &read_path,
@@ -506,10 +502,7 @@ impl<D: Destination> Engine<'_, D> {
         };
         // rsync's words for a file that came up short when read.
         let shrank = matches!(written, Err(CopyError::SourceChanged))
-            && source
-                .file
-                .metadata()
-                .is_ok_and(|m| m.len() < source.listed.size);
+            && source.data.now().is_ok_and(|m| m.size < source.listed.size);
         // Its pieces leave the bytes in flight before the file counts as copied:
         // progress may lag a moment, never count a byte twice.
         drop(source);

@@ -331,7 +331,7 @@ impl Destination for Recorder {
         &self,
         _dir: &PathBuf,
         _name: &OsStr,
-        _src: std::fs::File,
+        _src: crate::source::Data,
     ) -> dest::Result<bool> {
         Ok(true)
     }
@@ -478,7 +478,7 @@ pub(super) fn held(dest: &Recorder) -> BTreeMap<PathBuf, (Kind, u64, u32, crate:
 pub(super) fn run_into(cfg: &Config, dest: &Recorder) -> Result<Summary, crate::exit::Error> {
     crate::engine::run(
         cfg,
-        &crate::walk::LocalPaths,
+        &crate::source::LocalPaths,
         dest,
         &Output::new(true, 0, 0, false),
         Arc::new(Stats::default()),

@@ -28,6 +28,7 @@ mod seam;
 pub mod setup;
 pub mod shape;
 pub mod source;
+mod stream;
 #[cfg(test)]
 mod test_verifier;
 pub mod tls;

@@ -8,6 +8,7 @@
 //! [`FileOps`] in `write`, [`ObjectOps`] in `objects`, [`PathOps`] in `paths`.
 
 use std::collections::HashMap;
+use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -196,6 +197,16 @@ pub trait PathOps: NfsOps {
         to_dir: &Self::Dir,
         to: &[u8],
     ) -> dest::Result<()>;
+}
+
+/// A client error as the walk's: an entry's error as it is; a server that went away
+/// or stopped answering keeps a kind that ends the run (see `dest::Error::from`).
+pub fn to_io(e: dest::Error) -> io::Error {
+    match e {
+        dest::Error::Entry(e) => e,
+        dest::Error::Unreachable(e) => io::Error::new(io::ErrorKind::ConnectionAborted, e),
+        dest::Error::TimedOut(e) => io::Error::new(io::ErrorKind::TimedOut, e),
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::dest::{self, CopyError, SourceFile, read_full};
+use crate::source::Data;
 
 /// Calls of one file in flight at once (the transport's window bounds the total).
 const PER_FILE_INFLIGHT: usize = 16;
@@ -78,7 +79,7 @@ where
             .block_on(budget.clone().acquire_many_owned(held(len as u32)))
             .map_err(join_error)?;
         let mut buf = vec![0u8; len];
-        if let Err(e) = read_full(&src.file, &mut buf, off) {
+        if let Err(e) = read_full(&src.data, &mut buf, off) {
             failed = Some(e);
             break;
         }
@@ -112,7 +113,7 @@ where
 pub fn same_bytes<F, Fut>(
     rt: &Runtime,
     budget: &Arc<Semaphore>,
-    file: &File,
+    file: &Data,
     size: u64,
     chunk: u64,
     read: F,
@@ -133,9 +134,10 @@ where
 }
 
 /// Reads `size` bytes with `read(offset, len)` into `file` at the same offsets, in
-/// `chunk`-byte pieces up to [`READS_INFLIGHT`] at once (an NFS source's file); returns
-/// the bytes read, fewer when the file ended early (it shrank). Pieces of zeros are
-/// not written: the file is as long as what was read, with holes there.
+/// `chunk`-byte pieces up to [`READS_INFLIGHT`] at once (a destination's own large
+/// file read back); returns the bytes read, fewer when the file ended early (it
+/// shrank). Pieces of zeros are not written: the file is as long as what was read,
+/// with holes there.
 pub fn read_into<F, Fut>(
     rt: &Runtime,
     budget: &Arc<Semaphore>,

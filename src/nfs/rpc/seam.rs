@@ -19,6 +19,7 @@ use crate::dest::{
     self, AttrSet, CopyError, DestEntry, Destination, Removal, RootState, SourceFile, Wire,
 };
 use crate::meta::{Kind, Meta, Time};
+use crate::source::Data;
 use crate::tune::Bounds;
 
 impl<T: FileOps + ObjectOps + PathOps> Destination for T {
@@ -192,12 +193,12 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         NfsOps::set_dir_attrs(self, dir, m, what)
     }
 
-    fn same_content(&self, dir: &T::Dir, name: &OsStr, src: File) -> dest::Result<bool> {
+    fn same_content(&self, dir: &T::Dir, name: &OsStr, src: Data) -> dest::Result<bool> {
         same_content(self, dir, one(name)?, src)
     }
 
-    fn open_file(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<Option<File>> {
-        read_to_local(self, dir, one(name)?)
+    fn open_file(&self, dir: &T::Dir, name: &OsStr) -> dest::Result<Option<Data>> {
+        read_back(self, dir, one(name)?)
     }
 
     fn open_path(&self, path: &Path, create: bool) -> dest::Result<Option<T::Dir>> {
@@ -221,31 +222,47 @@ fn one(name: &OsStr) -> dest::Result<&[u8]> {
     Ok(component(name)?.as_bytes())
 }
 
-/// A regular file of the server read whole into an unnamed local file (in the
-/// temporary directory), with the file's mtime, for a copy within the destination
-/// (a `--copy-dest` basis copy, the old copy `--inplace --backup` keeps). A file that
-/// changed while it was read is an error (the caller then takes the bytes from the
-/// source, or makes no backup).
-fn read_to_local<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result<Option<File>> {
-    use std::os::unix::fs::FileExt;
+/// A regular file of the server read back for a copy within the destination (a
+/// `--copy-dest` basis copy, the old copy `--inplace --backup` keeps): a small one in
+/// one call, held in memory with its attributes after the read; a larger one staged
+/// by [`read_to_local`].
+fn read_back<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result<Option<Data>> {
     let Some((fh, at)) = ops.find(dir, name)? else {
         return Ok(None);
     };
     if at.kind != Kind::File {
         return Ok(None);
     }
-    let local = unnamed_local_file()?;
-    let chunk = ops.read_size().max(1);
-    let mut off = 0;
-    while off < at.size {
-        let len = chunk.min(at.size - off) as u32;
-        let data = ops.runtime().block_on(ops.read(&fh, off, len))?;
-        if data.is_empty() {
-            break;
-        }
-        local.write_all_at(&data, off)?;
-        off += data.len() as u64;
+    if at.size > ops.read_size() {
+        return read_to_local(ops, dir, name, (fh, at)).map(|f| Some(Data::from_file(f)));
     }
+    let (bytes, after) = ops.read_with_attrs(&fh, 0, at.size as u32)?;
+    let after = match after {
+        Some(a) => a,
+        None => match ops.find(dir, name)? {
+            Some((_, now)) => now,
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(Data::from_bytes(bytes, after)))
+}
+
+/// A large regular file of the server read whole into an unnamed local file (in the
+/// temporary directory), with the file's mtime: what a destination's own file is read
+/// through when it is copied within the destination. (A source's files are never
+/// staged: they are read as they are consumed.) A file that changed while it was read
+/// is an error (the caller then takes the bytes from the source, or makes no backup).
+fn read_to_local<T: FileOps>(
+    ops: &T,
+    dir: &T::Dir,
+    name: &[u8],
+    (fh, at): (T::Fh, Meta),
+) -> dest::Result<File> {
+    let local = unnamed_local_file()?;
+    let (rt, budget, chunk) = (ops.runtime(), ops.budget(), ops.read_size().max(1));
+    let off = pipeline::read_into(rt, budget, &local, at.size, chunk, |off, len| {
+        ops.read(&fh, off, len)
+    })?;
     match ops.find(dir, name)? {
         Some((_, now)) if now.size == off && now.size == at.size && now.mtime == at.mtime => {}
         _ => return Err(io::Error::other("changed while it was read").into()),
@@ -259,7 +276,7 @@ fn read_to_local<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result
         last_modification: t,
     };
     rustix::fs::futimens(&local, &times)?;
-    Ok(Some(local))
+    Ok(local)
 }
 
 /// A new file in the temporary directory that no name leads to (`O_TMPFILE`, or a
@@ -294,8 +311,8 @@ fn staging_error(dir: &std::path::Path, e: io::Error) -> io::Error {
 
 /// `--checksum`: whether `name` is a regular file of `src`'s size and bytes, its READs
 /// in flight while the ones before are compared.
-fn same_content<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8], file: File) -> dest::Result<bool> {
-    let size = file.metadata()?.len();
+fn same_content<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8], file: Data) -> dest::Result<bool> {
+    let size = file.now()?.size;
     let Some((fh, at)) = ops.find(dir, name)? else {
         return Ok(false);
     };

@@ -3,28 +3,22 @@
 //! REMOVE): the walk's [`RemoteDir`].
 //!
 //! A directory is listed once, one call per page, and keeps the handles its listing
-//! carried: opening a listed file or directory costs no LOOKUP. A file is read into an
-//! unnamed local file (a small one in one call, with its attributes after the data; a
-//! large one with many READs in flight, then its attributes): its size, mtime and
-//! change number after the last byte are what the copy checks against the listing, so
-//! a file that changed while it was read never gets the source's mtime at the
-//! destination.
+//! carried: opening a listed file or directory costs no LOOKUP. A file is read as the
+//! copy consumes it (`stream.rs`): its size, mtime and change number after the
+//! last byte are what the copy checks against the listing, so a file that changed
+//! while it was read never gets the source's mtime at the destination.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
-use super::ops::{FileOps, NfsOps, ObjectOps};
-use super::pipeline;
-use super::seam::unnamed_local_file;
-use crate::dest;
+use super::ops::{FileOps, NfsOps, ObjectOps, to_io};
+use super::stream;
 use crate::meta::{Kind, Meta};
-use crate::walk::RemoteDir;
-use crate::walk::remote::Entries;
+use crate::source::RemoteDir;
+use crate::source::{Data, Entries};
 
 /// name → (handle, attributes as listed).
 type Handles<F> = HashMap<Vec<u8>, (F, Meta)>;
@@ -231,16 +225,6 @@ impl<T: NfsOps> SourceDir<T> {
     }
 }
 
-/// A client error as the walk's: an entry's error as it is; a server that went away
-/// or stopped answering keeps a kind that ends the run (see `dest::Error::from`).
-pub fn to_io(e: dest::Error) -> io::Error {
-    match e {
-        dest::Error::Entry(e) => e,
-        dest::Error::Unreachable(e) => io::Error::new(io::ErrorKind::ConnectionAborted, e),
-        dest::Error::TimedOut(e) => io::Error::new(io::ErrorKind::TimedOut, e),
-    }
-}
-
 fn not_found() -> io::Error {
     io::Error::from_raw_os_error(libc::ENOENT)
 }
@@ -293,7 +277,7 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
         }
     }
 
-    fn open_file(&self, name: &OsStr, listed: &Meta) -> io::Result<Option<File>> {
+    fn open_file(&self, name: &OsStr, listed: &Meta, paced: bool) -> io::Result<Option<Data>> {
         let name = name.as_bytes();
         let Some((fh, m)) = self.handle(name)? else {
             return Err(not_found());
@@ -301,12 +285,14 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
         if m.kind != Kind::File {
             return Ok(None);
         }
-        match self.read_file(&fh, name, listed) {
+        match self.read_file(&fh, name, listed, paced).map(Some) {
             // Replaced since the listing: what has the name now is read (and, being
             // another file, reported as changed).
             Err(e) if e.raw_os_error() == Some(libc::ESTALE) => {
                 match self.ops.find(&self.dir, name).map_err(to_io)? {
-                    Some((fh, m)) if m.kind == Kind::File => self.read_file(&fh, name, listed),
+                    Some((fh, m)) if m.kind == Kind::File => {
+                        self.read_file(&fh, name, listed, paced).map(Some)
+                    }
                     Some(_) => Ok(None),
                     None => Err(not_found()),
                 }
@@ -345,72 +331,20 @@ impl<T: FileOps + ObjectOps + 'static> RemoteDir for SourceDir<T> {
     }
 }
 
-impl<T: FileOps> SourceDir<T> {
-    /// Reads the file `fh` (`name` in this directory) into an unnamed local file; see
-    /// [`RemoteDir::open_file`].
-    fn read_file(&self, fh: &T::Fh, name: &[u8], listed: &Meta) -> io::Result<Option<File>> {
-        let ops = &*self.ops;
-        // A small file is held in memory (no inode of the local disk to make and free
-        // for each), a large one in the temporary directory.
-        let local = match listed.size <= ops.read_size() {
-            true => File::from(
-                rustix::fs::memfd_create("nfsync-source", rustix::fs::MemfdFlags::CLOEXEC)
-                    .map_err(|e| io::Error::other(format!("staging a copy in memory: {e}")))?,
-            ),
-            false => unnamed_local_file()?,
-        };
-        // A small file is one call with its attributes after it; a larger one many
-        // READs in flight, then its attributes.
-        let (read, after) = if listed.size <= ops.read_size() {
-            let (data, after) = ops
-                .read_with_attrs(fh, 0, listed.size as u32)
-                .map_err(to_io)?;
-            // In memory (a memfd): a failure here is the machine's, not the source's.
-            let staged = |e| io::Error::other(format!("staging a copy in memory: {e}"));
-            if data.iter().any(|&b| b != 0) {
-                local.write_all_at(&data, 0).map_err(staged)?;
-            }
-            local.set_len(data.len() as u64).map_err(staged)?;
-            (data.len() as u64, after)
-        } else {
-            let read = pipeline::read_into(
-                ops.runtime(),
-                ops.budget(),
-                &local,
-                listed.size,
-                ops.read_size(),
-                |off, len| ops.read(fh, off, len),
-            )
-            .map_err(to_io)?;
-            (read, ops.read_with_attrs(fh, read, 0).map_err(to_io)?.1)
-        };
-        // What the file is now, after the last byte: the copy compares it with the
-        // listing, so a file that changed while it was read is reported and left
-        // without the source's mtime.
-        let now = match after {
-            Some(now) => now,
-            None => match ops.find(&self.dir, name).map_err(to_io)? {
-                Some((_, now)) => now,
-                None => return Err(not_found()),
-            },
-        };
-        let changed = now.change != listed.change && now.change != 0 && listed.change != 0;
-        if changed || now.size != read || read != listed.size || now.mtime != listed.mtime {
-            // A size the listing cannot have: the copy's check fails however the
-            // times compare.
-            local.set_len(listed.size + 1)?;
-        }
-        let mtime = now.mtime;
-        let t = rustix::fs::Timespec {
-            tv_sec: mtime.sec,
-            tv_nsec: mtime.nsec.into(),
-        };
-        let times = rustix::fs::Timestamps {
-            last_access: t,
-            last_modification: t,
-        };
-        rustix::fs::futimens(&local, &times)?;
-        Ok(Some(local))
+impl<T: FileOps + 'static> SourceDir<T> {
+    /// The file `fh` (`name` in this directory) opened to be read as it is consumed
+    /// (see [`super::stream`]); its attributes after the last byte, or when a READ
+    /// carries none those a LOOKUP of `name` gives, are what the copy checks.
+    fn read_file(&self, fh: &T::Fh, name: &[u8], listed: &Meta, paced: bool) -> io::Result<Data>
+    where
+        T::Dir: 'static,
+    {
+        let (ops, dir, name) = (self.ops.clone(), self.dir.clone(), name.to_vec());
+        let refind = Box::new(move || match ops.find(&dir, &name).map_err(to_io)? {
+            Some((_, now)) => Ok(now),
+            None => Err(not_found()),
+        });
+        stream::open(self.ops.clone(), fh.clone(), listed, paced, refind)
     }
 }
 
@@ -442,9 +376,9 @@ impl RemoteDir for Operand {
         }
     }
 
-    fn open_file(&self, _: &OsStr, listed: &Meta) -> io::Result<Option<File>> {
+    fn open_file(&self, _: &OsStr, listed: &Meta, paced: bool) -> io::Result<Option<Data>> {
         match &self.parent {
-            Some(p) => p.open_file(&self.name, listed),
+            Some(p) => p.open_file(&self.name, listed, paced),
             None => Ok(None),
         }
     }

@@ -259,7 +259,7 @@ impl NfsDest {
                 )
                 .map_err(|e| CopyError::Dest(io::Error::other(e).into()))?;
             let mut buf = vec![0u8; size as usize];
-            read_full(&src.file, &mut buf, off)?;
+            read_full(&src.data, &mut buf, off)?;
             let r = self.rt.block_on(write_chunk(
                 self.nfs.clone(),
                 fh.clone(),

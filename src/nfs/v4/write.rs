@@ -93,7 +93,7 @@ impl Nfs4Dest {
             .map_err(budget_err)?;
         src.throttle(size as u64)?;
         let mut data = vec![0u8; size];
-        read_full(&src.file, &mut data, 0)?;
+        read_full(&src.data, &mut data, 0)?;
         src.verify_unchanged()?;
         let data = Opaque::owned(data);
         for _ in 0..3 {

@@ -77,8 +77,8 @@ pub(super) struct Loader<'a> {
     /// Where relative merge-file names are found (`None`: the working directory).
     pub dir: Option<&'a Path>,
     /// The listed source directory `dir` is, when it is one: its files are read
-    /// through the source seam (see [`crate::walk::read_child`]).
-    pub listed: Option<&'a crate::walk::SrcEntry>,
+    /// through the source seam (see [`crate::source::read_child`]).
+    pub listed: Option<&'a crate::source::SrcEntry>,
     /// Where `dir-merge` rules go (`None`: they are refused here).
     pub merges: Option<NewMerges<'a>>,
     /// Set when a `!` cleared the list: inherited rules are forgotten too.
@@ -204,7 +204,7 @@ impl Loader<'_> {
                     let mut mods = p.mods;
                     mods.exclude_self = false;
                     if p.kind == Kind::Merge {
-                        match self.listed.filter(|d| !crate::walk::is_local(d)) {
+                        match self.listed.filter(|d| !crate::source::is_local(d)) {
                             // A source read through a client has no local path: the
                             // file is one in the directory being read.
                             Some(d) => {
@@ -339,7 +339,7 @@ impl Loader<'_> {
             // A directory deeper than PATH_MAX is listed; its merge file is read too.
             // A symlink another user owns is not followed (see `trust`).
             let trust = self.trust;
-            crate::walk::short_path(path, |p| crate::options::trust::read(trust, p))
+            crate::source::short_path(path, |p| crate::options::trust::read(trust, p))
         };
         self.parse_read(list, text, shown, template, required)
     }
@@ -359,18 +359,18 @@ impl Loader<'_> {
     }
 
     /// Reads the file `name` in the listed source directory `dir` as [`Self::parse_file`]
-    /// reads a path, through the source seam ([`crate::walk::read_child`]); errors
+    /// reads a path, through the source seam ([`crate::source::read_child`]); errors
     /// name it by the directory's path.
     pub fn parse_child(
         &mut self,
         list: &mut Vec<Rule>,
-        dir: &crate::walk::SrcEntry,
+        dir: &crate::source::SrcEntry,
         name: &OsStr,
         template: &Mods,
         required: bool,
     ) -> Result<(), Error> {
         let shown = self.opening(crate::report::Escaped(dir.path.join(name)))?;
-        let text = crate::walk::read_child(dir, name, self.trust)
+        let text = crate::source::read_child(dir, name, self.trust)
             .and_then(|t| t.ok_or_else(|| io::ErrorKind::NotFound.into()));
         self.parse_read(list, text, shown, template, required)
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::merge::{Anchor, Loader, NewMerges};
 use super::rules::Syntax;
 use super::{Chain, DirMerge, Error, Filter, Scope};
-use crate::walk::SrcEntry;
+use crate::source::SrcEntry;
 
 /// Where a merge file is read.
 #[derive(Clone, Copy)]
@@ -43,7 +43,7 @@ impl Filter {
             lists: vec![None; self.merges.len()],
         };
         let mut errors = Vec::new();
-        if let Some(first) = first_dir.filter(|d| crate::walk::is_local(d)) {
+        if let Some(first) = first_dir.filter(|d| crate::source::is_local(d)) {
             let first = clean_absolute(&first.path);
             for (i, m) in self.merges.iter().enumerate() {
                 let Some(from) = &m.scan_from else { continue };
@@ -142,7 +142,7 @@ impl Filter {
         dir: &SrcEntry,
         errors: &mut Vec<Error>,
     ) -> Option<Arc<Chain>> {
-        if !crate::walk::is_local(dir) {
+        if !crate::source::is_local(dir) {
             return None;
         }
         let from = clean_absolute(m.scan_from.as_ref()?);

@@ -9,8 +9,8 @@ fn filter(rules: &[&str]) -> Filter {
 }
 
 /// A directory as the walk gives one the command line names (read by path).
-fn dir(path: &Path) -> crate::walk::SrcEntry {
-    crate::walk::SrcEntry {
+fn dir(path: &Path) -> crate::source::SrcEntry {
+    crate::source::SrcEntry {
         name: Default::default(),
         path: path.to_path_buf(),
         meta: crate::meta::Meta::from_std(&std::fs::metadata("/").unwrap()),

@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crate::meta::Kind;
 use crate::options::filter::Filter;
-use crate::walk::{self, Listing, SrcEntry};
+use crate::source::{self, Listing, SrcEntry};
 
 /// Directories asked for or listed and not yet taken, at most.
 pub const AHEAD: usize = 4096;
@@ -137,7 +137,7 @@ impl<'a> Ahead<'a> {
                     if queued {
                         self.taken();
                     }
-                    return (walk::list_entry(&slot.entry), Vec::new());
+                    return (source::list_entry(&slot.entry), Vec::new());
                 }
                 State::Taken => unreachable!("a listing is taken once"),
             }
@@ -174,7 +174,7 @@ impl<'a> Ahead<'a> {
                 }
                 *st = State::Listing;
             }
-            let listing = walk::list_entry(&slot.entry);
+            let listing = source::list_entry(&slot.entry);
             if slot.deep
                 && let Ok((entries, _)) = &listing
             {

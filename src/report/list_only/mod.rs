@@ -23,7 +23,7 @@ use crate::meta::{Kind, Meta};
 use crate::options::relative::{self, Named};
 use crate::report::units::HumanLevel;
 use crate::report::{Escaped, Output, escape_name};
-use crate::walk::{self, ListError, Listing, Source, SrcEntry};
+use crate::source::{self, ListError, Listing, Source, SrcEntry};
 
 use ahead::{Ahead, Kids, Slot};
 
@@ -117,7 +117,7 @@ impl Lister<'_> {
                     ..entry
                 };
                 self.push(&mut items, Path::new("."), dot.clone(), None);
-                let listing = walk::list_entry(&dot);
+                let listing = source::list_entry(&dot);
                 for e in self.list(&dot, Path::new(""), listing) {
                     let shown = PathBuf::from(&e.name);
                     self.push(&mut items, &shown, e, None);
@@ -198,7 +198,7 @@ impl Lister<'_> {
         if self.lists_below(dir) {
             let (listing, asked) = match &dir.listing {
                 Some(slot) => self.ahead.take(slot),
-                None => (walk::list_entry(&dir.entry), Vec::new()),
+                None => (source::list_entry(&dir.entry), Vec::new()),
             };
             kids = asked;
             for e in self.list(&dir.entry, &dir.shown, listing) {
@@ -293,7 +293,7 @@ impl Lister<'_> {
 
     fn line(&mut self, shown: &Path, e: &SrcEntry) -> io::Result<()> {
         let target = match e.meta.kind {
-            Kind::Symlink => walk::read_link(e).ok(),
+            Kind::Symlink => source::read_link(e).ok(),
             _ => None,
         };
         let size = match (e.meta.kind, &target) {

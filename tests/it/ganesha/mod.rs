@@ -19,6 +19,9 @@
 //! - [`efs`]: EFS's bound connections, through a partition shim in front of NFSv4.1.
 //! - [`source`]: every shared scenario with the source on the server, to a local
 //!   directory and to the server itself; `--list-only` of an `nfs://` tree.
+//! - [`source_stream`]: a source's files streamed, never staged: any `$TMPDIR`, no
+//!   local file per file, memory bounded, `--bwlimit` pacing the reads (both versions,
+//!   in [`protocol_tests!`]).
 //! - [`servers`]: the servers themselves, as those tests rely on them (no nfsync).
 
 use std::path::{Path, PathBuf};
@@ -34,6 +37,7 @@ mod operator_paths;
 mod servers;
 mod source;
 mod source_faults;
+mod source_stream;
 mod v3;
 mod v41;
 
@@ -163,8 +167,23 @@ macro_rules! protocol_tests {
         }
 
         #[test]
-        fn missing_tmpdir_is_named_not_vanished() {
-            super::source_faults::missing_tmpdir_is_named_not_vanished($proto);
+        fn any_tmpdir_copies_exact() {
+            super::source_stream::any_tmpdir_copies_exact($proto);
+        }
+
+        #[test]
+        fn no_local_file_is_made_per_file() {
+            super::source_stream::no_local_file_is_made_per_file($proto);
+        }
+
+        #[test]
+        fn memory_stays_bounded_with_large_files() {
+            super::source_stream::memory_stays_bounded_with_large_files($proto);
+        }
+
+        #[test]
+        fn bwlimit_paces_the_reads() {
+            super::source_stream::bwlimit_paces_the_reads($proto);
         }
     };
 }

@@ -1,4 +1,6 @@
-//! Listing the source, one directory at a time.
+//! A listed source entry and what can be done with it (list it, open it, read its
+//! link), whichever backend holds it: a local one here, by descriptor; a remote one
+//! by asking its directory ([`super::remote`]).
 //!
 //! The walk is not a separate pass: each directory is listed by whichever worker picks
 //! up its scan job, so listing overlaps copying and many directories are listed at
@@ -13,15 +15,13 @@
 //! symlink between the listing and the copy.
 //!
 //! A source read through a client rather than the kernel (`nfs://`) comes in through
-//! [`remote`]: its directories are held as [`Held::Remote`], and every function here
+//! [`super::RemoteDir`]: its directories are held as [`Held::Remote`], and every function here
 //! that reads an entry asks the directory that holds it. Above this module a listed
 //! entry is the same whatever it came from.
 
-pub mod remote;
-
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
@@ -29,41 +29,8 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 
+use super::{Data, Held, ListError, Listing, SrcEntry, read_bounded, remote};
 use crate::meta::Meta;
-pub use remote::{Held, LocalPaths, RemoteDir, Source};
-
-/// One source entry.
-#[derive(Clone, Debug)]
-pub struct SrcEntry {
-    /// Name inside the destination directory.
-    pub name: OsString,
-    /// Full source path.
-    pub path: PathBuf,
-    /// `lstat` of the source.
-    pub meta: Meta,
-    /// The source directory it was listed in, held open. The entry is opened relative
-    /// to it, never through its path, so a directory on that path swapped for a
-    /// symlink after the listing is never followed (rsync's confined open). `None`
-    /// for local paths the command line names and for symlinks followed on purpose
-    /// (`-L`, `-k`), which are opened by path. An entry of a remote source always has
-    /// one (for an operand, one that answers for it under any name).
-    pub parent: Option<Arc<Held>>,
-}
-
-/// Why an entry could not be listed.
-#[derive(Debug)]
-pub enum ListError {
-    /// The directory itself could not be read: nothing under it is known.
-    Dir(io::Error),
-    /// One entry vanished between readdir and lstat.
-    Vanished(PathBuf),
-    /// One entry could not be stat'ed.
-    Entry(PathBuf, io::Error),
-}
-
-/// A directory's entries, with the problems met listing them one by one; or why it
-/// could not be listed at all.
-pub type Listing = Result<(Vec<SrcEntry>, Vec<ListError>), ListError>;
 
 /// Lists the directory at `dir`, reached by path (following symlinks: what the
 /// command line names). See [`list_open`].
@@ -153,8 +120,8 @@ fn list_open(fd: OwnedFd, dir: &Path) -> Listing {
 }
 
 /// Whether `e` is read through the kernel, so that its open file's attributes say
-/// what a read of it gives from then on (a remote source's open file is a local copy,
-/// checked against the listing by its own rules).
+/// what a read of it gives from then on (a remote source's file is checked against
+/// the listing by the attributes its server gives after the last byte).
 pub fn is_local(e: &SrcEntry) -> bool {
     !matches!(e.parent.as_deref(), Some(Held::Remote(_)))
 }
@@ -164,9 +131,11 @@ pub fn is_local(e: &SrcEntry) -> bool {
 ///
 /// Opened without blocking, so a FIFO put in its place cannot hold the worker waiting
 /// for a writer, and without following a symlink; the descriptor then reads normally.
-pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
+///
+/// `paced` (`--bwlimit`): a file read through a client reads little ahead.
+pub fn open_file(e: &SrcEntry, paced: bool) -> io::Result<Option<Data>> {
     if let Some(Held::Remote(d)) = e.parent.as_deref() {
-        return d.open_file(&e.name, &e.meta);
+        return d.open_file(&e.name, &e.meta, paced);
     }
     let base = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
     let open = |flags: OFlags| -> io::Result<OwnedFd> {
@@ -188,12 +157,8 @@ pub fn open_file(e: &SrcEntry) -> io::Result<Option<File>> {
         return Ok(None);
     }
     rustix::fs::fcntl_setfl(&fd, flags)?;
-    Ok(Some(File::from(fd)))
+    Ok(Some(Data::from_file(File::from(fd))))
 }
-
-/// Most bytes [`read_child`] reads: a file in a source directory read whole (a
-/// per-directory filter file) is text a person wrote, not data to copy.
-pub const CHILD_MAX: u64 = 1 << 20;
 
 /// Reads the file `name` (one component) in the listed source directory `dir`,
 /// whole, through whichever backend holds it: a local directory relative to its
@@ -234,24 +199,6 @@ pub fn read_child(
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// Reads `f` whole, refusing more than [`CHILD_MAX`] bytes.
-fn read_bounded(f: impl io::Read) -> io::Result<Vec<u8>> {
-    let mut v = Vec::new();
-    f.take(CHILD_MAX + 1).read_to_end(&mut v)?;
-    if v.len() as u64 > CHILD_MAX {
-        return Err(too_large());
-    }
-    Ok(v)
-}
-
-/// What [`read_child`] says of a file larger than [`CHILD_MAX`].
-fn too_large() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::FileTooLarge,
-        format!("larger than {} bytes, not read", CHILD_MAX),
-    )
 }
 
 /// A listed symlink's target, read relative to the directory it was listed in.
@@ -337,8 +284,8 @@ fn read_faked_link(e: &SrcEntry) -> io::Result<OsString> {
     if faked.is_none_or(|f| f.kind() != crate::meta::Kind::Symlink) {
         return Err(rustix::io::Errno::INVAL.into());
     }
-    match open_file(e)? {
-        Some(f) => Ok(OsString::from_vec(fake_super::read_target(f)?)),
+    match open_file(e, false)? {
+        Some(f) => Ok(OsString::from_vec(fake_super::read_target(f.reader())?)),
         None => Err(rustix::io::Errno::INVAL.into()),
     }
 }
@@ -412,6 +359,7 @@ fn open_long_dir(dir: &Path) -> io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::{CHILD_MAX, Source};
     use std::fs;
 
     #[test]
@@ -440,7 +388,9 @@ mod tests {
         std::os::unix::fs::symlink("moved", root.join("d")).unwrap();
         assert!(read(".f").is_err());
         // An operand (no parent held) is read by its path.
-        let op = LocalPaths.operand(&root.join("moved"), true).unwrap();
+        let op = crate::source::LocalPaths
+            .operand(&root.join("moved"), true)
+            .unwrap();
         let got = read_child(&op, ".f".as_ref(), Trust::OWNED).unwrap();
         assert_eq!(got.unwrap(), b"- x\n");
     }
