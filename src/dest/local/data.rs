@@ -128,9 +128,15 @@ impl LocalDest {
     /// complete.
     pub(super) fn fill(&self, f: &mut File, src: &SourceFile<'_>) -> Result<u64, CopyError> {
         let meta = src.meta;
-        let bytes = match src.data.as_file() {
-            Some(file) if !by_ranges(src) => {
+        let bytes = match (src.data.as_file(), src.data.as_bytes()) {
+            (Some(file), _) if !by_ranges(src) => {
                 copy_data(file, f, meta.size, src.stop, src.moving.as_ref())?
+            }
+            // A file read whole (a small one of a remote source): one write, no copy.
+            (_, Some(bytes)) if !by_ranges(src) && bytes.len() as u64 == meta.size => {
+                src.throttle(meta.size)?;
+                std::io::Write::write_all(f, bytes).map_err(CopyError::dest)?;
+                meta.size
             }
             // Bytes held or read as they come: written by pieces, paced and counted
             // as each is let through.
@@ -161,17 +167,27 @@ impl LocalDest {
     }
 }
 
+/// The file a write created: open, or closed already and known by (device, inode).
+pub(super) enum Ours<'a> {
+    Open(&'a File),
+    Was((u64, u64)),
+}
+
 /// Removes the partial file `name` after a failed write, but only while the name still
 /// holds the file we created (`ours`): another run may have renamed its finished copy
 /// over it meanwhile.
-pub(super) fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: &File) {
-    let (Ok(mine), Ok(now)) = (
-        rustix::fs::fstat(ours),
-        rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW),
-    ) else {
+pub(super) fn remove_if_ours(dir: &LocalDir, name: &OsStr, ours: Ours<'_>) {
+    let mine = match ours {
+        Ours::Open(f) => match rustix::fs::fstat(f) {
+            Ok(st) => (st.st_dev, st.st_ino),
+            Err(_) => return,
+        },
+        Ours::Was(id) => id,
+    };
+    let Ok(now) = rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW) else {
         return;
     };
-    if (mine.st_dev, mine.st_ino) == (now.st_dev, now.st_ino) {
+    if mine == (now.st_dev, now.st_ino) {
         let _ = rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty());
     }
 }

@@ -39,7 +39,7 @@ mod remove;
 mod sys;
 mod xattr;
 
-use data::remove_if_ours;
+use data::{Ours, remove_if_ours};
 pub use dir::LocalDir;
 use remove::remove_tree_at;
 use sys::{chmod_nofollow, close_checked, mtime_only, set_mtime_at};
@@ -322,21 +322,21 @@ impl Destination for LocalDest {
         )
         .map_err(|e| CopyError::Dest(e.into()))?;
         let mut f = File::from(fd);
-        let r = match self.fill(&mut f, src) {
+        let (r, ours) = match self.fill(&mut f, src) {
             Ok(bytes) => {
                 // close() is where an NFS mount reports deferred write errors, and after
-                // it the descriptor cannot say which file it was: keep a duplicate (a
-                // local call, no round trip) until the result is known.
-                let keep = f.try_clone().map_err(CopyError::dest)?;
+                // it the descriptor cannot say which file it was: its identity is taken
+                // first (one local call, no round trip).
+                let st = rustix::fs::fstat(&f).map_err(|e| CopyError::Dest(e.into()))?;
                 match close_checked(f) {
                     Ok(()) => return Ok(bytes),
-                    Err(e) => {
-                        f = keep;
-                        Err(CopyError::Dest(e.into()))
-                    }
+                    Err(e) => (
+                        Err(CopyError::Dest(e.into())),
+                        Ours::Was((st.st_dev, st.st_ino)),
+                    ),
                 }
             }
-            Err(e) => Err(e),
+            Err(e) => (Err(e), Ours::Open(&f)),
         };
         match r {
             Ok(bytes) => Ok(bytes),
@@ -347,7 +347,7 @@ impl Destination for LocalDest {
             // in order, the size set only at the end), kept for the engine.
             Err(e @ CopyError::Interrupted) if src.keep_partial => Err(e),
             Err(e) => {
-                remove_if_ours(dir, name, &f);
+                remove_if_ours(dir, name, ours);
                 Err(e)
             }
         }

@@ -25,7 +25,8 @@ const PER_FILE_INFLIGHT: usize = 16;
 const READS_INFLIGHT: usize = 8;
 
 /// Bytes of memory a chunk of `len` data bytes holds while in flight: the data read
-/// from the source, plus its encoded call (or, for `--checksum`, the local copy).
+/// from the source, plus its encoded call (or, for `--checksum`, the local copy; for a
+/// READ ahead of a copy, the reply it is taken from).
 pub fn held(len: u32) -> u32 {
     len.saturating_mul(2)
 }

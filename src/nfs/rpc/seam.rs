@@ -233,18 +233,14 @@ fn read_back<T: FileOps>(ops: &T, dir: &T::Dir, name: &[u8]) -> dest::Result<Opt
     if at.kind != Kind::File {
         return Ok(None);
     }
-    if at.size > ops.read_size() {
-        return read_to_local(ops, dir, name, (fh, at)).map(|f| Some(Data::from_file(f)));
-    }
-    let (bytes, after) = ops.read_with_attrs(&fh, 0, at.size as u32)?;
-    let after = match after {
-        Some(a) => a,
-        None => match ops.find(dir, name)? {
-            Some((_, now)) => now,
-            None => return Ok(None),
-        },
+    let refind = || match ops.find(dir, name).map_err(super::ops::to_io)? {
+        Some((_, now)) => Ok(now),
+        None => Err(io::Error::from(io::ErrorKind::NotFound)),
     };
-    Ok(Some(Data::from_bytes(bytes, after)))
+    match super::stream::small(ops, &fh, &at, refind)? {
+        Some(whole) => Ok(Some(whole)),
+        None => read_to_local(ops, dir, name, (fh, at)).map(|f| Some(Data::from_file(f))),
+    }
 }
 
 /// A large regular file of the server read whole into an unnamed local file (in the

@@ -339,11 +339,18 @@ impl<T: FileOps + 'static> SourceDir<T> {
     where
         T::Dir: 'static,
     {
+        let refind =
+            |ops: &T, dir: &T::Dir, name: &[u8]| match ops.find(dir, name).map_err(to_io)? {
+                Some((_, now)) => Ok(now),
+                None => Err(not_found()),
+            };
+        if let Some(whole) = stream::small(&*self.ops, fh, listed, || {
+            refind(&self.ops, &self.dir, name)
+        })? {
+            return Ok(whole);
+        }
         let (ops, dir, name) = (self.ops.clone(), self.dir.clone(), name.to_vec());
-        let refind = Box::new(move || match ops.find(&dir, &name).map_err(to_io)? {
-            Some((_, now)) => Ok(now),
-            None => Err(not_found()),
-        });
+        let refind = Box::new(move || refind(&ops, &dir, &name));
         stream::open(self.ops.clone(), fh.clone(), listed, paced, refind)
     }
 }

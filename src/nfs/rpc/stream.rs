@@ -4,7 +4,8 @@
 //!
 //! A small file is one READ with its attributes after the data, held in memory. A
 //! larger one keeps a few READs in flight ahead of what the copy has taken, each
-//! holding its bytes of the client's budget until taken, so memory stays bounded
+//! holding twice its bytes of the client's budget until taken (the reply as received
+//! and the data taken out of it), so memory stays bounded
 //! whatever the number of jobs, and nothing is written to local disk. Under
 //! `--bwlimit` it reads one small piece ahead: the limit paces the reads, not only
 //! the writes. Its attributes after the last byte are what the copy checks against
@@ -18,6 +19,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::task::JoinHandle;
 
 use super::ops::{FileOps, to_io};
+use super::pipeline::held;
 use crate::dest;
 use crate::meta::Meta;
 use crate::source::{Data, Stream};
@@ -37,6 +39,30 @@ type Pending = (
 /// may omit them): a LOOKUP of its name.
 pub type Refind = Box<dyn Fn() -> io::Result<Meta> + Send>;
 
+/// The file `fh` of `ops` (`listed` its attributes as listed) read whole in one call
+/// when it fits one READ, with its attributes after the data (`refind` when the
+/// reply carries none); `None` when it is larger (see [`open`]).
+pub fn small<T: FileOps>(
+    ops: &T,
+    fh: &T::Fh,
+    listed: &Meta,
+    refind: impl FnOnce() -> io::Result<Meta>,
+) -> io::Result<Option<Data>> {
+    if listed.size > ops.read_size().max(1) {
+        return Ok(None);
+    }
+    let (bytes, after) = ops
+        .read_with_attrs(fh, 0, listed.size as u32)
+        .map_err(to_io)?;
+    let after = match after {
+        Some(a) => a,
+        None => refind()?,
+    };
+    // A file that grew past the listed size says so in its attributes (the copy's
+    // check fails), whatever the READ gave.
+    Ok(Some(Data::from_bytes(bytes, after)))
+}
+
 /// Opens the file `fh` of `ops` (`listed` its attributes as listed) for reading as it
 /// is consumed; see the module doc. Errors of the first READ (a stale handle) come
 /// from here, before anything is written.
@@ -48,18 +74,6 @@ pub fn open<T: FileOps + 'static>(
     refind: Refind,
 ) -> io::Result<Data> {
     let rsize = ops.read_size().max(1);
-    if listed.size <= rsize {
-        let (bytes, after) = ops
-            .read_with_attrs(&fh, 0, listed.size as u32)
-            .map_err(to_io)?;
-        let after = match after {
-            Some(a) => a,
-            None => refind()?,
-        };
-        // Past the listed size the file grew: its attributes say so (the copy's
-        // check fails), whatever the READ gave.
-        return Ok(Data::from_bytes(bytes, after));
-    }
     let (chunk, window) = match paced {
         true => (rsize.min(crate::options::bwlimit::CHUNK), 1),
         false => (rsize, AHEAD),
@@ -106,13 +120,14 @@ impl<T: FileOps> ReadStream<T> {
         while self.pending.len() < self.window && self.next < self.size && self.end.is_none() {
             let len = self.chunk.min(self.size - self.next);
             let n = len as u32;
-            let permit = match budget.clone().try_acquire_many_owned(n) {
+            let hold = held(n);
+            let permit = match budget.clone().try_acquire_many_owned(hold) {
                 Ok(p) => p,
                 Err(_) if !self.pending.is_empty() || self.cur.is_some() => break,
                 Err(_) => self
                     .ops
                     .runtime()
-                    .block_on(budget.clone().acquire_many_owned(n))
+                    .block_on(budget.clone().acquire_many_owned(hold))
                     .map_err(io::Error::other)?,
             };
             let call = self
