@@ -213,7 +213,9 @@ fn advice(why: &str) -> Option<&'static str> {
     let has = |w: &str| why.contains(w);
     Some(if has("cannot resolve") || has("has no address") {
         "the name does not resolve here: EFS names resolve inside the file system's VPC \
-         (DNS hostnames on), or give a mount target's address with ?fsid= and ?region="
+         (DNS hostnames on), or give a mount target's address with ?fsid= and ?region= \
+         (with ?tls its certificate is then checked against the file system's name, as \
+         efs-utils does)"
     } else if has("refused the client certificate") {
         "the file system policy, the IAM identity of ?iam, or the access point refused us"
     } else if has("Connection refused") {
@@ -222,8 +224,9 @@ fn advice(why: &str) -> Option<&'static str> {
         "no answer: a security group or firewall dropping TCP 2049 (EFS: the mount \
          target's security group must allow it from this host), or the wrong address"
     } else if has("certificate") || has("TLS") {
-        "the server's TLS certificate does not match its name, or is not from the CA \
-         given (tls-ca=)"
+        "the server's TLS certificate is not for the name checked (the URL's host, or \
+         for EFS the file system's name from the host or ?fsid= and ?region=), or is not \
+         from the CA given (tls-ca=)"
     } else {
         return None;
     })

@@ -3,7 +3,8 @@
 //! checks itself, in front of nfs-ganesha (NFSv4.1) behind the partition shim.
 //!
 //! The URL names the front by address with `?fsid=&region=` (and `tls-ca=` for the test
-//! CA, whose server certificate has the address as IP SAN) rather than by an
+//! CA, whose server certificate names only the file system's DNS name, as EFS's do:
+//! nfsync checks it against that name, as efs-utils does) rather than by an
 //! `fs-….efs.REGION.amazonaws.com` name in /etc/hosts: the certificate and signature are
 //! made from the same fs id and region either way, the EFS keys make nfsync bind every
 //! connection as for an EFS name, and no test changes the machine's name resolution
@@ -91,7 +92,10 @@ fn front(
     tweak(&mut policy);
     let pki = dir.join(name);
     std::fs::create_dir_all(&pki).unwrap();
-    (EfsFront::start(ca, &pki, policy, shim.port), shim)
+    // The server's certificate is the URL's file system's, whatever the policy judges
+    // the client's by: each refusal is then the front's, not nfsync's.
+    let server = format!("{FS}.efs.{REGION}.amazonaws.com");
+    (EfsFront::start(ca, &pki, &server, policy, shim.port), shim)
 }
 
 /// `nfsync ARGS` with a clean AWS environment (the host key under the scratch

@@ -38,6 +38,8 @@
 //!   [`mpi`]: `mpirun -n 4 nfsync --mpi` (feature `mpi`).
 //! - [`efs_front`]: nfsync through a fake EFS front that judges its client certificate
 //!   (signature, token, access point, dates) in front of nfs-ganesha; `--check` there.
+//!   [`tls_efs_name`]: the certificate checked against the file system's name when the
+//!   URL names a mount target by address or by its AZ-specific name.
 //! - [`interrupt`]: Ctrl-C; [`generated`]: completions and man page are up to date.
 //! - [`support`]: what they share (trees, comparisons, servers, privilege helpers).
 //!
@@ -80,3 +82,4 @@ mod shards;
 mod support;
 mod tls;
 mod tls_efs_cert;
+mod tls_efs_name;

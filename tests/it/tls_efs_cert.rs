@@ -25,7 +25,10 @@ fn server(dir: &Scratch) -> Option<(Ganesha, Ca, Stunnel)> {
     let g = Ganesha::start(&dir.join("export"), &dir.join("state"), opts)
         .unwrap_or_else(|e| panic!("{e}"));
     let ca = Ca::new(&dir.join("pki"), "test-ca");
-    let (cert, key) = ca.server_cert(&dir.join("pki"));
+    // The address for URLs with ?fsid= alone, the file system's name for those that
+    // add ?region= (checked against it, as efs-utils does).
+    let san = "IP:127.0.0.1,DNS:fs-deadbeef.efs.us-east-1.amazonaws.com";
+    let (cert, key) = ca.server_cert_for(&dir.join("pki"), san);
     let st = Stunnel::start_with(
         &dir.join("pki"),
         &cert,

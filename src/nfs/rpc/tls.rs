@@ -4,7 +4,10 @@
 //!
 //! The server's certificate is checked against the URL's host (a DNS name, or an IP
 //! address that must be in the certificate's IP SANs), with either the Mozilla roots
-//! compiled in or only the CAs of a PEM file (`?tls-ca=FILE`) for a private CA.
+//! compiled in or only the CAs of a PEM file (`?tls-ca=FILE`) for a private CA. To an
+//! EFS file system it is checked against the file system's DNS name instead, which is
+//! also sent as SNI, as efs-utils does ([`super::efsauth::server_name`]): EFS
+//! certificates name neither a mount target's address nor its zone.
 //!
 //! The roots come from `webpki-roots` rather than `rustls-native-certs`: EFS
 //! certificates chain to Amazon's public roots, which are in it, and a compiled-in set
@@ -28,6 +31,7 @@ use std::time::Duration;
 use rustls::{CertificateError, ClientConfig};
 
 use super::efsauth::client_cert::{ClientCert, Resolver};
+use super::efsauth::server_name::{self, Named};
 use super::efsauth::time::UtcTime;
 use super::url::NfsUrl;
 use crate::exit::{Error, Why};
@@ -47,6 +51,8 @@ const HANDSHAKE_MAX: Duration = Duration::from_secs(10);
 pub struct Tls {
     config: Arc<ClientConfig>,
     server_name: ServerName<'static>,
+    /// Whose name `server_name` is, for the advice on a certificate for another name.
+    named: Named,
     /// The `?tls-ca=` file, if the roots are its CAs (named in the advice on refusal).
     ca: Option<PathBuf>,
     /// The EFS client certificate, renewed before a handshake when stale.
@@ -153,7 +159,7 @@ impl Tls {
     /// TLS to `host` (a DNS name or an IP address), trusting only the CAs in `ca` (a
     /// PEM file) or, without it, the compiled-in public roots.
     pub fn new(host: &str, ca: Option<&Path>) -> Result<Tls, ConfigError> {
-        Tls::build(host, ca, None)
+        Tls::build(host, Named::Host, ca, None)
     }
 
     /// TLS as [`Tls::new`], presenting `client` whenever the server asks for a
@@ -163,7 +169,7 @@ impl Tls {
         ca: Option<&Path>,
         client: Arc<ClientCert>,
     ) -> Result<Tls, ConfigError> {
-        Tls::build(host, ca, Some(client))
+        Tls::build(host, Named::Host, ca, Some(client))
     }
 
     /// The TLS a URL asks for: for an EFS file system with the client certificate
@@ -176,6 +182,7 @@ impl Tls {
         let Some(target) = &url.efs else {
             return Tls::new(&url.host, ca).map_err(usage);
         };
+        let (name, named) = server_name::for_efs(&url.host, target);
         use super::efsauth::client_cert::CertError;
         let client = ClientCert::for_target(target).map_err(|e| match e {
             CertError::Credentials(e) => Error::Connect(Why::of(e)),
@@ -184,11 +191,13 @@ impl Tls {
                 source: io::Error::other(what),
             },
         })?;
-        Tls::with_client_cert(&url.host, ca, Arc::new(client)).map_err(usage)
+        Tls::build(&name, named, ca, Some(Arc::new(client))).map_err(usage)
     }
 
+    /// TLS checking the certificate against `name` (and sending it as SNI).
     fn build(
-        host: &str,
+        name: &str,
+        named: Named,
         ca: Option<&Path>,
         client: Option<Arc<ClientCert>>,
     ) -> Result<Tls, ConfigError> {
@@ -218,12 +227,13 @@ impl Tls {
             }
         };
         let server_name =
-            ServerName::try_from(host.to_string()).map_err(|_| ConfigError::BadHost {
-                host: host.to_string(),
+            ServerName::try_from(name.to_string()).map_err(|_| ConfigError::BadHost {
+                host: name.to_string(),
             })?;
         Ok(Tls {
             config: Arc::new(config),
             server_name,
+            named,
             ca: ca.map(Path::to_owned),
             client,
         })
@@ -303,9 +313,7 @@ impl Tls {
                  name the CA that signed it with ?tls-ca=FILE"
                 .into(),
             (C::NotValidForName | C::NotValidForNameContext { .. }, _) => {
-                " — the URL's host must be a name the certificate is for (for EFS: the file \
-                 system's DNS name, not a mount target's IP address)"
-                    .into()
+                self.named.advice(&self.server_name.to_str())
             }
             (
                 C::Expired
@@ -570,7 +578,7 @@ mod tests {
         let ca = Tls::new("h", None).unwrap();
         let refused = |e| ca.hint(&rustls::Error::InvalidCertificate(e));
         assert!(refused(CertificateError::UnknownIssuer).contains("?tls-ca=FILE"));
-        assert!(refused(CertificateError::NotValidForName).contains("DNS name"));
+        assert!(refused(CertificateError::NotValidForName).contains("?fsid= and ?region="));
         assert!(refused(CertificateError::Expired).contains("clock"));
         let not_tls = rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType);
         assert!(ca.hint(&not_tls).contains("does not seem to speak TLS"));

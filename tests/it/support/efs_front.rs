@@ -65,10 +65,17 @@ pub struct EfsFront {
 }
 
 impl EfsFront {
-    /// A front on a free port with a server certificate for 127.0.0.1 from `ca`, made
-    /// in `dir`, judging by `policy` and relaying to 127.0.0.1:`target`.
-    pub fn start(ca: &Ca, dir: &std::path::Path, policy: Policy, target: u16) -> EfsFront {
-        let (cert, key) = ca.server_cert(dir);
+    /// A front on a free port with a server certificate from `ca` for only the DNS name
+    /// `server` (as EFS's name only the file system), made in `dir`, judging by `policy`
+    /// and relaying to 127.0.0.1:`target`.
+    pub fn start(
+        ca: &Ca,
+        dir: &std::path::Path,
+        server: &str,
+        policy: Policy,
+        target: u16,
+    ) -> EfsFront {
+        let (cert, key) = ca.server_cert_for(dir, &format!("DNS:{server}"));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verdicts = Verdicts::default();
         let judge = Arc::new(Judge {

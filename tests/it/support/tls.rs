@@ -55,14 +55,23 @@ impl Ca {
 
     /// A server certificate for 127.0.0.1 signed by this CA: (cert, key).
     pub fn server_cert(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        self.server_cert_for(dir, "IP:127.0.0.1")
+    }
+
+    /// A server certificate for the names of `san` (openssl's `subjectAltName` value,
+    /// `DNS:name,IP:addr`) signed by this CA, in `dir`: (cert, key).
+    pub fn server_cert_for(&self, dir: &Path, san: &str) -> (PathBuf, PathBuf) {
+        std::fs::create_dir_all(dir).unwrap();
         let key = dir.join("server.key");
         let csr = dir.join("server.csr");
         let cert = dir.join("server.pem");
         let ext = dir.join("server.ext");
         std::fs::write(
             &ext,
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
-             keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+            format!(
+                "subjectAltName={san}\nbasicConstraints=CA:FALSE\n\
+                 keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+            ),
         )
         .unwrap();
         openssl(&[
@@ -71,7 +80,7 @@ impl Ca {
             "rsa:2048",
             "-nodes",
             "-subj",
-            "/CN=127.0.0.1",
+            "/CN=nfsync test server",
             "-keyout",
             key.to_str().unwrap(),
             "-out",
@@ -193,12 +202,16 @@ fn free_port() -> u16 {
 /// host key at `key`, instance metadata at a closed loopback port (so no credential
 /// is found by accident and nothing leaves the machine).
 pub fn efs_nfsync(dir: &Path, key: &Path) -> assert_cmd::Command {
+    efs_env(super::nfsync(), dir, key)
+}
+
+/// `cmd` (nfsync, or a wrapper that runs it) with the environment of [`efs_nfsync`].
+pub fn efs_env(mut cmd: assert_cmd::Command, dir: &Path, key: &Path) -> assert_cmd::Command {
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut cmd = super::nfsync();
     for (k, _) in std::env::vars() {
         if k.starts_with("AWS_") {
             cmd.env_remove(k);

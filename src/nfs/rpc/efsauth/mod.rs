@@ -9,7 +9,8 @@
 //! (over [`der`] and [`time`]) make the certificate; [`client_cert`] keeps a run's
 //! certificate fresh for [`super::tls`], which presents it. What the environment and
 //! the endpoints give is untrusted: [`file`] reads the files the environment names,
-//! and [`text`] makes an endpoint's words safe to print.
+//! and [`text`] makes an endpoint's words safe to print. [`server_name`] is the name
+//! the server's certificate is checked against, as efs-utils checks it.
 
 pub mod cert;
 pub mod client_cert;
@@ -18,6 +19,7 @@ pub mod der;
 pub mod file;
 pub mod key;
 pub mod key_store;
+pub mod server_name;
 pub mod sigv4;
 pub mod target;
 pub mod text;

@@ -54,6 +54,13 @@ pub fn parse_efs_host(host: &str) -> Option<(String, String)> {
     Some((c["fs_id"].to_string(), c["region"].to_string()))
 }
 
+/// Where the file system id starts in an EFS DNS name: what is before it is the AZ
+/// label, which the certificate does not carry ([`super::server_name`]).
+pub fn efs_host_fs_id_at(host: &str) -> Option<usize> {
+    let host = host.to_ascii_lowercase();
+    Some(EFS_HOST.captures(&host)?.name("fs_id")?.start())
+}
+
 impl EfsKeys {
     /// Takes `key=value` if it is an EFS key; `Ok(false)` if it is not one.
     pub fn take(&mut self, key: &str, value: &str) -> Result<bool, String> {
