@@ -1,8 +1,9 @@
 //! The source seam: where the command line's sources are read from, as
 //! [`crate::dest`] is where they are written.
 //!
-//! A local source is read by descriptor (the walk, [`crate::source`]). A source read
-//! through a client (`nfs://`) hands the walk its directories as [`RemoteDir`]s: each
+//! A local source is read by descriptor (`entry.rs`: each directory listed by the
+//! worker that scans it, never a separate walk). A source read through a client
+//! (`nfs://`) hands the listing its directories as [`RemoteDir`]s (`remote.rs`): each
 //! lists itself with the attributes the quick check needs and opens, reads and
 //! removes its own entries. A file's bytes reach a destination as a [`Data`],
 //! whatever holds them. The engine sees listed entries either way and never names a
