@@ -284,6 +284,13 @@ pub trait Destination: Send + Sync {
         t
     }
 
+    /// What an entry's error means here when its errno says something else (EFS
+    /// answers `EDQUOT` for its limits per client, not for a quota), for its line.
+    fn explain(&self, e: &Error) -> Option<&'static str> {
+        let _ = e;
+        None
+    }
+
     /// Whether [`Destination::write_file`] honours [`SourceFile::keep_partial`]: a
     /// backend whose interrupted file may hold less than it acknowledged (NFS writes
     /// not yet committed) keeps nothing.

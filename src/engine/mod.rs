@@ -415,7 +415,12 @@ impl<'a, D: Destination> Engine<'a, D> {
     fn dest_error(&self, rel: &Path, e: dest::Error) {
         Stats::bump(&self.stats.errors);
         if !e.is_fatal() {
-            self.out.error(&self.dest_path(rel), &e);
+            match self.dest.explain(&e) {
+                Some(why) => self
+                    .out
+                    .error(&self.dest_path(rel), format_args!("{e} ({why})")),
+                None => self.out.error(&self.dest_path(rel), &e),
+            }
             return;
         }
         // The destination is gone.

@@ -100,6 +100,11 @@ pub trait NfsOps: Send + Sync {
     fn storable_time(&self, t: Time) -> Time {
         t
     }
+    /// See [`dest::Destination::explain`].
+    fn explain(&self, e: &dest::Error) -> Option<&'static str> {
+        let _ = e;
+        None
+    }
     /// See [`dest::Destination::root_state`].
     fn root_state(&self) -> dest::Result<RootState>;
     /// DEST's path from [`NfsOps::TOP`].

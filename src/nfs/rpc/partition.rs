@@ -280,11 +280,22 @@ impl Binder {
     }
 }
 
-/// Whether `host` is an EFS mount target's DNS name: `fs-ID.efs.REGION.…`, with an
+/// Whether `host` is an EFS mount target's DNS name: `fs-HEX.efs.REGION.SUFFIX`, SUFFIX
+/// one of AWS's partitions (efs-utils.conf's `dns_name_suffix` values), with an
 /// optional availability-zone label in front. Stricter than efs-utils' pattern for
 /// the certificate's fields (which takes any label where `efs` stands): program
-/// 400123 goes only where the name says EFS.
+/// 400123 goes only where the name says EFS (or the URL does, `?efs`, `?fsid=`), never
+/// to a filer that happens to be called `fs-01.nyc.corp.com`.
 pub fn is_efs_host(host: &str) -> bool {
+    const SUFFIXES: [&str; 7] = [
+        "amazonaws.com",
+        "amazonaws.com.cn",
+        "c2s.ic.gov",
+        "sc2s.sgov.gov",
+        "csp.hci.ic.gov",
+        "cloud.adc-e.uk",
+        "amazonaws.eu",
+    ];
     let host = host.to_ascii_lowercase();
     let labels: Vec<&str> = host.split('.').collect();
     let fs_id = |l: &str| {
@@ -296,6 +307,7 @@ pub fn is_efs_host(host: &str) -> bool {
             && fs_id(labels[i])
             && labels[i + 1] == "efs"
             && !labels[i + 2].is_empty()
+            && SUFFIXES.contains(&labels[i + 3..].join(".").as_str())
     })
 }
 
@@ -443,6 +455,7 @@ mod tests {
             "FS-DEADBEEF.EFS.us-east-1.amazonaws.com",
             "us-east-1a.fs-deadbeef.efs.us-east-1.amazonaws.com",
             "fs-deadbeef.efs.cn-north-1.amazonaws.com.cn",
+            "fs-deadbeef.efs.us-iso-east-1.c2s.ic.gov",
         ] {
             assert!(is_efs_host(h), "{h}");
         }
@@ -453,6 +466,9 @@ mod tests {
             "fs-deadbeef.nfs.us-east-1.amazonaws.com",
             "efs.example.com",
             "fs-1.efs",
+            "fs-01.nyc.corp.com",
+            "fs-deadbeef.efs.us-east-1.corp.example.com",
+            "fs-deadbeef.efs.us-east-1.amazonaws.com.evil.example",
         ] {
             assert!(!is_efs_host(h), "{h}");
         }

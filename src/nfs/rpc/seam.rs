@@ -41,6 +41,10 @@ impl<T: FileOps + ObjectOps + PathOps> Destination for T {
         NfsOps::storable_time(self, t)
     }
 
+    fn explain(&self, e: &dest::Error) -> Option<&'static str> {
+        NfsOps::explain(self, e)
+    }
+
     fn root_state(&self) -> dest::Result<RootState> {
         NfsOps::root_state(self)
     }

@@ -96,7 +96,11 @@ pub fn connect(
     timeout: Duration,
 ) -> Result<Nfs4Dest, ConnectError> {
     let is_root = rustix::process::geteuid().is_root();
-    let resvport = parsed.resvport.unwrap_or(is_root);
+    // One NFSv4.1 session must not span EFS partitions: its connections are bound.
+    let efs = parsed
+        .efs_server
+        .unwrap_or_else(|| parsed.efs.is_some() || rpc::partition::is_efs_host(&parsed.host));
+    let resvport = resvport(parsed.resvport, is_root, efs);
     let cred = setup::credentials(parsed);
     let want_slots = parsed.slots.unwrap_or(DEFAULT_SLOTS);
     let setup = rt.block_on(async {
@@ -119,10 +123,6 @@ pub fn connect(
             tls,
         };
         let rpc = rpc::RpcClient::new(ep, cred);
-        // One NFSv4.1 session must not span EFS partitions: bind its connections.
-        let efs = parsed
-            .efs_server
-            .unwrap_or_else(|| parsed.efs.is_some() || rpc::partition::is_efs_host(&parsed.host));
         let rpc = Arc::new(match efs {
             true => rpc.bound(rpc::partition::Binder::new()),
             false => rpc,
@@ -199,6 +199,7 @@ pub fn connect(
             batcher,
             batched: parsed.batch.unwrap_or(slots < BATCH_BELOW_SLOTS),
             batch_reads: parsed.batch.unwrap_or(true),
+            efs,
         },
         owners,
         notices,
@@ -257,11 +258,31 @@ async fn limits(client: &client::Client) -> Result<(u32, Duration), Error> {
             maxwrite = d.u64().map_err(bad)?;
         }
     }
-    // Room in a request for the compound around the data (names, attributes).
-    let room = u64::from(client.max_request().saturating_sub(4096));
-    let io = maxread.min(maxwrite).min(room).min(u64::from(MAX_IO));
-    let io = if io == 0 { 64 << 10 } else { io as u32 };
+    let io = io_size(maxread, maxwrite, client.max_request());
     Ok((io, Duration::from_secs(u64::from(lease.clamp(10, 3600)))))
+}
+
+/// Whether to connect from a privileged source port: as the URL says, else when root
+/// (servers refuse others by default), but never by default to EFS: AWS advises
+/// `noresvport` for its mounts, and efs-proxy connects from ephemeral ports.
+fn resvport(given: Option<bool>, is_root: bool, efs: bool) -> bool {
+    given.unwrap_or(is_root && !efs)
+}
+
+/// The bytes per READ and WRITE: the server's MAXREAD and MAXWRITE, within the
+/// session's request size less room for the compound around the data (names,
+/// attributes). When the session's size is what limits it, it is rounded down to a
+/// multiple of 64 KiB, as a server's own sizes are: an odd size would cut every large
+/// file into pieces that straddle the server's blocks.
+fn io_size(maxread: u64, maxwrite: u64, max_request: u32) -> u32 {
+    const UNIT: u64 = 64 << 10;
+    let room = u64::from(max_request.saturating_sub(4096));
+    let server = maxread.min(maxwrite).min(u64::from(MAX_IO));
+    let io = match room < server && room >= UNIT {
+        true => room - room % UNIT,
+        false => server.min(room),
+    };
+    if io == 0 { UNIT as u32 } else { io as u32 }
 }
 
 /// Keeps the lease while the run is busy elsewhere (a long local scan): a SEQUENCE
@@ -273,5 +294,33 @@ async fn renew_lease(client: Arc<client::Client>, lease: Duration) {
         if client.idle_ms() >= third.as_millis() as u64 {
             let _ = client.ping().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tight_session_gives_a_multiple_of_64_kib() {
+        // ganesha: 1 MiB everywhere, a session of 1 MiB and room.
+        assert_eq!(io_size(1 << 20, 1 << 20, (1 << 20) + 8192), 1 << 20);
+        // A session of just 1 MiB: the room left, rounded down.
+        assert_eq!(io_size(1 << 20, 1 << 20, 1 << 20), 960 << 10);
+        assert_eq!(io_size(1 << 20, 1 << 20, 200_000), 128 << 10);
+        // The server's own size is kept as it is.
+        assert_eq!(io_size(100_000, 1 << 20, 4 << 20), 100_000);
+        // A session too small for 64 KiB: what fits.
+        assert_eq!(io_size(1 << 20, 1 << 20, 40_960), 36_864);
+        assert_eq!(io_size(0, 0, 4 << 20), 64 << 10);
+    }
+
+    #[test]
+    fn efs_gets_no_privileged_port_unless_asked() {
+        assert!(resvport(None, true, false));
+        assert!(!resvport(None, true, true));
+        assert!(!resvport(None, false, false));
+        assert!(resvport(Some(true), true, true));
+        assert!(!resvport(Some(false), true, false));
     }
 }

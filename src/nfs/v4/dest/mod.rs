@@ -74,6 +74,8 @@ pub struct Nfs4Dest {
     /// Small files' compounds, combined when the slots are busy (`?batch=0`: never).
     batcher: Batcher,
     batched: bool,
+    /// The server is an EFS mount target: its limits per client explain some errors.
+    pub(super) efs: bool,
     /// Whether whole small files read as a source go through the batcher.
     batch_reads: bool,
 }
@@ -90,6 +92,8 @@ pub(super) struct Setup {
     pub batcher: Batcher,
     pub batched: bool,
     pub batch_reads: bool,
+    /// The server is an EFS mount target (its connections are bound).
+    pub efs: bool,
 }
 
 impl Drop for Nfs4Dest {
@@ -155,6 +159,7 @@ impl Nfs4Dest {
             renewer: s.renewer,
             batcher: s.batcher,
             batched: s.batched,
+            efs: s.efs,
             batch_reads: s.batch_reads,
         }
     }
@@ -189,10 +194,31 @@ impl Nfs4Dest {
     }
 }
 
+/// See [`NfsOps::explain`]: `efs` whether the server is an EFS mount target.
+fn explain(efs: bool, e: &dest::Error) -> Option<&'static str> {
+    match e {
+        dest::Error::Entry(io) if efs && io.raw_os_error() == Some(libc::EDQUOT) => {
+            Some(EFS_LIMITS)
+        }
+        _ => None,
+    }
+}
+
+/// What EFS's "Disk quota exceeded" means.
+pub(crate) const EFS_LIMITS: &str = "on EFS this is not a quota: EFS refuses a client past its \
+     limits of 128 users with files open at once, 32,768 open files or 8,192 locks; run with \
+     fewer --jobs, or as one user";
+
 impl NfsOps for Nfs4Dest {
     type Dir = Nfs4Dir;
     type Fh = Vec<u8>;
     const TOP: &'static str = "the server's root";
+
+    /// EFS answers NFS4ERR_DQUOT when a client passes its limits (the EFS quotas
+    /// page, "Quotas for NFS clients"); it has no user quotas to exceed.
+    fn explain(&self, e: &dest::Error) -> Option<&'static str> {
+        explain(self.efs, e)
+    }
 
     /// `nfs://server/path`.
     fn label(&self) -> &str {
@@ -357,5 +383,20 @@ impl NfsOps for Nfs4Dest {
                 .await?;
             ok(a).map(|_| ())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_quota_exceeded_from_efs_is_explained_as_its_client_limits() {
+        let dquot = || dest::Error::Entry(std::io::Error::from_raw_os_error(libc::EDQUOT));
+        assert_eq!(explain(true, &dquot()), Some(EFS_LIMITS));
+        assert!(EFS_LIMITS.contains("32,768 open files"));
+        assert_eq!(explain(false, &dquot()), None);
+        let nospc = dest::Error::Entry(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(explain(true, &nospc), None);
     }
 }
