@@ -383,3 +383,72 @@ fn check_through_the_front_passes_and_fails_with_a_wrong_secret() {
     );
     shim.assert_rules_kept();
 }
+
+/// Where the host's EFS client key cannot be kept (here root's place,
+/// `/var/lib/nfsync`, read-only in the run's own mount namespace, as in a pod with a
+/// read-only root filesystem), the run makes a key for itself alone, says so in one
+/// line naming the place and what to set, and the copy is exact; nothing is written
+/// there. With `NFSYNC_EFS_KEY` naming an unwritable place the user chose, the run
+/// fails naming it instead.
+#[test]
+fn a_key_that_cannot_be_kept_is_made_for_the_run_and_said() {
+    let dir = Scratch::new();
+    let Some((g, ca)) = backend(&dir) else {
+        return;
+    };
+    let tree = source(&dir);
+    let (f, _shim) = front(&dir, "front", &ca, &g, |p| p.require_iam = false);
+    std::fs::create_dir_all("/var/lib/nfsync").unwrap();
+    let in_read_only_place = |key: Option<&str>, sub: &str| {
+        let mut cmd = tls::efs_env(
+            assert_cmd::Command::new("unshare"),
+            dir.path(),
+            Path::new("/x"),
+        );
+        cmd.env_remove("NFSYNC_EFS_KEY");
+        if let Some(k) = key {
+            cmd.env("NFSYNC_EFS_KEY", k);
+        }
+        cmd.args([
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o ro,size=64k tmpfs /var/lib/nfsync && exec \"$0\" \"$@\"",
+        ])
+        .arg(crate::support::bin())
+        .args(["--timeout", "20"])
+        .arg(format!("{}/", tree.root().display()))
+        .arg(url(&f, &g, &ca, sub, ""))
+        .output()
+        .expect("run nfsync in its own mount namespace")
+    };
+    let out = in_read_only_place(None, "kept-nowhere");
+    assert!(out.status.success(), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("EFS client key cannot be kept")
+                && l.contains("/var/lib/nfsync")
+                && l.contains("NFSYNC_EFS_KEY"))
+            .count(),
+        1,
+        "{}",
+        describe(&out)
+    );
+    let diff = rsync_diff_with(
+        tree.root(),
+        &g.export.join("kept-nowhere"),
+        &["--omit-link-times"],
+    );
+    assert!(diff.is_empty(), "{diff}");
+    let v = f.verdicts();
+    assert!(!v.is_empty() && v.iter().all(Result::is_ok), "{v:?}");
+
+    let out = in_read_only_place(Some("/var/lib/nfsync/mine.pem"), "chosen");
+    assert_eq!(out.status.code(), Some(11), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("/var/lib/nfsync/mine.pem"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -31,6 +31,12 @@ pub enum Notice<'a> {
         /// The destination, as the URL names it.
         dest: &'a str,
     },
+    /// The EFS client key cannot be kept where it belongs: one made for this run is
+    /// used.
+    EfsKeyNotKept {
+        /// Why (the place and the error).
+        why: &'a str,
+    },
     /// The calls the run sent, at its end (`NFSYNC_RPC_STATS=1`).
     Calls {
         /// `NAME=N` per procedure.
@@ -58,6 +64,11 @@ impl fmt::Display for Notice<'_> {
                 f,
                 "{dest} does not store symlink modification times; symlinks keep the \
                  server's time"
+            ),
+            Notice::EfsKeyNotKept { why } => write!(
+                f,
+                "the EFS client key cannot be kept ({why}); a key made for this run is used \
+                 (set NFSYNC_EFS_KEY to a writable file to keep one)"
             ),
             Notice::Calls { counts } => write!(f, "NFS calls: {counts}"),
         }

@@ -176,7 +176,9 @@ impl Tls {
     /// (making the host's key and fetching credentials first). A CA file that cannot be
     /// used is the command line's problem (exit 1); credentials that cannot be had are
     /// the connection's (exit 10).
-    pub fn for_url(url: &NfsUrl) -> Result<Tls, Error> {
+    ///
+    /// `kept` says why the EFS client key is one for this run only, if it is.
+    pub fn for_url(url: &NfsUrl, kept: &mut Option<String>) -> Result<Tls, Error> {
         let usage = |e: ConfigError| Error::Usage(Why::of(e));
         let ca = url.tls_ca.as_deref();
         let Some(target) = &url.efs else {
@@ -184,7 +186,7 @@ impl Tls {
         };
         let (name, named) = server_name::for_efs(&url.host, target);
         use super::efsauth::client_cert::CertError;
-        let client = ClientCert::for_target(target).map_err(|e| match e {
+        let client = ClientCert::for_target(target, kept).map_err(|e| match e {
             CertError::Credentials(e) => Error::Connect(Why::of(e)),
             CertError::Key(what) => Error::Local {
                 what: "the EFS client certificate".into(),

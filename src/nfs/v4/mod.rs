@@ -107,7 +107,15 @@ pub fn connect(
         let ip = setup::resolve(&parsed.host, timeout).await?;
         let addr = SocketAddr::new(ip, parsed.nfs_port.unwrap_or(PORT));
         let tls = match parsed.tls {
-            true => Some(crate::nfs::rpc::tls::Tls::for_url(parsed).map_err(ConnectError::Failed)?),
+            true => {
+                let mut kept = None;
+                let tls = crate::nfs::rpc::tls::Tls::for_url(parsed, &mut kept)
+                    .map_err(ConnectError::Failed)?;
+                if let Some(why) = &kept {
+                    notices.notice(rpc::policy::Notice::EfsKeyNotKept { why });
+                }
+                Some(tls)
+            }
             false => None,
         };
         let ep = rpc::Endpoint {

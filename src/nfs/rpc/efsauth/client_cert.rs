@@ -85,7 +85,15 @@ fn host_name() -> String {
 impl ClientCert {
     /// The certificate for `target`, with the host's key and, for `?iam`, the process's
     /// credentials (see [`creds`]).
-    pub fn for_target(target: &EfsTarget) -> Result<ClientCert, CertError> {
+    ///
+    /// Where the host's key cannot be kept (a pod with a read-only root filesystem, no
+    /// HOME, an arbitrary uid), a key made for this run alone is used and `kept` says
+    /// why; `NFSYNC_EFS_KEY` names a key file the user chose, which must then work. A
+    /// key file that is there but must not be trusted is refused, never replaced.
+    pub fn for_target(
+        target: &EfsTarget,
+        kept: &mut Option<String>,
+    ) -> Result<ClientCert, CertError> {
         let fetch: Option<Fetch> = target.iam.then(|| {
             let profile = target.aws_profile.clone();
             let region = target.region.clone().unwrap_or_default();
@@ -93,10 +101,21 @@ impl ClientCert {
         });
         // Credentials first: without them there is nothing to make a key for.
         let creds = fetch.as_ref().map(|f| f()).transpose()?;
-        let path = key_store::default_path().ok_or_else(|| {
-            CertError::Key("no place for it: set HOME or NFSYNC_EFS_KEY".to_string())
-        })?;
-        let key = key_store::load_or_create(&path).map_err(CertError::Key)?;
+        let chosen = std::env::var_os("NFSYNC_EFS_KEY").is_some_and(|v| !v.is_empty());
+        let key = match key_store::default_path() {
+            None => {
+                *kept = Some("no HOME, XDG_STATE_HOME or NFSYNC_EFS_KEY".into());
+                ClientKey::generate().map_err(CertError::Key)?
+            }
+            Some(path) => match key_store::load_or_create(&path) {
+                Ok(key) => key,
+                Err(key_store::Failed::Place(why)) if !chosen => {
+                    *kept = Some(why);
+                    ClientKey::generate().map_err(CertError::Key)?
+                }
+                Err(e) => return Err(CertError::Key(e.to_string())),
+            },
+        };
         ClientCert::with_creds(
             key,
             target.clone(),

@@ -53,37 +53,77 @@ fn path_for(is_root: bool, env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> 
     Some(dir.join(FILE_NAME))
 }
 
+/// Why there is no key from [`load_or_create`].
+#[derive(Debug)]
+pub enum Failed {
+    /// There is no place to keep one: its directory cannot be reached or made, or the
+    /// file cannot be written there (a read-only filesystem, no permission, full).
+    Place(String),
+    /// A key file is there and must not be used, or the key cannot be made.
+    Refused(String),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Place(s) | Failed::Refused(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Whether `e` says the place cannot hold a key rather than that something there is
+/// refused.
+fn no_place(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::ROFS | Errno::ACCESS | Errno::PERM | Errno::NOENT | Errno::NOSPC | Errno::DQUOT
+    )
+}
+
 /// The key at `path`, made (mode 0600, its directory 0700) if there is none.
 ///
 /// Concurrent runs may both make one; each links a complete file into place, so the
 /// loser takes the winner's key.
-pub fn load_or_create(path: &Path) -> Result<ClientKey, String> {
+pub fn load_or_create(path: &Path) -> Result<ClientKey, Failed> {
     let shown = path.display();
     let name = path
         .file_name()
-        .ok_or_else(|| format!("key file {shown} names no file"))?;
+        .ok_or_else(|| Failed::Refused(format!("key file {shown} names no file")))?;
     let dir = open_dir(path)?;
-    if let Some(key) = open_key(&dir, name, path)? {
+    if let Some(key) = open_key(&dir, name, path).map_err(Failed::Refused)? {
         return Ok(key);
     }
-    let key = ClientKey::generate()?;
+    let key = ClientKey::generate().map_err(Failed::Refused)?;
     match link_new(&dir, name, key.to_pem().as_bytes()) {
         Ok(()) => Ok(key),
         // Another run linked its key first: that one is the host's.
-        Err(Errno::EXIST) => open_key(&dir, name, path)?
-            .ok_or_else(|| format!("key file {shown} vanished while it was made")),
-        Err(e) => Err(format!("writing the EFS client key {shown}: {e}")),
+        Err(Errno::EXIST) => open_key(&dir, name, path)
+            .map_err(Failed::Refused)?
+            .ok_or_else(|| Failed::Refused(format!("key file {shown} vanished while it was made"))),
+        Err(e) => {
+            let why = format!("writing the EFS client key {shown}: {e}");
+            Err(match no_place(e) {
+                true => Failed::Place(why),
+                false => Failed::Refused(why),
+            })
+        }
     }
 }
 
 /// The directory the key file is in, made if missing (the last one 0700: it holds a
 /// private key), reached under the symlink rule.
-fn open_dir(path: &Path) -> Result<OwnedFd, String> {
+fn open_dir(path: &Path) -> Result<OwnedFd, Failed> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let refused = |e: io::Error| format!("key file {}: {e}", path.display());
+    let refused = |e: io::Error| {
+        let why = format!("key file {}: {e}", path.display());
+        match e.raw_os_error().map(Errno::from_raw_os_error) {
+            Some(e) if no_place(e) => Failed::Place(why),
+            _ => Failed::Refused(why),
+        }
+    };
     let open = |p: &Path, make: bool| trust::open_dir(Trust::OWNED, rustix::fs::CWD, p, make);
     match open(dir, false) {
         Ok(fd) => return Ok(fd),

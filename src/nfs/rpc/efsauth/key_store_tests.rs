@@ -95,7 +95,7 @@ fn refused(change: impl Fn(&Path)) -> String {
     load_or_create(&path).expect("a good key file is used");
     change(&path);
     let before = fs::symlink_metadata(&path).unwrap();
-    let e = load_or_create(&path).unwrap_err();
+    let e = load_or_create(&path).unwrap_err().to_string();
     assert!(e.contains(&path.display().to_string()), "{e}");
     let after = fs::symlink_metadata(&path).unwrap();
     assert_eq!(before.ino(), after.ino(), "left alone");
@@ -179,7 +179,7 @@ fn nfsync_efs_key_obeys_the_same_rule() {
     let env = |k: &str| (k == "NFSYNC_EFS_KEY").then(|| named.clone().into_os_string());
     let path = path_for(true, &env).unwrap();
     assert_eq!(path, named);
-    let e = load_or_create(&path).unwrap_err();
+    let e = load_or_create(&path).unwrap_err().to_string();
     assert_eq!(
         e,
         format!("key file {text} is group-writable: refusing it (chmod 600)")
@@ -197,7 +197,7 @@ fn nfsync_efs_key_obeys_the_same_rule() {
         AtFlags::SYMLINK_NOFOLLOW,
     )
     .unwrap();
-    let e = load_or_create(&path).unwrap_err();
+    let e = load_or_create(&path).unwrap_err().to_string();
     assert!(
         e.starts_with(&format!("key file {text}: ")) && e.contains("symlink owned by uid 65534"),
         "{e}"
