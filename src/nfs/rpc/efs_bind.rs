@@ -45,6 +45,9 @@ pub enum BindResponse {
     Ready(PartitionId),
     /// EFS refused the bind.
     Error(String),
+    /// A type this client does not know, with no body: efs-proxy's XDR enum has a
+    /// `default` arm for it, and uses the connection without a partition.
+    Unknown(u32),
 }
 
 /// How efs-proxy may scale up: the server's advice, sent with every answer.
@@ -188,7 +191,7 @@ pub fn decode_reply(xid: u32, record: &[u8]) -> Result<BindReply, BindReplyError
         2 => BindResponse::Preferred(x.partition()?),
         3 => BindResponse::Ready(x.partition()?),
         4 => BindResponse::Error(x.string("error message")?),
-        t => return Err(BindReplyError::Garbage(format!("bind response type {t}"))),
+        t => BindResponse::Unknown(t),
     };
     let config = ScaleUpConfig {
         max_multiplexed_connections: x.i32("scale-up config")?,
@@ -196,9 +199,9 @@ pub fn decode_reply(xid: u32, record: &[u8]) -> Result<BindReply, BindReplyError
         scale_up_threshold_breached_duration_sec: x.i32("scale-up config")?,
         scale_up_lookback_window_size_sec: x.i32("scale-up config")?,
     };
-    if !x.rest.is_empty() {
-        return Err(garbage("trailing bytes after the bind reply"));
-    }
+    // Bytes after the reply are left unread, as efs-proxy's decoder leaves them
+    // (`parse_bind_client_to_partition_response` unpacks the reply from a cursor and
+    // looks no further): a newer EFS may add fields.
     Ok(BindReply { response, config })
 }
 
@@ -236,6 +239,7 @@ pub fn encode_reply(xid: u32, reply: &BindReply) -> Vec<u8> {
             b.extend_from_slice(&4u32.to_be_bytes());
             string(&mut b, m);
         }
+        BindResponse::Unknown(t) => b.extend_from_slice(&t.to_be_bytes()),
     }
     let c = &reply.config;
     for w in [
@@ -323,6 +327,8 @@ mod tests {
             BindResponse::Preferred([7; 64]),
             BindResponse::Ready([9; 64]),
             BindResponse::Error("no such file system".into()),
+            // A type efs-proxy's `default` arm takes: no body, the config after it.
+            BindResponse::Unknown(9),
         ] {
             let r = BindReply {
                 response,
@@ -367,9 +373,10 @@ mod tests {
             decode_reply(4, &good[4..]),
             Err(BindReplyError::Garbage(_))
         ));
+        // Trailing bytes are left unread, as efs-proxy leaves them.
         let mut long = good[4..].to_vec();
-        long.push(0);
-        assert!(decode_reply(3, &long).is_err());
+        long.extend_from_slice(&[0, 0, 0, 7]);
+        assert_eq!(decode_reply(3, &long), decode_reply(3, &good[4..]));
         let mut huge = good[4..28].to_vec();
         huge.extend_from_slice(&4u32.to_be_bytes());
         huge.extend_from_slice(&u32::MAX.to_be_bytes());

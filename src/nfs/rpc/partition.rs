@@ -269,7 +269,10 @@ impl Binder {
             (Mode::Partition(ours), BindResponse::Ready(id)) if id == ours => Verdict::Use,
             (
                 Mode::Partition(_),
-                BindResponse::Ready(_) | BindResponse::Preferred(_) | BindResponse::Retry(_),
+                BindResponse::Ready(_)
+                | BindResponse::Preferred(_)
+                | BindResponse::Retry(_)
+                | BindResponse::Unknown(_),
             ) => Verdict::Again,
             (Mode::Partition(_), BindResponse::RetryLater(m) | BindResponse::Error(m)) => {
                 s.quiet_until = Some(Instant::now() + BACK_OFF);
@@ -398,6 +401,8 @@ mod tests {
             BindResponse::Preferred(B),
             BindResponse::RetryLater(String::new()),
             BindResponse::Error(String::new()),
+            // A type it does not know: efs-proxy uses the stream without a partition.
+            BindResponse::Unknown(9),
         ] {
             let b = binder();
             assert_eq!(b.judge(answer(first, 5)), Verdict::Use);
