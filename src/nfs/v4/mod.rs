@@ -97,9 +97,7 @@ pub fn connect(
 ) -> Result<Nfs4Dest, ConnectError> {
     let is_root = rustix::process::geteuid().is_root();
     // One NFSv4.1 session must not span EFS partitions: its connections are bound.
-    let efs = parsed
-        .efs_server
-        .unwrap_or_else(|| parsed.efs.is_some() || rpc::partition::is_efs_host(&parsed.host));
+    let efs = is_efs(parsed);
     let resvport = resvport(parsed.resvport, is_root, efs);
     let cred = setup::credentials(parsed);
     let want_slots = parsed.slots.unwrap_or(DEFAULT_SLOTS);
@@ -268,6 +266,22 @@ async fn limits(client: &client::Client) -> Result<(u32, Duration), Error> {
     }
     let io = io_size(maxread, maxwrite, client.max_request());
     Ok((io, Duration::from_secs(u64::from(lease.clamp(10, 3600)))))
+}
+
+/// Whether the server is an EFS mount target, to be sent EFS's bind call: as `?efs`
+/// says, else when the host is an EFS name ([`rpc::partition::is_efs_host`]) or the URL
+/// names EFS itself (`?fsid=` with an address, `?iam`, `?accesspoint=`). A host that
+/// only matches efs-utils' loose pattern (`fs-01.nyc.corp.com`) is not enough: its
+/// certificate rules apply, but a filer named so gets no call of EFS's.
+fn is_efs(parsed: &NfsUrl) -> bool {
+    let said = |t: &rpc::efsauth::target::EfsTarget| {
+        t.iam
+            || t.access_point.is_some()
+            || rpc::efsauth::target::parse_efs_host(&parsed.host).is_none()
+    };
+    parsed.efs_server.unwrap_or_else(|| {
+        rpc::partition::is_efs_host(&parsed.host) || parsed.efs.as_ref().is_some_and(said)
+    })
 }
 
 /// Whether to connect from a privileged source port: as the URL says, else when root

@@ -305,3 +305,73 @@ fn check_names_the_partition_and_the_connections_bound() {
         }
     }
 }
+
+/// EFS's bind call (program 400123) goes only to names of EFS's own form under an AWS
+/// suffix: `fs-deadbeef.nfs.us-east-1.amazonaws.com`, `fs-01.nyc.corp.com` and
+/// `fs-deadbeef.efs.us-east-1.corp.example.com`, each resolved to 127.0.0.1 through a
+/// hosts file of that run's own mount namespace, get none; the EFS name itself gets it
+/// (ganesha does not serve it, and the run goes on unbound). Every copy is exact. The
+/// calls are read where they pass a relay in front of ganesha.
+#[test]
+fn only_efs_names_get_the_bind_call() {
+    use std::sync::{Arc, Mutex};
+    let Some(export) = ganesha::shared(Proto::V41) else {
+        return;
+    };
+    let progs: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let seen = progs.clone();
+    let mut servers = crate::support::net::Servers::default();
+    let port = servers.rewriting_relay(
+        export.nfs_port,
+        Arc::new(move |call: &[u8], _rep: &mut Vec<u8>| {
+            if let Some(p) = call.get(12..16) {
+                seen.lock()
+                    .unwrap()
+                    .push(u32::from_be_bytes(p.try_into().unwrap()));
+            }
+        }),
+    );
+    let dir = Scratch::new();
+    let rel = format!("efs-names-{}", std::process::id());
+    let src = dir.join("src");
+    Tree::new(&src).file("a", "a").random_file("d/b", 3000, 1);
+    let machine = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
+    for (i, (name, bound)) in [
+        ("fs-deadbeef.nfs.us-east-1.amazonaws.com", false),
+        ("fs-01.nyc.corp.com", false),
+        ("fs-deadbeef.efs.us-east-1.corp.example.com", false),
+        ("fs-deadbeef.efs.us-east-1.amazonaws.com", true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        progs.lock().unwrap().clear();
+        let hosts = dir.join(format!("hosts-{i}"));
+        std::fs::write(&hosts, format!("{machine}\n127.0.0.1 {name}\n")).unwrap();
+        let sub = format!("{rel}/{i}");
+        let url = format!(
+            "nfs://{name}:{port}{}/{sub}?version=4.1",
+            export.path.display()
+        );
+        let out = std::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(r#"mount --bind "$0" /etc/hosts && exec "$@""#)
+            .arg(&hosts)
+            .arg(crate::support::bin())
+            .args(["-r", "--timeout", "20"])
+            .arg(format!("{}/", src.display()))
+            .arg(&url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", describe(&out));
+        let diff = rsync_diff_with(
+            &src,
+            &export.path.join(&sub),
+            &["--omit-link-times", "--no-t"],
+        );
+        assert!(diff.is_empty(), "{name}:\n{diff}");
+        let sent = progs.lock().unwrap().contains(&400_123);
+        assert_eq!(sent, bound, "{name}: EFS's bind call sent: {sent}");
+    }
+    let _ = std::fs::remove_dir_all(export.path.join(&rel));
+}
