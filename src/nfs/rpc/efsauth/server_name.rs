@@ -81,7 +81,8 @@ impl Named {
 /// efs-utils.conf's `dns_name_suffix` for `region`: its `[mount.REGION]` sections,
 /// `amazonaws.com` for the rest. Matched by the partition's region prefix rather than
 /// the listed regions, so that a new region of a known partition needs no release.
-fn dns_name_suffix(region: &str) -> &'static str {
+/// The partition's other endpoints (STS, for web identity) share the suffix.
+pub(crate) fn dns_name_suffix(region: &str) -> &'static str {
     const PARTITIONS: [(&str, &str); 6] = [
         ("cn-", "amazonaws.com.cn"),
         ("us-iso-", "c2s.ic.gov"),

@@ -139,6 +139,25 @@ impl std::fmt::Debug for Response {
     }
 }
 
+/// A request's error when no connection was made (nothing listens, no route, connect
+/// timed out), as against one made but not answered: IMDS tells "nobody there" from
+/// "there but the token's answer did not come back" (a container's hop limit).
+#[derive(Debug)]
+pub struct NoConnection(io::Error);
+
+impl std::fmt::Display for NoConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for NoConnection {}
+
+/// Whether `e` is [`NoConnection`].
+pub fn no_connection(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<NoConnection>())
+}
+
 /// How a request is made.
 pub struct Client {
     /// For each of connect, write and read.
@@ -176,7 +195,7 @@ impl Client {
                 Err(e) => last = e,
             }
         }
-        let tcp = tcp.ok_or(last)?;
+        let tcp = tcp.ok_or_else(|| io::Error::new(last.kind(), NoConnection(last)))?;
         tcp.set_read_timeout(Some(self.timeout))?;
         tcp.set_write_timeout(Some(self.timeout))?;
         let mut req = format!(
@@ -390,5 +409,23 @@ mod tests {
         let u = Url::parse("http://127.0.0.1:9/role\r\nX-Evil: 1").unwrap();
         let e = c.request("GET", &u, &[]).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+    }
+
+    /// Nobody listening is told from a listener that does not answer (IMDS's token).
+    #[test]
+    fn no_connection_is_told_from_no_answer() {
+        let c = Client {
+            timeout: Duration::from_millis(300),
+            ca_bundle: None,
+        };
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let u = Url::parse(&format!("http://{}/", closed.local_addr().unwrap())).unwrap();
+        drop(closed);
+        let e = c.request("GET", &u, &[]).unwrap_err();
+        assert!(no_connection(&e), "{e}");
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let u = Url::parse(&format!("http://{}/", silent.local_addr().unwrap())).unwrap();
+        let e = c.request("GET", &u, &[]).unwrap_err();
+        assert!(!no_connection(&e), "{e}");
     }
 }

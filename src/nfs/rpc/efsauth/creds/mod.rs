@@ -4,11 +4,14 @@
 //! 1. `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`);
 //! 2. web identity: `AWS_ROLE_ARN` + `AWS_WEB_IDENTITY_TOKEN_FILE` (EKS IRSA), through
 //!    STS AssumeRoleWithWebIdentity;
-//! 3. the shared files: `AWS_PROFILE`, else `default` if it has keys;
+//! 3. the shared files: `AWS_PROFILE`, else `default` if it is there: keys or
+//!    `credential_process`; a profile that assumes a role or uses SSO is refused, even
+//!    the implicit `default` (the SDKs would use that role, not the next source's);
 //! 4. the container endpoint: ECS (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`) or EKS Pod
 //!    Identity (`AWS_CONTAINER_CREDENTIALS_FULL_URI` + `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE`);
-//! 5. EC2 instance metadata, IMDSv2 (`AWS_EC2_METADATA_SERVICE_ENDPOINT`,
-//!    `AWS_EC2_METADATA_DISABLED`).
+//! 5. EC2 instance metadata, IMDSv2, else IMDSv1 as botocore falls back
+//!    (`AWS_EC2_METADATA_SERVICE_ENDPOINT`, `AWS_EC2_METADATA_DISABLED`,
+//!    `AWS_EC2_METADATA_V1_DISABLED`).
 //!
 //! A source that is configured but fails ends the search with its reason: falling
 //! through to another identity would sign as someone the user did not mean. Each
@@ -17,6 +20,7 @@
 //! point STS elsewhere (tests use them for local fakes).
 
 mod http;
+mod process;
 mod profile;
 mod remote;
 
@@ -96,12 +100,26 @@ fn shared_files(env: Env, name: &str, explicit: bool) -> Step {
             source: format!("{label} ({})", path.display()),
             expires: None,
         }),
+        profile::Lookup::Process(command, path) => {
+            let source = format!("{label} credential_process ({})", path.display());
+            match process::run(&command, process::TIMEOUT) {
+                Ok((credentials, expires)) => Step::Found(Found {
+                    credentials,
+                    source,
+                    expires,
+                }),
+                Err(why) => Step::Refused(source, why),
+            }
+        }
         profile::Lookup::Unreadable(why) => Step::Refused(label, why),
-        profile::Lookup::Unsupported(why) if explicit => Step::Refused(label, why),
-        profile::Lookup::Unsupported(why) => Step::Skipped(why),
+        // Even the implicit default: the SDKs would assume that role (or sign in), so
+        // going on to the instance's role would sign as someone else.
+        profile::Lookup::Unsupported(why) => Step::Refused(label, why),
+        profile::Lookup::NoKeys(why) if explicit => Step::Refused(label, why),
+        profile::Lookup::NoKeys(why) => Step::Skipped(why),
         profile::Lookup::Missing => {
             let why = format!(
-                "no [{name}] with keys in {} or {}",
+                "no [{name}] in {} or {}",
                 files.credentials.display(),
                 files.config.display()
             );
@@ -145,5 +163,7 @@ pub fn resolve_from_process(profile: Option<&str>, region: &str) -> Result<Found
     resolve(profile, region, &|k| std::env::var(k).ok())
 }
 
+#[cfg(test)]
+mod source_tests;
 #[cfg(test)]
 mod tests;

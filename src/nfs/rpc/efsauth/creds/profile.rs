@@ -62,15 +62,27 @@ impl Files {
 #[derive(Debug)]
 pub enum Lookup {
     Found(Credentials, PathBuf),
-    /// No such section with keys in either file.
+    /// `credential_process`: the command line, and the file that says it.
+    Process(String, PathBuf),
+    /// No such section in either file.
     Missing,
-    /// The profile exists but gets its credentials in a way nfsync does not speak.
+    /// The profile is there but has no keys and no way to get them (why).
+    NoKeys(String),
+    /// The profile gets its credentials in a way nfsync does not speak (why, and what
+    /// to do instead).
     Unsupported(String),
     /// A file is there but was not read (why).
     Unreadable(String),
 }
 
-/// The keys of profile `name`.
+/// What makes the SDKs assume a role or sign in with SSO for a profile, before its
+/// keys (botocore's chain: assume-role, then SSO, then the credentials file's keys).
+const UNSUPPORTED: [&str; 4] = ["role_arn", "sso_session", "sso_start_url", "sso_account_id"];
+
+/// The credentials of profile `name`, as botocore's chain finds them in the profile
+/// both files make together: a role to assume or SSO first (not spoken here: refused,
+/// never passed over for the keys beside them, which would sign as someone else), then
+/// the credentials file's keys, then `credential_process`, then the config file's keys.
 pub fn lookup(files: &Files, name: &str) -> Lookup {
     let sections = [
         (&files.credentials, vec![name.to_string()]),
@@ -83,7 +95,8 @@ pub fn lookup(files: &Files, name: &str) -> Lookup {
             },
         ),
     ];
-    let mut other = None;
+    // The profile's sections, credentials file first, with the file of each.
+    let mut found: Vec<(&PathBuf, HashMap<String, String>)> = Vec::new();
     for ((path, names), var) in sections
         .into_iter()
         .zip(["credentials file", "config file"])
@@ -93,56 +106,56 @@ pub fn lookup(files: &Files, name: &str) -> Lookup {
             Err(None) => continue,
             Err(Some(why)) => return Lookup::Unreadable(why),
         };
-        let ini = parse_ini(&text);
+        let mut ini = parse_ini(&text);
         for n in names {
-            let Some(sec) = ini.get(&n) else { continue };
-            match (
-                sec.get("aws_access_key_id"),
-                sec.get("aws_secret_access_key"),
-            ) {
-                (Some(id), Some(secret)) if !id.is_empty() && !secret.is_empty() => {
-                    return Lookup::Found(
-                        Credentials {
-                            access_key_id: id.clone(),
-                            secret_access_key: secret.clone(),
-                            session_token: sec
-                                .get("aws_session_token")
-                                .filter(|t| !t.is_empty())
-                                .cloned(),
-                        },
-                        path.clone(),
-                    );
-                }
-                _ => {
-                    let how = [
-                        "role_arn",
-                        "credential_process",
-                        "sso_session",
-                        "sso_start_url",
-                    ]
-                    .into_iter()
-                    .find(|k| sec.contains_key(*k));
-                    other = Some(match how {
-                        Some(k) => format!(
-                            "profile {name} in {} uses {k}, which nfsync does not follow: give \
-                             it aws_access_key_id and aws_secret_access_key, or use web \
-                             identity, the container or instance credentials",
-                            path.display()
-                        ),
-                        None => format!(
-                            "profile {name} in {} has no aws_access_key_id and \
-                             aws_secret_access_key",
-                            path.display()
-                        ),
-                    });
-                }
+            if let Some(sec) = ini.remove(&n) {
+                found.push((path, sec));
             }
         }
     }
-    match other {
-        Some(why) => Lookup::Unsupported(why),
-        None => Lookup::Missing,
+    if found.is_empty() {
+        return Lookup::Missing;
     }
+    let value = |(path, sec): &(&PathBuf, HashMap<String, String>), k: &str| {
+        sec.get(k)
+            .filter(|v| !v.is_empty())
+            .map(|v| (v.clone(), path.to_path_buf()))
+    };
+    for k in UNSUPPORTED {
+        if let Some((_, path)) = found.iter().find_map(|s| value(s, k)) {
+            return Lookup::Unsupported(format!(
+                "profile {name} in {} uses {k}, which nfsync does not support yet: export \
+                 AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (`aws \
+                 configure export-credentials --profile {name} --format env`), or use \
+                 web identity (IRSA), the container or instance credentials",
+                path.display()
+            ));
+        }
+    }
+    let keys = |s: &(&PathBuf, HashMap<String, String>)| {
+        let (access_key_id, path) = value(s, "aws_access_key_id")?;
+        let (secret_access_key, _) = value(s, "aws_secret_access_key")?;
+        let credentials = Credentials {
+            access_key_id,
+            secret_access_key,
+            session_token: value(s, "aws_session_token").map(|(t, _)| t),
+        };
+        Some(Lookup::Found(credentials, path))
+    };
+    let in_credentials = |s: &&(&PathBuf, HashMap<String, String>)| *s.0 == files.credentials;
+    if let Some(found) = found.iter().filter(in_credentials).find_map(keys) {
+        return found;
+    }
+    if let Some((command, path)) = found.iter().find_map(|s| value(s, "credential_process")) {
+        return Lookup::Process(command, path);
+    }
+    if let Some(found) = found.iter().find_map(keys) {
+        return found;
+    }
+    Lookup::NoKeys(format!(
+        "profile {name} in {} has no aws_access_key_id and aws_secret_access_key",
+        found[0].0.display()
+    ))
 }
 
 #[cfg(test)]

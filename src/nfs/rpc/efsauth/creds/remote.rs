@@ -5,6 +5,7 @@
 //! ([`text::shown`]) before it reaches an error, and an `Expiration` that is no
 //! sensible time is an error. The token files are read by [`file::read_text`].
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 use std::time::Duration;
 
@@ -12,10 +13,11 @@ use serde_json::Value;
 
 use super::super::cert::Credentials;
 use super::super::file;
+use super::super::server_name::dns_name_suffix;
 use super::super::sigv4::quote_plus;
 use super::super::text;
 use super::super::time::UtcTime;
-use super::http::{Client, Url};
+use super::http::{Client, Url, no_connection};
 use super::{Env, Found, Step};
 
 /// The instance metadata service, unless `AWS_EC2_METADATA_SERVICE_ENDPOINT` says where.
@@ -64,8 +66,8 @@ fn expiration(v: Option<&Value>) -> Result<Option<UtcTime>, String> {
     }
 }
 
-/// The credentials of an IMDS or container answer.
-fn from_json(
+/// The credentials of an IMDS, container or `credential_process` answer.
+pub(super) fn from_json(
     body: &[u8],
     token_key: &str,
     at: &[&str],
@@ -88,6 +90,12 @@ fn from_json(
 }
 
 /// EC2 instance metadata, IMDSv2: a token, the role's name, then its credentials.
+///
+/// As botocore (`IMDSFetcher._fetch_metadata_token`, 1 s, 1 attempt): a token call
+/// refused (IMDSv1-only instances) or unanswered (a container behind a hop limit of 1,
+/// whose answer to the token call is dropped on the way) goes on without a token, as
+/// IMDSv1, unless `AWS_EC2_METADATA_V1_DISABLED=true`. Nobody to connect to is the end
+/// of the chain: not on EC2.
 pub fn imds(env: Env) -> Step {
     if env("AWS_EC2_METADATA_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         return Step::Skipped("EC2 instance metadata: AWS_EC2_METADATA_DISABLED=true".into());
@@ -103,13 +111,21 @@ pub fn imds(env: Env) -> Step {
         Ok(u) => u,
         Err(e) => return Step::Refused(name, e),
     };
+    // Why there is no token, when the token call was not answered at all.
+    let mut unanswered = None;
     let token = match http.request(
         "PUT",
         &token_url,
         &[("X-aws-ec2-metadata-token-ttl-seconds", "21600")],
     ) {
         // Nothing there: not on EC2 (or IMDS is off); the chain ends here.
-        Err(e) => return Step::Skipped(format!("{name}: {}", text::error(&e))),
+        Err(e) if no_connection(&e) => {
+            return Step::Skipped(format!("{name}: {}", text::error(&e)));
+        }
+        Err(e) => {
+            unanswered = Some(text::error(&e));
+            None
+        }
         Ok(r) if r.status == 200 => match String::from_utf8(r.body) {
             Ok(t) => Some(t.trim().to_string()),
             Err(_) => return Step::Refused(name, "the IMDS token is not text".into()),
@@ -117,23 +133,37 @@ pub fn imds(env: Env) -> Step {
         // IMDSv1-only instances refuse the token call; go on without one.
         Ok(_) => None,
     };
+    if token.is_none()
+        && env("AWS_EC2_METADATA_V1_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Step::Refused(
+            name,
+            format!(
+                "no IMDSv2 token ({}) and AWS_EC2_METADATA_V1_DISABLED=true forbids IMDSv1",
+                unanswered
+                    .as_deref()
+                    .unwrap_or("the token call was refused")
+            ),
+        );
+    }
     let headers: Vec<(&str, &str)> = token
         .as_deref()
         .map(|t| vec![("X-aws-ec2-metadata-token", t)])
         .unwrap_or_default();
-    let get = |p: &str| -> Result<Vec<u8>, String> {
-        let u = url(p)?;
+    // Err((why, whether the endpoint answered at all)).
+    let get = |p: &str| -> Result<Vec<u8>, (String, bool)> {
+        let u = url(p).map_err(|e| (e, true))?;
         match http.request("GET", &u, &headers) {
             Ok(r) if r.status == 200 => Ok(r.body),
-            Ok(r) if r.status == 404 => {
-                Err("the instance has no IAM role (instance profile)".into())
-            }
-            Ok(r) => Err(format!(
-                "GET {u}: HTTP {}: {}",
-                r.status,
-                text::shown(&r.body)
+            Ok(r) if r.status == 404 => Err((
+                "the instance has no IAM role (instance profile)".into(),
+                true,
             )),
-            Err(e) => Err(format!("GET {u}: {}", text::error(&e))),
+            Ok(r) => Err((
+                format!("GET {u}: HTTP {}: {}", r.status, text::shown(&r.body)),
+                true,
+            )),
+            Err(e) => Err((format!("GET {u}: {}", text::error(&e)), false)),
         }
     };
     let role_path = "/latest/meta-data/iam/security-credentials/";
@@ -159,9 +189,16 @@ pub fn imds(env: Env) -> Step {
             }
             None => return Step::Refused(name, "the instance has no IAM role".into()),
         },
-        Err(e) => return Step::Refused(name, e),
+        // Neither the token call nor IMDSv1 answered: nothing usable there (botocore
+        // finds no credentials too), as when nothing listens.
+        Err((e, false)) if unanswered.is_some() => {
+            let token = unanswered.unwrap_or_default();
+            return Step::Skipped(format!("{name}: PUT token: {token}; IMDSv1 {e}"));
+        }
+        Err((e, _)) => return Step::Refused(name, e),
     };
-    match get(&format!("{role_path}{role}")).and_then(|b| from_json(&b, "Token", &[])) {
+    let credentials = get(&format!("{role_path}{role}")).map_err(|(e, _)| e);
+    match credentials.and_then(|b| from_json(&b, "Token", &[])) {
         Ok((credentials, expires)) => Step::Found(Found {
             credentials,
             source: format!("EC2 instance metadata, role {role}"),
@@ -183,13 +220,35 @@ pub(super) fn container_endpoint(env: Env) -> Option<(String, &'static str)> {
     } else {
         env("AWS_CONTAINER_CREDENTIALS_FULL_URI")
             .filter(|v| !v.is_empty())
-            .map(|full| {
-                (
-                    full,
-                    "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI, EKS Pod Identity)",
-                )
-            })
+            .map(|full| (full, FULL_URI_NAME))
     }
+}
+
+/// What a full container URI is called in errors.
+const FULL_URI_NAME: &str =
+    "container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI, EKS Pod Identity)";
+
+/// The hosts besides loopback that `AWS_CONTAINER_CREDENTIALS_FULL_URI` may name over
+/// plain HTTP: the ECS agent and EKS Pod Identity's agent (IPv4 and IPv6).
+const CONTAINER_HOSTS: [IpAddr; 3] = [
+    IpAddr::V4(Ipv4Addr::new(169, 254, 170, 2)),
+    IpAddr::V4(Ipv4Addr::new(169, 254, 170, 23)),
+    IpAddr::V6(Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)),
+];
+
+/// Whether a full container URI may be fetched, as the AWS SDKs allow it (aws-config's
+/// `validate_full_uri`, the Java and Go SDKs): over HTTPS from any host; over plain
+/// HTTP only from loopback (127.0.0.0/8, ::1, `localhost`) or the container agents'
+/// addresses, so that a variable pointed elsewhere does not send the authorization
+/// token in the clear to a host on the network, nor take credentials from it.
+/// (botocore allows the same hosts, and no others even over HTTPS.)
+pub(super) fn full_uri_allowed(url: &Url) -> bool {
+    url.https
+        || url.host.eq_ignore_ascii_case("localhost")
+        || url
+            .host
+            .parse::<IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || CONTAINER_HOSTS.contains(&ip))
 }
 
 /// The container endpoint: ECS (relative URI) or EKS Pod Identity / a full URI with an
@@ -222,6 +281,16 @@ pub fn container(env: Env) -> Step {
         Ok(u) => u,
         Err(e) => return Step::Refused(name, e),
     };
+    if name == FULL_URI_NAME && !full_uri_allowed(&url) {
+        return Step::Refused(
+            name,
+            format!(
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI {url}: plain http is allowed only to \
+                 loopback, 169.254.170.2, 169.254.170.23 and fd00:ec2::23 (as in the AWS \
+                 SDKs); use https for another host"
+            ),
+        );
+    }
     let headers: Vec<(&str, &str)> = token
         .as_deref()
         .map(|t| vec![("Authorization", t)])
@@ -245,9 +314,20 @@ pub fn container(env: Env) -> Step {
     }
 }
 
+/// Where STS is for `region`: `AWS_ENDPOINT_URL_STS`, else `AWS_ENDPOINT_URL`, else
+/// the regional endpoint in the region's partition, `sts.REGION.SUFFIX` with the
+/// partition's DNS suffix (`amazonaws.com.cn` for `cn-*`, the ISO partitions' own), as
+/// the SDKs' endpoint rules make it: `amazonaws.com` everywhere would name hosts that
+/// do not exist in China and the isolated partitions.
+pub(super) fn sts_endpoint(env: Env, region: &str) -> String {
+    env("AWS_ENDPOINT_URL_STS")
+        .filter(|v| !v.is_empty())
+        .or_else(|| env("AWS_ENDPOINT_URL").filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| format!("https://sts.{region}.{}", dns_name_suffix(region)))
+}
+
 /// STS AssumeRoleWithWebIdentity with `AWS_ROLE_ARN` and `AWS_WEB_IDENTITY_TOKEN_FILE`
-/// (EKS IRSA), unsigned, at `sts.REGION.amazonaws.com` unless `AWS_ENDPOINT_URL_STS`
-/// (or `AWS_ENDPOINT_URL`) says where.
+/// (EKS IRSA), unsigned, at [`sts_endpoint`].
 pub fn web_identity(env: Env, region: &str) -> Step {
     let arn = env("AWS_ROLE_ARN").filter(|v| !v.is_empty());
     let file = env("AWS_WEB_IDENTITY_TOKEN_FILE").filter(|v| !v.is_empty());
@@ -272,10 +352,7 @@ pub fn web_identity(env: Env, region: &str) -> Step {
         Ok(t) => t,
         Err(e) => return Step::Refused(name, e),
     };
-    let endpoint = env("AWS_ENDPOINT_URL_STS")
-        .or_else(|| env("AWS_ENDPOINT_URL"))
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com"));
+    let endpoint = sts_endpoint(env, region);
     let session = env("AWS_ROLE_SESSION_NAME")
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "nfsync".to_string());

@@ -9,58 +9,65 @@ use std::time::{Duration, Instant};
 
 use super::*;
 
-/// A fake HTTP server on 127.0.0.1: answers each request with `answer(request head)`
-/// and keeps the heads it saw.
-struct Fake {
+/// A fake HTTP server on 127.0.0.1: answers each request (each connection on its own
+/// thread, so a hung one does not hold up the next) with `answer(request head)` and
+/// keeps the heads it saw.
+pub(super) struct Fake {
     port: u16,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Fake {
-    fn start(answer: impl Fn(&str) -> Option<(u16, String)> + Send + 'static) -> Fake {
+    pub(super) fn start(
+        answer: impl Fn(&str) -> Option<(u16, String)> + Send + Sync + 'static,
+    ) -> Fake {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = seen.clone();
+        let answer = Arc::new(answer);
         std::thread::spawn(move || {
             for conn in l.incoming() {
                 let Ok(mut c) = conn else { return };
-                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                let mut head = Vec::new();
-                let mut b = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).unwrap_or(0) == 1 {
-                    head.push(b[0]);
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
-                s.lock().unwrap().push(head.clone());
-                match answer(&head) {
-                    Some((status, body)) => {
-                        let _ = write!(
-                            c,
-                            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n{body}",
-                            body.len()
-                        );
+                let (s, answer) = (s.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    let mut head = Vec::new();
+                    let mut b = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && c.read(&mut b).unwrap_or(0) == 1 {
+                        head.push(b[0]);
                     }
-                    // Say nothing and keep the connection open: a hung endpoint.
-                    None => std::thread::sleep(Duration::from_secs(10)),
-                }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    s.lock().unwrap().push(head.clone());
+                    match answer(&head) {
+                        Some((status, body)) => {
+                            let _ = write!(
+                                c,
+                                "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n{body}",
+                                body.len()
+                            );
+                        }
+                        // Say nothing and keep the connection open: a hung endpoint.
+                        None => std::thread::sleep(Duration::from_secs(10)),
+                    }
+                });
             }
         });
         Fake { port, seen }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(super) fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
 }
 
 /// An environment of `pairs`, with instance metadata pointed at a closed loopback port
 /// unless a pair says otherwise (nothing here may reach 169.254.169.254).
-fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+pub(super) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
     let closed = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -76,9 +83,9 @@ fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
     move |k: &str| m.get(k).cloned()
 }
 
-const CREDS_JSON: &str = r#"{"Code":"Success","AccessKeyId":"ASIAFAKE","SecretAccessKey":"fakesecret","Token":"faketoken","Expiration":"2030-01-02T03:04:05Z"}"#;
+pub(super) const CREDS_JSON: &str = r#"{"Code":"Success","AccessKeyId":"ASIAFAKE","SecretAccessKey":"fakesecret","Token":"faketoken","Expiration":"2030-01-02T03:04:05Z"}"#;
 
-fn keys(f: &Found) -> (&str, &str, Option<&str>) {
+pub(super) fn keys(f: &Found) -> (&str, &str, Option<&str>) {
     let c = &f.credentials;
     (
         &c.access_key_id,
