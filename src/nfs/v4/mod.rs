@@ -321,7 +321,7 @@ async fn renew_lease(client: Arc<client::Client>, lease: Duration) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::nfs::v4::{io_size, resvport};
 
     #[test]
     fn a_tight_session_gives_a_multiple_of_64_kib() {
