@@ -17,6 +17,7 @@ use std::process::Command;
 
 use crate::support::ganesha::{self, Nfs4, Options, Proto};
 use crate::support::sides::{Side, Sides, Via, source, start};
+use crate::support::tmpfs::Tmpfs;
 use crate::support::{Scratch, Tree, describe, nfsync, slash};
 
 /// Two worlds after a run: rsync's and nfsync's.
@@ -721,28 +722,6 @@ fn backup_beside_cannot_make_way_through_a_directory() {
     assert!(s.join("dst/x").is_dir());
 }
 
-/// A tmpfs mounted over a directory for the life of the value: a second
-/// filesystem, so that renames into it fail with EXDEV.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path) -> Option<Tmpfs> {
-        fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "tmpfs"])
-            .arg(at)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(at.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 /// `--backup-dir` on another filesystem: each replaced DEST entry is re-made there
 /// by its type (a FIFO or a device by mknod, a symlink with its target), never
 /// opened, so a FIFO cannot hang the run; a regular file is copied with its mode,
@@ -753,7 +732,7 @@ fn backup_dir_on_another_filesystem_remakes_each_type() {
         return;
     }
     let s = Scratch::new();
-    let Some(bk) = Tmpfs::mount(&s.join("bk")) else {
+    let Some(bk) = Tmpfs::mount(&s.join("bk"), "defaults") else {
         eprintln!("skipping: cannot mount a tmpfs here");
         return;
     };

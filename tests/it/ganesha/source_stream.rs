@@ -5,7 +5,7 @@
 //! in flight; and `--bwlimit` paces the reads themselves, not only the writes.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,28 +13,8 @@ use std::time::{Duration, Instant};
 use super::faults::wait_at_most;
 use crate::support::ganesha::{self, Export, Proto};
 use crate::support::net::Servers;
+use crate::support::tmpfs::Tmpfs;
 use crate::support::{Scratch, Tree, bin, describe, prerequisite_missing, rsync_diff};
-
-/// A tmpfs mounted with `opts` for the life of the value.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, opts: &str) -> Option<Tmpfs> {
-        fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
-            .arg(at)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs(at.to_path_buf()))
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
 
 /// A directory of its own on `export` for one test, made empty.
 fn fresh(export: &Export, what: &str) -> (String, PathBuf) {

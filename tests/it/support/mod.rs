@@ -23,6 +23,7 @@ pub mod nobody;
 pub mod sides;
 pub mod times;
 pub mod tls;
+pub mod tmpfs;
 mod tree;
 
 use std::collections::BTreeSet;
