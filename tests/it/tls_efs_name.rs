@@ -169,3 +169,24 @@ fn an_az_specific_name_checks_the_file_systems_name_without_the_zone() {
     assert!(out.status.success(), "{}", describe(&out));
     assert_exact(tree.root(), &g.export, "by-az-name");
 }
+
+/// efs-utils' `mounttargetip=`: the file system's own name in the URL, which does not
+/// resolve here (no hosts entry), and the mount target's address to connect to. The
+/// certificate is checked against the name, and the copy ends exact.
+#[test]
+fn mounttargetip_connects_there_and_checks_the_file_systems_name() {
+    let dir = Scratch::new();
+    let Some((g, ca, st)) = server(&dir) else {
+        return;
+    };
+    let tree = tree(&dir);
+    let url = format!(
+        "nfs://{FS_NAME}:{}{}/by-mount-target-ip?tls&tls-ca={}&mounttargetip=127.0.0.1",
+        st.port,
+        g.export.display(),
+        ca.cert.display()
+    );
+    let out = run(&dir, &[], tree.root(), &url);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_exact(tree.root(), &g.export, "by-mount-target-ip");
+}

@@ -59,6 +59,10 @@ pub struct NfsUrl {
     /// The EFS file system the URL names (by host name or `?fsid=`), with the
     /// authentication it asks for; `None` for other servers.
     pub efs: Option<EfsTarget>,
+    /// `?mounttargetip=`, efs-utils' mount option: the address to connect to, the host
+    /// name still naming the file system (its certificate, its bind call), as when
+    /// the name does not resolve where the run is.
+    pub connect_ip: Option<std::net::IpAddr>,
 }
 
 /// Whether DEST names an NFS server rather than a local path.
@@ -150,6 +154,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
         tls_ca: None,
         batch: None,
         efs_server: None,
+        connect_ip: None,
         efs: None,
     };
     let mut efs = EfsKeys::default();
@@ -210,12 +215,18 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             }
             "resvport" => u.resvport = Some(v != "0"),
             "noresvport" => u.resvport = Some(v == "0"),
+            "mounttargetip" => {
+                let ip = v
+                    .parse()
+                    .map_err(|_| format!("?mounttargetip={v}: not an IP address"))?;
+                u.connect_ip = Some(ip);
+            }
             _ if efs.take(k, v)? => {}
             _ => {
                 return Err(format!(
                     "unknown URL option {k:?} (known: version, nfsport, mountport, uid, gid, \
                      conns, window, resvport, noresvport, slots, tls, tls-ca, batch, efs, iam, \
-                     accesspoint, awsprofile, fsid, region)"
+                     accesspoint, awsprofile, fsid, region, mounttargetip)"
                 ));
             }
         }
@@ -226,6 +237,7 @@ pub fn parse(url: &str) -> Result<NfsUrl, String> {
             (u.slots.is_some(), "slots"),
             (efs.v4_only().is_some(), efs.v4_only().unwrap_or_default()),
             (u.tls, "tls"),
+            (u.connect_ip.is_some(), "mounttargetip"),
         ];
         if let Some((_, k)) = v4_only.iter().find(|(set, _)| *set) {
             return Err(format!(
@@ -282,6 +294,17 @@ mod tests {
         assert_eq!((u.uid, u.gid), (Some(5), Some(6)));
         assert_eq!(u.resvport, Some(false));
         assert_eq!(u.conns, Some(8));
+    }
+
+    #[test]
+    fn mounttargetip_is_where_to_connect_the_name_still_names_the_file_system() {
+        let u = parse("nfs://fs-0123abcd.efs.eu-west-1.amazonaws.com/d?tls&mounttargetip=10.0.1.5")
+            .unwrap();
+        assert_eq!(u.connect_ip, Some("10.0.1.5".parse().unwrap()));
+        assert_eq!(u.host, "fs-0123abcd.efs.eu-west-1.amazonaws.com");
+        assert_eq!(u.efs.map(|t| t.fs_id), Some("fs-0123abcd".to_string()));
+        assert!(parse("nfs://h/d?mounttargetip=nowhere").is_err());
+        assert!(parse("nfs://h/d?mounttargetip=10.0.1.5&version=3").is_err());
     }
 
     #[test]

@@ -102,7 +102,10 @@ pub fn connect(
     let cred = setup::credentials(parsed);
     let want_slots = parsed.slots.unwrap_or(DEFAULT_SLOTS);
     let setup = rt.block_on(async {
-        let ip = setup::resolve(&parsed.host, timeout).await?;
+        let ip = match parsed.connect_ip {
+            Some(ip) => ip,
+            None => setup::resolve(&parsed.host, timeout).await?,
+        };
         let addr = SocketAddr::new(ip, parsed.nfs_port.unwrap_or(PORT));
         let tls = match parsed.tls {
             true => {
