@@ -37,7 +37,7 @@ fn kept_by(dir: &Path, sec: i64) -> i64 {
 pub fn copy_out_of_range_times(dest: impl AsRef<OsStr>, stored: &Path) -> Option<Scratch> {
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() {
-        eprintln!("skipping: no /dev/shm for a source that keeps years 1600 and 2500");
+        super::prerequisite_missing("no /dev/shm for a source that keeps years 1600 and 2500");
         return None;
     }
     let s = Scratch::new_in(shm);
@@ -49,7 +49,7 @@ pub fn copy_out_of_range_times(dest: impl AsRef<OsStr>, stored: &Path) -> Option
     for (name, sec, _) in CASES {
         t.mtime(name, sec, 0);
         if fs::metadata(src.join(name)).unwrap().mtime() != sec {
-            eprintln!("skipping: /dev/shm does not keep {sec}");
+            super::prerequisite_missing(&format!("/dev/shm does not keep {sec}"));
             return None;
         }
     }
